@@ -1,11 +1,27 @@
 //! Switchyard's pure evaluation core.
 //!
-//! A rule pack is data; [`evaluate`] is the one function that turns a pack, a trigger object,
-//! a snapshot of the world and a clock into an [`Outcome`]. The CLI's dry-run commands and
-//! the in-cluster broker both call it, so what `render` prints is what `run` applies.
+//! A rule pack is data; [`evaluate()`] is the one function that turns a pack, a trigger
+//! object, a snapshot of the world and a clock into an [`Outcome`]. The CLI's dry-run
+//! commands and the in-cluster broker both call it, so what `render` prints is what `run`
+//! applies.
 //!
 //! This crate does no I/O: packs are loaded from in-memory file sets ([`PackFiles`]), the
-//! world is a trait the caller implements, and time comes from an injected clock.
+//! world is a trait the caller implements ([`World`]), and time is passed in.
 
+pub mod diagnostic;
+pub mod diff;
+pub mod evaluate;
+pub mod model;
+pub mod object;
+pub mod pack;
+pub mod plan;
 pub mod table;
 pub mod template;
+pub mod testing;
+pub mod yaml;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use evaluate::{DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate};
+pub use object::{MemoryWorld, ObjectKey, World};
+pub use pack::{LoadResult, Pack, PackFiles, load};
+pub use plan::{Plan, plan};

@@ -1,0 +1,584 @@
+//! Tests of the public API: compile errors, references, evaluation, functions.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+
+use crate::{Activation, CompileError, CustomFunction, Env, EvalError, Program, Value};
+
+fn compile_err(source: &str) -> CompileError {
+    match Env::kubernetes().compile(source) {
+        Ok(_) => panic!("`{source}` compiled"),
+        Err(e) => e,
+    }
+}
+
+fn eval_with(env: &Env, source: &str, vars: &[(&str, serde_json::Value)]) -> Result<Value, EvalError> {
+    let program = env.compile(source).unwrap();
+    let mut activation = Activation::new(env);
+    for (name, value) in vars {
+        activation.bind(name, Value::from_json(value));
+    }
+    program.eval(&activation)
+}
+
+fn eval(source: &str) -> Result<Value, EvalError> {
+    eval_with(&Env::kubernetes(), source, &[])
+}
+
+fn eval_json(source: &str) -> serde_json::Value {
+    eval(source).unwrap().to_json().unwrap()
+}
+
+fn eval_err(source: &str) -> String {
+    match eval(source) {
+        Ok(v) => panic!("`{source}` evaluated to {v:?}"),
+        Err(e) => e.message,
+    }
+}
+
+// ---- 1. compile errors ----------------------------------------------------------------
+
+#[test]
+fn compile_error_at_end_of_input() {
+    let source = "self.spec.replicas >";
+    let e = compile_err(source);
+    assert_eq!(e.message, "unexpected end of input");
+    assert_eq!((e.line, e.column), (1, 21));
+    assert_eq!(
+        e.caret(source),
+        "self.spec.replicas >\n                    ^"
+    );
+}
+
+#[test]
+fn compile_error_in_an_incomplete_conditional() {
+    let source = "a ? b";
+    let e = compile_err(source);
+    assert_eq!(e.message, "unexpected end of input, expected ':'");
+    assert_eq!((e.line, e.column), (1, 6));
+    assert_eq!(e.caret(source), "a ? b\n     ^");
+}
+
+#[test]
+fn compile_error_for_an_unclosed_string() {
+    let source = "self.name == 'abc";
+    let e = compile_err(source);
+    assert_eq!(e.message, "unterminated string literal");
+    assert_eq!((e.line, e.column), (1, 14));
+    assert_eq!(e.caret(source), "self.name == 'abc\n             ^");
+
+    let e = compile_err("x == \"abc");
+    assert_eq!((e.message.as_str(), e.column), ("unterminated string literal", 6));
+}
+
+#[test]
+fn compile_error_on_the_second_line() {
+    let source = "self.a &&\n  self.b +* 2";
+    let e = compile_err(source);
+    assert_eq!(e.message, "unexpected '*'");
+    assert_eq!((e.line, e.column), (2, 11));
+    assert_eq!(e.caret(source), "  self.b +* 2\n          ^");
+}
+
+#[test]
+fn compile_error_columns_count_characters() {
+    // 'é' is two bytes: columns are characters
+    let source = "'éé' + x.all(1, y)";
+    let e = compile_err(source);
+    assert_eq!(e.message, "argument must be a simple name");
+    assert_eq!((e.line, e.column), (1, 14));
+    let e = compile_err("'éé' + has(1)");
+    assert_eq!(e.message, "invalid argument to has() macro");
+    assert_eq!(e.column, 12);
+    let e = compile_err("'ééé' + )");
+    assert_eq!((e.message.as_str(), e.column), ("unexpected ')'", 9));
+}
+
+#[test]
+fn compile_error_messages_are_reworded() {
+    for (source, message, column) in [
+        ("[1, 2", "unexpected end of input, expected ']' or ','", 6),
+        ("1 ++ 2", "unexpected '+'", 4),
+        ("f(,)", "unexpected ','", 3),
+        ("'a\\qb'", "invalid escape sequence '\\q' in string literal", 1),
+        ("if", "reserved identifier: if", 1),
+        ("a.b(", "unexpected end of input", 5),
+    ] {
+        let e = compile_err(source);
+        assert_eq!((e.message.as_str(), e.column), (message, column), "{source}");
+    }
+    let e = compile_err("a $ b");
+    assert_eq!(e.message, "unexpected character '$'");
+}
+
+#[test]
+fn compile_error_for_deep_nesting_and_long_expressions() {
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    assert_eq!(compile_err(&deep).message, "the expression is nested too deeply");
+    let long = format!("1{}", " + 1".repeat(crate::MAX_OPERATORS + 1));
+    assert_eq!(
+        compile_err(&long).message,
+        "the expression is too long: 1001 operators, at most 1000"
+    );
+    // operators in strings do not count
+    let quoted = format!("'{}' == ''", "+".repeat(5000));
+    assert!(Env::kubernetes().compile(&quoted).is_ok());
+}
+
+#[test]
+fn compile_error_for_a_function_kubernetes_lacks() {
+    let source = "'é' + self.name.reverse()";
+    let e = compile_err(source);
+    assert_eq!(
+        e.message,
+        "'reverse' is not available: Kubernetes' strings library (version 2) does not have it"
+    );
+    assert_eq!((e.line, e.column), (1, 17));
+}
+
+// ---- 2. references --------------------------------------------------------------------
+
+fn refs(source: &str) -> (Vec<String>, Vec<(String, String)>) {
+    let program = Env::kubernetes().compile(source).unwrap();
+    let r = program.references();
+    (
+        r.variables.iter().cloned().collect(),
+        r.selections.iter().cloned().collect(),
+    )
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn references_list_free_variables_and_their_selections() {
+    assert_eq!(
+        refs("vars.namespace == object.metadata.namespace"),
+        (
+            strings(&["object", "vars"]),
+            pairs(&[("object", "metadata"), ("vars", "namespace")])
+        )
+    );
+    assert_eq!(
+        refs("has(vars.x) && vars['y'] == 1 && vars.?z.hasValue() && vars[?'w'].hasValue()"),
+        (
+            strings(&["vars"]),
+            pairs(&[("vars", "w"), ("vars", "x"), ("vars", "y"), ("vars", "z")])
+        )
+    );
+    // a computed index is no selection
+    assert_eq!(refs("vars[k]"), (strings(&["k", "vars"]), vec![]));
+}
+
+#[test]
+fn references_skip_comprehension_variables() {
+    assert_eq!(
+        refs("x.exists(c, c.y) && x.all(c, c.z > limit)"),
+        (strings(&["limit", "x"]), vec![])
+    );
+    assert_eq!(
+        refs("items.map(i, i.name).filter(n, n != self.name)"),
+        (strings(&["items", "self"]), pairs(&[("self", "name")]))
+    );
+    // a variable shadowed inside the comprehension only
+    assert_eq!(
+        refs("c.ok && [1].all(c, c > 0)"),
+        (strings(&["c"]), pairs(&[("c", "ok")]))
+    );
+    // nested comprehensions
+    assert_eq!(
+        refs("a.all(x, x.b.exists(y, y == x.c && y == d))"),
+        (strings(&["a", "d"]), vec![])
+    );
+    assert_eq!(
+        refs("opt.optMap(v, v.name + suffix)"),
+        (strings(&["opt", "suffix"]), vec![])
+    );
+}
+
+#[test]
+fn references_skip_function_namespaces() {
+    assert_eq!(
+        refs("optional.of(a).orValue(strings.quote(b))"),
+        (strings(&["a", "b"]), vec![])
+    );
+    let env = Env::kubernetes().with_function("pack.decide", Arc::new(|_| Ok(json!(1))));
+    let program = env.compile("pack.decide(x)").unwrap();
+    assert_eq!(
+        program.references().variables,
+        BTreeSet::from(["x".to_string()])
+    );
+    assert_eq!(
+        program
+            .eval(&{
+                let mut a = Activation::new(&env);
+                a.bind("x", Value::int(1));
+                a
+            })
+            .unwrap(),
+        Value::int(1)
+    );
+}
+
+// ---- 3. evaluation and the shape of the environment ------------------------------------
+
+#[test]
+fn evaluates_with_bound_variables() {
+    let object = json!({"spec": {"replicas": 3, "containers": [{"name": "a"}, {"name": "b"}]}});
+    let env = Env::kubernetes();
+    let v = eval_with(
+        &env,
+        "self.spec.replicas > 2 && self.spec.containers.exists(c, c.name == want)",
+        &[("self", object.clone()), ("want", json!("b"))],
+    )
+    .unwrap();
+    assert_eq!(v.as_bool(), Some(true));
+    let v = eval_with(
+        &env,
+        "self.spec.containers.map(c, c.name)",
+        &[("self", object)],
+    )
+    .unwrap();
+    assert_eq!(v.to_json().unwrap(), json!(["a", "b"]));
+}
+
+#[test]
+fn one_value_is_bound_into_many_evaluations() {
+    let env = Env::kubernetes();
+    let program = env
+        .compile("self.items.filter(i, i > 1).size() + size(self.items)")
+        .unwrap();
+    let object = Value::from_json(&json!({"items": [1, 2, 3]}));
+    for _ in 0..3 {
+        let mut activation = Activation::new(&env);
+        activation.bind("self", object.clone());
+        assert_eq!(program.eval(&activation).unwrap(), Value::int(5));
+    }
+    // a returned sub-tree is a value like any other, and can be bound again
+    let items = env
+        .compile("self.items")
+        .unwrap()
+        .eval(&{
+            let mut a = Activation::new(&env);
+            a.bind("self", object.clone());
+            a
+        })
+        .unwrap();
+    let mut activation = Activation::new(&env);
+    activation.bind("xs", items);
+    activation.bind("xs", Value::list([Value::int(7)]));
+    let program = env.compile("xs[0] + xs.size()").unwrap();
+    assert_eq!(program.eval(&activation).unwrap(), Value::int(8));
+}
+
+#[test]
+fn bound_strings_lists_and_maps_behave_as_literals() {
+    let env = Env::kubernetes();
+    let vars = [
+        ("s", json!("abc")),
+        ("l", json!([1, "x", [2]])),
+        ("m", json!({"k": "v", "n": {"x": 1}})),
+    ];
+    for source in [
+        "s == 'abc' && s.startsWith('a') && s + 'd' == 'abcd' && size(s) == 3",
+        "s.upperAscii() == 'ABC' && s.charAt(1) == 'b' && s < 'abd' && s in ['abc']",
+        "l == [1, 'x', [2]] && l[2] == [2] && 'x' in l && l + [3] == [1, 'x', [2], 3]",
+        "m == {'k': 'v', 'n': {'x': 1}} && m.n == {'x': 1} && 'k' in m && m[s.substring(0,0) + 'k'] == 'v'",
+        "{s: 1}['abc'] == 1 && [s, s][1] == 'abc' && l.exists(e, e == [2])",
+        "optional.of(m).value().n.x == 1 && m.?n.x.value() == 1 && [l][0][2][0] == 2",
+        "type(s) == string && type(l) == list && type(m) == map",
+    ] {
+        let v = eval_with(&env, source, &vars).unwrap();
+        assert_eq!(v.as_bool(), Some(true), "{source}");
+    }
+}
+
+#[test]
+fn custom_functions_take_any_arity_and_json() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let f: CustomFunction = Arc::new(move |args| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Ok(json!({"n": args.len(), "args": args}))
+    });
+    let env = Env::kubernetes().with_function("echo", f);
+    assert_eq!(
+        eval_with(&env, "echo()", &[]).unwrap().to_json().unwrap(),
+        json!({"n": 0, "args": []})
+    );
+    assert_eq!(
+        eval_with(&env, "echo(1, 'a', [true], {'k': 2.5}, b'x')", &[])
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!({"n": 5, "args": [1, "a", [true], {"k": 2.5}, "eA=="]})
+    );
+    // called as a method, the receiver comes first
+    assert_eq!(
+        eval_with(&env, "'r'.echo(2).args", &[])
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!(["r", 2])
+    );
+    // the result is a CEL value with Kubernetes conventions
+    assert_eq!(
+        eval_with(&env, "echo(1).n + 1 == 2 && type(echo().n) == int", &[])
+            .unwrap()
+            .as_bool(),
+        Some(true)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+}
+
+#[test]
+fn custom_function_errors() {
+    let env = Env::kubernetes()
+        .with_function("fail", Arc::new(|_| Err("No matching row".to_string())))
+        .with_function("id", Arc::new(|args| Ok(args[0].clone())));
+    assert_eq!(
+        eval_with(&env, "fail(1)", &[]).unwrap_err().message,
+        "fail: no matching row"
+    );
+    assert_eq!(
+        eval_with(&env, "id(type(1))", &[]).unwrap_err().message,
+        "id: argument 1 cannot be passed as JSON: the type value int has no JSON form"
+    );
+    // replacing a custom function
+    let env = env.with_function("fail", Arc::new(|_| Ok(json!("fine"))));
+    assert_eq!(
+        eval_with(&env, "fail()", &[]).unwrap().to_json().unwrap(),
+        json!("fine")
+    );
+}
+
+#[test]
+fn a_custom_function_cannot_take_a_builtin_name() {
+    for name in ["size", "sha256", "charAt"] {
+        let env = Env::kubernetes().with_function(name, Arc::new(|_| Ok(json!(null))));
+        let e = env.compile("1").unwrap_err();
+        assert_eq!(
+            e.message,
+            format!("the function '{name}' cannot be added: a built-in function has that name")
+        );
+    }
+}
+
+#[test]
+fn deep_expressions_evaluate_on_a_small_stack() {
+    // Test threads have 2 MiB of stack; an unoptimised evaluation of this needs more.
+    let source = format!("0{}", " + 1".repeat(900));
+    let env = Env::kubernetes();
+    let program = env.compile(&source).unwrap();
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || program.eval(&Activation::new(&Env::kubernetes())))
+        .unwrap();
+    assert_eq!(handle.join().unwrap().unwrap(), Value::int(900));
+    let nested = format!("{}1{}", "[".repeat(90), "]".repeat(90));
+    let program = env.compile(&nested).unwrap();
+    let handle = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || program.eval(&Activation::new(&Env::kubernetes())).is_ok())
+        .unwrap();
+    assert!(handle.join().unwrap());
+}
+
+#[test]
+fn the_public_types_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Env>();
+    check::<Program>();
+    check::<Value>();
+    check::<CompileError>();
+    check::<EvalError>();
+}
+
+// ---- 4. JSON conventions of results -----------------------------------------------------
+
+#[test]
+fn results_convert_to_json_with_kubernetes_conventions() {
+    assert_eq!(eval_json("{1: 'a', 2u: 'b', true: 'c', 'd': 4}"), json!({"1": "a", "2": "b", "true": "c", "d": 4}));
+    assert_eq!(eval_json("b'\\xff\\x00abc'"), json!("/wBhYmM="));
+    assert_eq!(eval_json("timestamp('2024-05-06T07:08:09+02:00')"), json!("2024-05-06T05:08:09Z"));
+    assert_eq!(eval_json("timestamp('2024-05-06T07:08:09.120Z')"), json!("2024-05-06T07:08:09.12Z"));
+    assert_eq!(eval_json("duration('1h30m')"), json!("5400s"));
+    assert_eq!(eval_json("duration('1.5s')"), json!("1.5s"));
+    assert_eq!(eval_json("duration('-90ms')"), json!("-0.09s"));
+    assert_eq!(eval_json("string(duration('1h30m'))"), json!("5400s"));
+    assert_eq!(eval_json("optional.of(1)"), json!(1));
+    assert_eq!(eval_json("optional.none()"), json!(null));
+    assert_eq!(eval_json("[optional.of([1]), optional.none()]"), json!([[1], null]));
+    assert_eq!(eval_json("3.0").to_string(), "3.0");
+    assert_eq!(eval_json("1.0 * 2").to_string(), "2.0");
+    assert_eq!(eval_json("2 * 3").to_string(), "6");
+    assert_eq!(eval_json("18446744073709551615u"), json!(18446744073709551615u64));
+    assert_eq!(eval_json("double('NaN')"), json!("NaN"));
+    assert_eq!(eval_json("{'a': [1, {'b': null}]}"), json!({"a": [1, {"b": null}]}));
+    assert_eq!(
+        eval("type(1)").unwrap().to_json().unwrap_err().message,
+        "the result cannot be represented as JSON: the type value int has no JSON form"
+    );
+}
+
+#[test]
+fn type_names() {
+    for (source, name) in [
+        ("1", "int"),
+        ("1u", "uint"),
+        ("1.0", "double"),
+        ("'a'", "string"),
+        ("b'a'", "bytes"),
+        ("null", "null_type"),
+        ("[1]", "list"),
+        ("{}", "map"),
+        ("duration('1s')", "google.protobuf.Duration"),
+        ("optional.none()", "optional_type"),
+        ("type(1)", "type"),
+    ] {
+        assert_eq!(eval(source).unwrap().type_name(), name, "{source}");
+    }
+}
+
+// ---- 5. functions -------------------------------------------------------------------
+
+#[test]
+fn sha256_of_strings_and_bytes() {
+    assert_eq!(
+        eval_json("sha256('abc')"),
+        json!("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    );
+    assert_eq!(eval_json("sha256(b'abc') == sha256('abc')"), json!(true));
+    assert_eq!(
+        eval_json("sha256('é')"),
+        json!(crate::sha256_hex("é".as_bytes()))
+    );
+    assert_eq!(
+        eval_err("sha256(1)"),
+        "no matching overload for 'sha256' applied to (int)"
+    );
+    assert_eq!(
+        eval_err("sha256('a', 'b')"),
+        "no matching overload for 'sha256' applied to (string, string)"
+    );
+}
+
+#[test]
+fn dns1123_functions() {
+    for (source, expected) in [
+        ("isDNS1123Label('my-app')", json!(true)),
+        ("isDNS1123Label('My-App')", json!(false)),
+        ("isDNS1123Label('a.b')", json!(false)),
+        ("isDNS1123Label('')", json!(false)),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    assert_eq!(eval_json("isDNS1123Subdomain('api.example.com')"), json!(true));
+    assert_eq!(eval_json("isDNS1123Subdomain('api..example.com')"), json!(false));
+    assert_eq!(eval_json("isDNS1123Subdomain('-a.b')"), json!(false));
+    assert_eq!(eval_json("dns1123Label('my-app')"), json!("my-app"));
+    assert_eq!(
+        eval_json("dns1123Label('Team/My_App')"),
+        json!(crate::dns1123_label("Team/My_App"))
+    );
+    assert_eq!(eval_json("isDNS1123Label(dns1123Label('Team/My_App'))"), json!(true));
+    assert_eq!(
+        eval_err("isDNS1123Label(1)"),
+        "no matching overload for 'isDNS1123Label' applied to (int)"
+    );
+    assert_eq!(
+        eval_err("isDNS1123Subdomain(null)"),
+        "no matching overload for 'isDNS1123Subdomain' applied to (null_type)"
+    );
+    assert_eq!(
+        eval_err("dns1123Label(['a'])"),
+        "no matching overload for 'dns1123Label' applied to (list)"
+    );
+}
+
+#[test]
+fn strings_library() {
+    for (source, expected) in [
+        ("'TacoCat'.lowerAscii()", json!("tacocat")),
+        ("'TacoCat'.upperAscii()", json!("TACOCAT")),
+        ("'a-b-c'.replace('-', '+')", json!("a+b+c")),
+        ("'a-b-c'.replace('-', '+', 1)", json!("a+b-c")),
+        ("'a,b,c'.split(',')", json!(["a", "b", "c"])),
+        ("'a,b,c'.split(',', 2)", json!(["a", "b,c"])),
+        ("['a', 'b'].join()", json!("ab")),
+        ("['a', 'b'].join('-')", json!("a-b")),
+        ("'tacocat'.substring(4)", json!("cat")),
+        ("'tacocat'.substring(0, 4)", json!("taco")),
+        ("'  x \\t'.trim()", json!("x")),
+        ("'hello'.indexOf('l')", json!(2)),
+        ("'hello'.indexOf('l', 3)", json!(3)),
+        ("'hello'.lastIndexOf('l')", json!(3)),
+        ("'hello'.lastIndexOf('l', 2)", json!(2)),
+        ("'héllo'.charAt(1)", json!("é")),
+        ("'%s has %d items'.format(['x', 3])", json!("x has 3 items")),
+        ("strings.quote('a\"b')", json!("\"a\\\"b\"")),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    assert_eq!(eval_err("'abc'.charAt(4)"), "charAt: index out of range: 4");
+    assert_eq!(eval_err("'abc'.substring(2, 1)"), "substring: invalid substring range. start: 2, end: 1");
+    assert_eq!(
+        eval_err("'abc'.lowerAscii(1)"),
+        "no matching overload for 'lowerAscii' applied to string.(int)"
+    );
+}
+
+#[test]
+fn libraries_kubernetes_lacks_are_not_enabled() {
+    assert_eq!(eval_err("math.greatest(1, 2)"), "undeclared reference to 'math'");
+    assert_eq!(eval_err("lists.range(3)"), "undeclared reference to 'lists'");
+    assert_eq!(eval_err("base64.encode(b'a')"), "undeclared reference to 'base64'");
+    assert_eq!(eval_err("[1, 2].distinct()"), "undeclared reference to 'distinct'");
+}
+
+// ---- 6. evaluation errors ---------------------------------------------------------------
+
+#[test]
+fn evaluation_errors_are_clear() {
+    let env = Env::kubernetes();
+    let object = json!({"spec": {"replicas": 3, "name": "x"}});
+    let err = |source: &str| {
+        eval_with(&env, source, &[("self", object.clone())])
+            .unwrap_err()
+            .message
+    };
+    assert_eq!(err("self.spec.replicsa > 1"), "no such key: replicsa");
+    assert_eq!(err("self.spec['nope']"), "no such key: nope");
+    assert_eq!(
+        err("self.spec.name > 1"),
+        "no matching overload for '_>_' applied to (string, int)"
+    );
+    assert_eq!(
+        err("self.spec.replicas + 'a'"),
+        "no matching overload for '_+_' applied to (int, string)"
+    );
+    assert_eq!(
+        err("self.spec.name.contains(1)"),
+        "no matching overload for 'contains' applied to string.(int)"
+    );
+    assert_eq!(err("other.x"), "undeclared reference to 'other'");
+    assert_eq!(err("nope(1)"), "undeclared reference to 'nope'");
+    assert_eq!(err("self.spec.replicas / 0"), "division by zero");
+    assert_eq!(err("self.spec.replicas % 0"), "modulus by zero");
+    assert_eq!(err("9223372036854775807 + self.spec.replicas"), "integer overflow");
+    assert_eq!(err("[1, 2][self.spec.replicas]"), "index out of bounds: 3");
+    assert_eq!(err("{'a': 1, 'a': 2}"), "repeated map key: 'a'");
+    assert_eq!(err("self.spec.replicas ? 1 : 2"), "expected bool, got int");
+    assert_eq!(err("int('x')"), "int: string parse error: invalid digit found in string");
+}

@@ -1,0 +1,683 @@
+//! `evaluate()`: the one function both the dry-run CLI and the broker call.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use switchyard_cel as cel;
+
+use crate::model::DeletionPolicy;
+use crate::object::{ObjectKey, World, labels, selector_matches};
+use crate::pack::{CompiledRule, Expr, LookupKey, Pack, Step, in_scope};
+
+/// Label carried by every output: the pack that owns it (prune selects on it).
+pub const LABEL_PACK: &str = "switchyard.dev/pack";
+/// Label carried by every output.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY: &str = "switchyard";
+/// Annotation: the pack version that produced the output.
+pub const ANNOTATION_PACK_VERSION: &str = "switchyard.dev/pack-version";
+/// Annotation: `rule/output` pairs that produced the output, comma-separated.
+pub const ANNOTATION_RULE: &str = "switchyard.dev/rule";
+/// Annotation: the triggers that desire the output (see [`ObjectKey`]'s display), comma-separated.
+pub const ANNOTATION_OWNERS: &str = "switchyard.dev/owners";
+/// Annotation on an input object naming its cluster role (dry-run inputs only).
+pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";
+/// The condition type the engine manages on every trigger.
+pub const CONDITION_SYNCED: &str = "Synced";
+
+/// An object a rule wants to exist.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DesiredObject {
+    pub key: ObjectKey,
+    pub object: Value,
+    /// `rule/output` pairs that produced it.
+    pub sources: BTreeSet<String>,
+    /// Triggers that desire it.
+    pub owners: BTreeSet<String>,
+    pub deletion: DeletionPolicy,
+}
+
+/// Something a rule read, for re-evaluation when it changes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ReadKey {
+    Object(ObjectKey),
+    #[serde(rename_all = "camelCase")]
+    List {
+        cluster: String,
+        api_version: String,
+        kind: String,
+        namespace: Option<String>,
+    },
+}
+
+/// A rule that could not be evaluated for this trigger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleError {
+    pub rule: String,
+    /// Where in the rule: `spec.vars[1].expression`, `spec.outputs[0]`.
+    pub path: String,
+    /// The CEL expression, when the error came from one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expression: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for RuleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rule `{}`, {}", self.rule, self.path)?;
+        if let Some(e) = &self.expression {
+            write!(f, " `{e}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// One step of an evaluation, for `explain` and test failures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceEntry {
+    pub rule: String,
+    /// What was evaluated: `guard spec.when[0]`, `lookup fleet`, `vars.namespace`, `output deployment`.
+    pub step: String,
+    /// The source expression, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expression: Option<String>,
+    /// What came out.
+    pub result: String,
+}
+
+/// Everything an evaluation decided for one trigger.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub trigger: ObjectKey,
+    /// The rules whose watch matched the trigger.
+    pub rules: Vec<String>,
+    pub desired: Vec<DesiredObject>,
+    /// The status to write onto the trigger (`{conditions: [...], <fields>}`), when any rule
+    /// matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Value>,
+    /// The finalizer the trigger must carry while its outputs exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finalizer: Option<String>,
+    /// The trigger is being deleted: its outputs are to be cleaned up.
+    pub deleting: bool,
+    pub reads: BTreeSet<ReadKey>,
+    pub errors: Vec<RuleError>,
+    pub trace: Vec<TraceEntry>,
+}
+
+/// The trigger and its cluster role.
+#[derive(Debug, Clone, Copy)]
+pub struct Trigger<'a> {
+    pub cluster: &'a str,
+    pub object: &'a Value,
+}
+
+/// Evaluates every rule of `pack` that watches `trigger`. Pure: the same inputs give the
+/// same outcome, byte for byte.
+pub fn evaluate(pack: &Pack, trigger: Trigger<'_>, world: &dyn World, now: DateTime<Utc>) -> Result<Outcome, String> {
+    let key = ObjectKey::of(trigger.cluster, trigger.object)?;
+    let trigger_labels = labels(trigger.object);
+    let rules: Vec<&CompiledRule> = pack
+        .rules
+        .iter()
+        .filter(|r| {
+            r.watch.cluster == trigger.cluster
+                && r.watch.api_version == key.api_version
+                && r.watch.kind == key.kind
+                && r.watch
+                    .selector
+                    .as_ref()
+                    .is_none_or(|s| selector_matches(s, &trigger_labels))
+        })
+        .collect();
+    let deleting = trigger
+        .object
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null());
+    let mut outcome = Outcome {
+        trigger: key.clone(),
+        rules: rules.iter().map(|r| r.name.clone()).collect(),
+        desired: Vec::new(),
+        status: None,
+        finalizer: None,
+        deleting,
+        reads: BTreeSet::new(),
+        errors: Vec::new(),
+        trace: Vec::new(),
+    };
+    if rules.is_empty() {
+        return Ok(outcome);
+    }
+    if deleting {
+        for rule in &rules {
+            outcome.trace.push(TraceEntry {
+                rule: rule.name.clone(),
+                step: "trigger".into(),
+                expression: None,
+                result: "being deleted: no outputs are desired".into(),
+            });
+        }
+        return Ok(outcome);
+    }
+
+    let self_value = cel::Value::from_json(trigger.object);
+    let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let mut ctx = EvalContext {
+        pack,
+        world,
+        trigger: trigger.object,
+        self_value,
+        cluster_json: json!({"name": trigger.cluster}),
+        now_text,
+        outcome: &mut outcome,
+    };
+    let mut results = Vec::new();
+    for rule in &rules {
+        results.push(ctx.run_rule(rule));
+    }
+
+    // The engine's own condition, then the rules' status mappings in rule-name order.
+    let mut status = Map::new();
+    let mut conditions: Vec<Value> = Vec::new();
+    let synced = synced_condition(&results);
+    conditions.push(synced);
+    for result in &results {
+        if let RuleResult::Fired { status: Some(s), .. } = result {
+            for (field, value) in &s.fields {
+                status.insert(field.clone(), value.clone());
+            }
+            for condition in &s.conditions {
+                if let Some(t) = condition.get("type") {
+                    conditions.retain(|c| c.get("type") != Some(t));
+                }
+                conditions.push(condition.clone());
+            }
+        }
+    }
+    let generation = trigger.object.pointer("/metadata/generation").cloned();
+    let previous = trigger
+        .object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let stamped: Vec<Value> = conditions
+        .into_iter()
+        .map(|mut c| {
+            let before = previous.iter().find(|p| p.get("type") == c.get("type"));
+            let transition = match before {
+                Some(p) if p.get("status") == c.get("status") && p.get("lastTransitionTime").is_some() => {
+                    p["lastTransitionTime"].clone()
+                }
+                _ => Value::String(now.to_rfc3339_opts(SecondsFormat::Secs, true)),
+            };
+            if let Value::Object(m) = &mut c {
+                m.insert("lastTransitionTime".into(), transition);
+                if let Some(g) = &generation {
+                    m.insert("observedGeneration".into(), g.clone());
+                }
+            }
+            c
+        })
+        .collect();
+    status.insert("conditions".into(), Value::Array(stamped));
+    outcome.status = Some(Value::Object(status));
+
+    let needs_finalizer = rules.iter().any(|r| r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
+    if needs_finalizer {
+        outcome.finalizer = Some(format!("switchyard.dev/{}", pack.name()));
+    }
+    outcome.desired.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(outcome)
+}
+
+/// What happened to one rule.
+enum RuleResult {
+    Fired { rule: String, outputs: usize, status: Option<RuleStatus> },
+    /// A guard without a reason was false: the rule does not apply.
+    Skipped { rule: String, guard: String },
+    /// The rule cannot produce outputs: a required lookup is missing, a guard with a reason
+    /// is false, or an expression failed.
+    Blocked { reason: String, message: String },
+}
+
+struct RuleStatus {
+    fields: Vec<(String, Value)>,
+    conditions: Vec<Value>,
+}
+
+fn synced_condition(results: &[RuleResult]) -> Value {
+    if let Some(RuleResult::Blocked { reason, message }) =
+        results.iter().find(|r| matches!(r, RuleResult::Blocked { .. }))
+    {
+        return json!({"type": CONDITION_SYNCED, "status": "False", "reason": reason, "message": message});
+    }
+    let fired: Vec<String> = results
+        .iter()
+        .filter_map(|r| match r {
+            RuleResult::Fired { rule, outputs, .. } => Some(format!("{rule} ({outputs} outputs)")),
+            _ => None,
+        })
+        .collect();
+    if fired.is_empty() {
+        let skipped: Vec<String> = results
+            .iter()
+            .filter_map(|r| match r {
+                RuleResult::Skipped { rule, guard } => Some(format!("{rule} ({guard} is false)")),
+                _ => None,
+            })
+            .collect();
+        return json!({"type": CONDITION_SYNCED, "status": "True", "reason": "NoRuleApplies",
+                      "message": format!("no rule applies: {}", skipped.join(", "))});
+    }
+    json!({"type": CONDITION_SYNCED, "status": "True", "reason": "Synced",
+           "message": format!("rendered by {}", fired.join(", "))})
+}
+
+struct EvalContext<'a> {
+    pack: &'a Pack,
+    world: &'a dyn World,
+    trigger: &'a Value,
+    self_value: cel::Value,
+    cluster_json: Value,
+    now_text: String,
+    outcome: &'a mut Outcome,
+}
+
+/// The bindings of one rule evaluation, as CEL values and as JSON for templates.
+struct Bindings {
+    lookups: BTreeMap<String, (cel::Value, Value)>,
+    vars: Vec<(String, cel::Value, Value)>,
+}
+
+impl Bindings {
+    fn vars_cel(&self) -> cel::Value {
+        cel::Value::map(self.vars.iter().map(|(n, v, _)| (n.clone(), v.clone())))
+    }
+
+    fn vars_json(&self) -> Value {
+        Value::Object(self.vars.iter().map(|(n, _, j)| (n.clone(), j.clone())).collect())
+    }
+}
+
+/// Why a rule stopped.
+enum Stop {
+    Skip(String),
+    Block { reason: String, message: String },
+}
+
+impl EvalContext<'_> {
+    fn trace(&mut self, rule: &str, step: impl Into<String>, expression: Option<&str>, result: impl Into<String>) {
+        self.outcome.trace.push(TraceEntry {
+            rule: rule.to_string(),
+            step: step.into(),
+            expression: expression.map(str::to_string),
+            result: result.into(),
+        });
+    }
+
+    fn activation<'e>(&self, env: &'e cel::Env, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> cel::Activation<'e> {
+        let mut a = cel::Activation::new(env);
+        a.bind("self", self.self_value.clone());
+        a.bind("cluster", cel::Value::from_json(&self.cluster_json));
+        a.bind("now", cel::Value::from_json(&Value::String(self.now_text.clone())));
+        a.bind("vars", bindings.vars_cel());
+        for (name, (value, _)) in &bindings.lookups {
+            a.bind(name, value.clone());
+        }
+        if let Some((value, index)) = item {
+            a.bind("item", value.clone());
+            a.bind("index", cel::Value::from_json(&json!(index)));
+        }
+        a
+    }
+
+    /// Evaluates an expression; an error is recorded on the outcome and stops the rule.
+    fn eval(&mut self, rule: &str, expr: &Expr, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> Result<cel::Value, Stop> {
+        let activation = self.activation(&self.pack.env, bindings, item);
+        match expr.program.eval(&activation) {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.fail(rule, &expr.path, Some(expr.source()), e.message)),
+        }
+    }
+
+    fn fail(&mut self, rule: &str, path: &str, expression: Option<&str>, message: String) -> Stop {
+        let error = RuleError {
+            rule: rule.to_string(),
+            path: path.to_string(),
+            expression: expression.map(str::to_string),
+            message,
+        };
+        let text = error.to_string();
+        self.trace(rule, path, expression, format!("error: {}", error.message));
+        self.outcome.errors.push(error);
+        Stop::Block {
+            reason: "EvaluationError".into(),
+            message: text,
+        }
+    }
+
+    fn eval_bool(&mut self, rule: &str, expr: &Expr, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> Result<bool, Stop> {
+        let value = self.eval(rule, expr, bindings, item)?;
+        match value.as_bool() {
+            Some(b) => Ok(b),
+            None => Err(self.fail(rule, &expr.path, Some(expr.source()), format!("expected a bool, got {}", value.type_name()))),
+        }
+    }
+
+    fn eval_json(&mut self, rule: &str, expr: &Expr, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> Result<(cel::Value, Value), Stop> {
+        let value = self.eval(rule, expr, bindings, item)?;
+        match value.to_json() {
+            Ok(json) => Ok((value, json)),
+            Err(e) => Err(self.fail(rule, &expr.path, Some(expr.source()), e.message)),
+        }
+    }
+
+    fn eval_string(&mut self, rule: &str, expr: &Expr, bindings: &Bindings) -> Result<String, Stop> {
+        let (value, json) = self.eval_json(rule, expr, bindings, None)?;
+        match json {
+            Value::String(s) => Ok(s),
+            _ => Err(self.fail(rule, &expr.path, Some(expr.source()), format!("expected a string, got {}", value.type_name()))),
+        }
+    }
+
+    fn run_rule(&mut self, rule: &CompiledRule) -> RuleResult {
+        match self.try_rule(rule) {
+            Ok(result) => result,
+            Err(Stop::Skip(guard)) => RuleResult::Skipped {
+                rule: rule.name.clone(),
+                guard,
+            },
+            Err(Stop::Block { reason, message }) => RuleResult::Blocked { reason, message },
+        }
+    }
+
+    fn try_rule(&mut self, rule: &CompiledRule) -> Result<RuleResult, Stop> {
+        let name = rule.name.as_str();
+        let mut bindings = Bindings {
+            lookups: BTreeMap::new(),
+            vars: Vec::new(),
+        };
+        for step in &rule.steps {
+            match *step {
+                Step::Guard(i) => {
+                    let guard = &rule.guards[i];
+                    let passed = self.eval_bool(name, &guard.expr, &bindings, None)?;
+                    self.trace(name, guard.expr.path.trim_end_matches(".expression"), Some(guard.expr.source()), passed.to_string());
+                    if !passed {
+                        let label = format!("guard {}", guard.expr.path.trim_end_matches(".expression"));
+                        let Some(reason) = &guard.reason else {
+                            return Err(Stop::Skip(label));
+                        };
+                        let message = match &guard.message_expr {
+                            Some(e) => self.eval_string(name, e, &bindings)?,
+                            None => guard
+                                .message
+                                .clone()
+                                .unwrap_or_else(|| format!("`{}` is false", guard.expr.source())),
+                        };
+                        return Err(Stop::Block {
+                            reason: reason.clone(),
+                            message,
+                        });
+                    }
+                }
+                Step::Lookup(i) => self.run_lookup(rule, i, &mut bindings)?,
+                Step::Var(i) => {
+                    let var = &rule.vars[i];
+                    let (value, json) = self.eval_json(name, &var.expr, &bindings, None)?;
+                    self.trace(name, format!("vars.{}", var.name), Some(var.expr.source()), compact(&json));
+                    bindings.vars.push((var.name.clone(), value, json));
+                }
+            }
+        }
+
+        let mut produced = 0;
+        for output in &rule.outputs {
+            if let Some(when) = &output.when
+                && !self.eval_bool(name, when, &bindings, None)?
+            {
+                self.trace(name, format!("output {}", output.name), Some(when.source()), "skipped: `when` is false");
+                continue;
+            }
+            let items: Vec<Option<(cel::Value, Value)>> = match &output.for_each {
+                None => vec![None],
+                Some(expr) => {
+                    let (value, json) = self.eval_json(name, expr, &bindings, None)?;
+                    let Value::Array(elements) = json else {
+                        return Err(self.fail(name, &expr.path, Some(expr.source()), format!("forEach must return a list, got {}", value.type_name())));
+                    };
+                    elements
+                        .into_iter()
+                        .map(|e| Some((cel::Value::from_json(&e), e)))
+                        .collect()
+                }
+            };
+            for (index, item) in items.iter().enumerate() {
+                let context = self.template_context(&bindings, item.as_ref().map(|(_, j)| (j, index)));
+                let documents = self
+                    .pack
+                    .templates
+                    .render(&output.template, &context)
+                    .map_err(|e| self.fail(name, &format!("output `{}`", output.name), None, e.to_string()))?;
+                for document in documents {
+                    self.add_output(rule, &output.name, &output.cluster, document)?;
+                    produced += 1;
+                }
+            }
+            self.trace(name, format!("output {}", output.name), None, format!("rendered {} with {}", output.template, plural(items.len(), "item")));
+        }
+
+        let status = match &rule.status {
+            None => None,
+            Some(mapping) => {
+                let mut fields = Vec::new();
+                for (field, expr) in &mapping.fields {
+                    let (_, json) = self.eval_json(name, expr, &bindings, None)?;
+                    if !json.is_null() {
+                        fields.push((field.clone(), json));
+                    }
+                }
+                let mut conditions = Vec::new();
+                for c in &mapping.conditions {
+                    let (_, status) = self.eval_json(name, &c.status, &bindings, None)?;
+                    let status = match status {
+                        Value::Bool(true) => "True".to_string(),
+                        Value::Bool(false) => "False".to_string(),
+                        Value::String(s) if ["True", "False", "Unknown"].contains(&s.as_str()) => s,
+                        other => {
+                            return Err(self.fail(name, &c.status.path, Some(c.status.source()), format!("condition status must be True, False or Unknown, got {}", compact(&other))));
+                        }
+                    };
+                    let reason = self.eval_string(name, &c.reason, &bindings)?;
+                    let message = match &c.message {
+                        Some(m) => self.eval_string(name, m, &bindings)?,
+                        None => String::new(),
+                    };
+                    conditions.push(json!({"type": c.type_, "status": status, "reason": reason, "message": message}));
+                }
+                Some(RuleStatus { fields, conditions })
+            }
+        };
+        Ok(RuleResult::Fired {
+            rule: rule.name.clone(),
+            outputs: produced,
+            status,
+        })
+    }
+
+    fn run_lookup(&mut self, rule: &CompiledRule, i: usize, bindings: &mut Bindings) -> Result<(), Stop> {
+        let name = rule.name.as_str();
+        let lookup = &rule.lookups[i];
+        let by_labels = matches!(lookup.key, LookupKey::Labels(_));
+        let empty = if by_labels { json!([]) } else { Value::Null };
+        if let Some(when) = &lookup.when
+            && !self.eval_bool(name, when, bindings, None)?
+        {
+            self.trace(name, format!("lookup {}", lookup.name), Some(when.source()), "skipped: `when` is false");
+            bindings.lookups.insert(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
+            return Ok(());
+        }
+        let namespace = match &lookup.namespace {
+            Some(expr) => Some(self.eval_string(name, expr, bindings)?).filter(|s| !s.is_empty()),
+            None => self
+                .trigger
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        let found: Value = match &lookup.key {
+            LookupKey::Name(expr) => {
+                let object_name = self.eval_string(name, expr, bindings)?;
+                let key = ObjectKey {
+                    cluster: lookup.cluster.clone(),
+                    api_version: lookup.api_version.clone(),
+                    kind: lookup.kind.clone(),
+                    namespace: namespace.clone(),
+                    name: object_name.clone(),
+                };
+                let object = self.world.get(&key.cluster, &key.api_version, &key.kind, namespace.as_deref(), &object_name);
+                let found = object.map(|o| Arc::unwrap_or_clone(o)).unwrap_or(Value::Null);
+                let described = format!("{} {} {}", lookup.api_version, lookup.kind, key.namespaced_name());
+                self.trace(name, format!("lookup {}", lookup.name), Some(expr.source()), if found.is_null() { format!("{described} not found") } else { format!("{described} found") });
+                self.outcome.reads.insert(ReadKey::Object(key));
+                if found.is_null() && lookup.required {
+                    return Err(Stop::Block {
+                        reason: lookup.reason.clone(),
+                        message: format!("{} `{}` not found in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)", lookup.kind, object_name, namespace.as_deref().unwrap_or(""), lookup.cluster, lookup.name, rule.name),
+                    });
+                }
+                found
+            }
+            LookupKey::Labels(expr) => {
+                let (value, selector) = self.eval_json(name, expr, bindings, None)?;
+                let Value::Object(selector) = selector else {
+                    return Err(self.fail(name, &expr.path, Some(expr.source()), format!("matchLabels must return a map, got {}", value.type_name())));
+                };
+                let wanted: BTreeMap<String, String> = selector
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| compact(v))))
+                    .collect();
+                let matches: Vec<Value> = self
+                    .world
+                    .list(&lookup.cluster, &lookup.api_version, &lookup.kind, namespace.as_deref())
+                    .into_iter()
+                    .filter(|o| {
+                        let have = labels(o);
+                        wanted.iter().all(|(k, v)| have.get(k) == Some(v))
+                    })
+                    .map(Arc::unwrap_or_clone)
+                    .collect();
+                self.trace(name, format!("lookup {}", lookup.name), Some(expr.source()), format!("{} matched", plural(matches.len(), "object")));
+                self.outcome.reads.insert(ReadKey::List {
+                    cluster: lookup.cluster.clone(),
+                    api_version: lookup.api_version.clone(),
+                    kind: lookup.kind.clone(),
+                    namespace: namespace.clone(),
+                });
+                if matches.is_empty() && lookup.required {
+                    return Err(Stop::Block {
+                        reason: lookup.reason.clone(),
+                        message: format!("no {} matches labels {} in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)", lookup.kind, compact(&Value::Object(selector)), namespace.as_deref().unwrap_or(""), lookup.cluster, lookup.name, rule.name),
+                    });
+                }
+                Value::Array(matches)
+            }
+        };
+        bindings.lookups.insert(lookup.name.clone(), (cel::Value::from_json(&found), found));
+        Ok(())
+    }
+
+    fn template_context(&self, bindings: &Bindings, item: Option<(&Value, usize)>) -> Value {
+        let mut context = Map::new();
+        context.insert("self".into(), self.trigger.clone());
+        context.insert("cluster".into(), self.cluster_json.clone());
+        context.insert("now".into(), Value::String(self.now_text.clone()));
+        context.insert("vars".into(), bindings.vars_json());
+        for (name, (_, json)) in &bindings.lookups {
+            context.insert(name.clone(), json.clone());
+        }
+        if let Some((value, index)) = item {
+            context.insert("item".into(), value.clone());
+            context.insert("index".into(), json!(index));
+        }
+        Value::Object(context)
+    }
+
+    /// Checks an output against the pack's scope and stamps ownership on it.
+    fn add_output(&mut self, rule: &CompiledRule, output: &str, cluster: &str, mut object: Value) -> Result<(), Stop> {
+        let name = rule.name.as_str();
+        let path = format!("output `{output}`");
+        let key = match ObjectKey::of(cluster, &object) {
+            Ok(key) => key,
+            Err(e) => return Err(self.fail(name, &path, None, format!("rendered object is invalid: {e}"))),
+        };
+        if !in_scope(&self.pack.spec().scope, cluster, &key.api_version, &key.kind, key.namespace.as_deref()) {
+            let where_ = match &key.namespace {
+                Some(ns) => format!("namespace `{ns}`"),
+                None => "cluster scope".to_string(),
+            };
+            let message = format!(
+                "{} {} `{}` in {where_} of cluster `{cluster}` is outside the pack's scope",
+                key.api_version, key.kind, key.name
+            );
+            self.trace(name, &path, None, format!("refused: {message}"));
+            self.outcome.errors.push(RuleError {
+                rule: name.to_string(),
+                path: path.clone(),
+                expression: None,
+                message: message.clone(),
+            });
+            return Err(Stop::Block {
+                reason: "ScopeViolation".into(),
+                message,
+            });
+        }
+        let source = format!("{}/{output}", rule.name);
+        let owner = self.outcome.trigger.to_string();
+        stamp_ownership(&mut object, self.pack.name(), &self.pack.version().to_string(), &source, &owner);
+        self.outcome.desired.push(DesiredObject {
+            key,
+            object,
+            sources: BTreeSet::from([source]),
+            owners: BTreeSet::from([owner]),
+            deletion: rule.deletion,
+        });
+        Ok(())
+    }
+}
+
+/// Writes the ownership labels and annotations onto an output.
+pub(crate) fn stamp_ownership(object: &mut Value, pack: &str, version: &str, sources: &str, owners: &str) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(labels) = labels {
+        labels.insert(LABEL_MANAGED_BY.into(), MANAGED_BY.into());
+        labels.insert(LABEL_PACK.into(), pack.into());
+    }
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(annotations) = annotations {
+        annotations.insert(ANNOTATION_PACK_VERSION.into(), version.into());
+        annotations.insert(ANNOTATION_RULE.into(), sources.into());
+        annotations.insert(ANNOTATION_OWNERS.into(), owners.into());
+    }
+}
+
+pub(crate) fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+}

@@ -1,0 +1,461 @@
+//! The rule-pack format `switchyard.dev/v1alpha1`, as Rust types.
+//!
+//! These types are the source of truth for the JSON Schema in `schemas/` (generated with
+//! schemars; a test fails when the checked-in file drifts). Doc comments become the editor's
+//! help text. Every struct rejects unknown fields.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::table::TableSpec;
+
+/// The API version every pack document carries.
+pub const API_VERSION: &str = "switchyard.dev/v1alpha1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ApiVersion {
+    #[serde(rename = "switchyard.dev/v1alpha1")]
+    V1Alpha1,
+}
+
+/// `pack.yaml`: what the pack is, which clusters it reads and writes, what it may emit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackDocument {
+    pub api_version: ApiVersion,
+    /// Always `RulePack`.
+    pub kind: RulePackKind,
+    pub metadata: PackMetadata,
+    pub spec: PackSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RulePackKind {
+    RulePack,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackMetadata {
+    /// The pack's name: a DNS-1123 label. Outputs carry it in the `switchyard.dev/pack` label.
+    pub name: String,
+    /// The pack's version (semver). Outputs carry it in `switchyard.dev/pack-version`.
+    #[schemars(with = "String")]
+    pub version: semver::Version,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PackSpec {
+    /// The engine versions this pack works with, as a semver requirement (`>=0.1, <0.2`).
+    /// Loading fails on an engine outside the range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
+    pub engine: Option<semver::VersionReq>,
+    /// The cluster role input objects belong to unless they say otherwise (in `render`, with
+    /// the annotation `switchyard.dev/cluster`). Default `source`.
+    #[serde(default = "default_source_cluster")]
+    pub source_cluster: String,
+    /// The cluster roles the pack reads and writes. The broker maps each role to a
+    /// kubeconfig context.
+    pub clusters: Vec<ClusterRole>,
+    /// What the pack may emit: an output outside every entry is refused.
+    pub scope: Vec<EmitScope>,
+    /// CEL evaluation limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+}
+
+fn default_source_cluster() -> String {
+    "source".to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterRole {
+    /// The role's name, as rules refer to it (`source`, `karmada`, `provider`).
+    pub name: String,
+    /// What the pack does there.
+    pub access: Vec<Access>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Access {
+    /// Watch and look up objects.
+    Read,
+    /// Apply and delete outputs.
+    Write,
+    /// Write the status of triggers.
+    WriteStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EmitScope {
+    /// The cluster role the entry is about.
+    pub cluster: String,
+    /// The kinds allowed there.
+    pub kinds: Vec<KindRef>,
+    /// Namespaces namespaced outputs may land in; `*` matches any run of characters
+    /// (`kcp-*`). Empty means none.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KindRef {
+    pub api_version: String,
+    pub kind: String,
+    /// The kind is cluster-scoped: its objects have no namespace.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_scoped: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Limits {
+    /// Cost limit of one expression evaluation (default 1,000,000, as Kubernetes' per-call limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cel_cost_per_expression: Option<u64>,
+    /// Cost limit of all expressions evaluated for one trigger (default 10,000,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cel_cost_per_object: Option<u64>,
+}
+
+/// `rules/*.yaml`: one rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleDocument {
+    pub api_version: ApiVersion,
+    /// Always `Rule`.
+    pub kind: RuleKind,
+    pub metadata: NamedMetadata,
+    pub spec: RuleSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RuleKind {
+    Rule,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NamedMetadata {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A rule: when an object it watches changes, look up related objects, check guards, compute
+/// variables, render outputs and map status back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleSpec {
+    pub watch: Watch,
+    /// Related objects the rule reads. Each is bound in CEL and templates under its name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lookups: Vec<Lookup>,
+    /// Guards (CEL, all must be true). A false guard without `reason` skips the rule quietly;
+    /// with a `reason` it also sets the trigger's `Synced` condition to False.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<Guard>,
+    /// Named CEL values, bound as `vars.<name>`. Evaluated in dependency order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vars: Vec<Variable>,
+    /// The objects the rule produces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<Output>,
+    /// What is written into the trigger's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusMapping>,
+    /// What happens to the outputs when the trigger is deleted.
+    #[serde(default)]
+    pub deletion: DeletionPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Watch {
+    /// The cluster role watched; default the pack's `sourceCluster`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    pub api_version: String,
+    pub kind: String,
+    /// Only objects whose labels match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+}
+
+/// A Kubernetes label selector.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelector {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LabelSelectorRequirement {
+    pub key: String,
+    pub operator: SelectorOperator,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SelectorOperator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+/// A related object (by name) or objects (by label selector) the rule reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Lookup {
+    /// The binding name in CEL and templates.
+    pub name: String,
+    /// The cluster role to read; default the watched cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    pub api_version: String,
+    pub kind: String,
+    /// CEL: the namespace to read in; default the trigger's namespace. `''` for
+    /// cluster-scoped kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// CEL: the object's name. The binding is the object, or null when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_name: Option<String>,
+    /// CEL: a map of labels; the binding is the list of matching objects sorted by
+    /// namespace and name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<String>,
+    /// CEL: look up only when true; otherwise the binding is null (or an empty list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// A required lookup that finds nothing stops the rule: no outputs, and the trigger's
+    /// `Synced` condition is False with `reason`.
+    #[serde(default)]
+    pub required: bool,
+    /// The condition reason when a required lookup finds nothing (default `LookupNotFound`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Guard {
+    /// CEL returning bool.
+    pub expression: String,
+    /// The condition reason when the guard is false. Without it a false guard skips the
+    /// rule quietly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The condition message when the guard is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// CEL returning the condition message (wins over `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_expression: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Variable {
+    pub name: String,
+    /// CEL; may read `self`, lookups, `tables`, `cluster`, `now` and other variables.
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Output {
+    /// The output's name within the rule (for traces and ownership).
+    pub name: String,
+    /// The cluster role the objects are applied to.
+    pub cluster: String,
+    /// A template under the pack's `templates/` folder (handlebars producing YAML; one or
+    /// more documents).
+    pub template: String,
+    /// CEL: render only when true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// CEL returning a list: the template renders once per element, bound as `item` (and
+    /// its position as `index`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<String>,
+}
+
+/// The status written onto the trigger. The engine itself manages the `Synced` condition.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusMapping {
+    /// `status.<field>` = CEL value. A null result leaves the field out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, String>,
+    /// Conditions computed by CEL.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionMapping>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConditionMapping {
+    /// The condition type (literal).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// CEL: `'True'`, `'False'` or `'Unknown'` (a bool is accepted too).
+    pub status: String,
+    /// CEL: the reason (CamelCase).
+    pub reason: String,
+    /// CEL: the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DeletionPolicy {
+    /// Delete the outputs when the trigger is deleted.
+    #[default]
+    Delete,
+    /// Leave the outputs in place.
+    Orphan,
+}
+
+/// `tables/*.yaml`: a decision table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TableDocument {
+    pub api_version: ApiVersion,
+    /// Always `DecisionTable`.
+    pub kind: DecisionTableKind,
+    pub metadata: NamedMetadata,
+    pub spec: TableSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DecisionTableKind {
+    DecisionTable,
+}
+
+/// `tests/*.yaml`: test cases run by `switchyard test`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestSuiteDocument {
+    pub api_version: ApiVersion,
+    /// Always `TestSuite`.
+    pub kind: TestSuiteKind,
+    pub metadata: NamedMetadata,
+    pub spec: TestSuiteSpec,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TestSuiteKind {
+    TestSuite,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestSuiteSpec {
+    /// The clock for every case (RFC 3339); default 2000-01-01T00:00:00Z.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
+    pub cases: Vec<TestCase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestCase {
+    pub name: String,
+    /// YAML files (relative to the pack folder) holding input objects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_files: Vec<String>,
+    /// Input objects written inline. An object lives in the pack's source cluster unless
+    /// its annotation `switchyard.dev/cluster` names another role.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<serde_json::Value>,
+    /// The clock for this case (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
+    pub expect: Expectation,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expectation {
+    /// A file (relative to the pack folder) holding exactly what `switchyard render` prints
+    /// for the inputs. `switchyard test --update` rewrites it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<String>,
+    /// Outputs that must be present, compared in full.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<ExpectedOutput>,
+    /// Outputs that must not be present, by identity.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<ObjectSelector>,
+    /// The exact number of outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_count: Option<usize>,
+    /// Status patches of triggers: each given field must be equal (conditions are compared
+    /// by type, ignoring `lastTransitionTime`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<ExpectedStatus>,
+    /// Evaluation errors expected, as substrings of their messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpectedOutput {
+    pub cluster: String,
+    pub object: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpectedStatus {
+    pub trigger: ObjectSelector,
+    pub status: serde_json::Value,
+}
+
+/// Any document of a pack, for the JSON Schema: editors pick the branch by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "Switchyard rule-pack document (switchyard.dev/v1alpha1)")]
+pub enum AnyDocument {
+    RulePack(PackDocument),
+    Rule(RuleDocument),
+    DecisionTable(TableDocument),
+    TestSuite(TestSuiteDocument),
+}
+
+/// The JSON Schema of every pack document, as checked in at `schemas/rulepack.schema.json`.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(AnyDocument);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}

@@ -1,0 +1,317 @@
+//! Object identity and the world snapshot rules read from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::{LabelSelector, SelectorOperator};
+
+/// Where an object lives and what it is: cluster role, apiVersion, kind, namespace, name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ObjectKey {
+    pub cluster: String,
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `object` in `cluster`, or why it has none.
+    pub fn of(cluster: &str, object: &Value) -> Result<ObjectKey, String> {
+        let field = |path: &[&str]| -> Option<&str> {
+            let mut v = object;
+            for p in path {
+                v = v.get(p)?;
+            }
+            v.as_str()
+        };
+        let api_version = field(&["apiVersion"]).ok_or("object has no `apiVersion`")?;
+        let kind = field(&["kind"]).ok_or("object has no `kind`")?;
+        let name = field(&["metadata", "name"]).ok_or("object has no `metadata.name`")?;
+        let namespace = field(&["metadata", "namespace"])
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string);
+        Ok(ObjectKey {
+            cluster: cluster.to_string(),
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            namespace,
+            name: name.to_string(),
+        })
+    }
+
+    /// The API group (empty for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version
+            .rsplit_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or("")
+    }
+
+    /// `namespace/name`, or `name` for cluster-scoped objects.
+    pub fn namespaced_name(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    /// `cluster:Kind.group:namespace/name`, the identity written into ownership annotations.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let group = self.group();
+        if group.is_empty() {
+            write!(f, "{}:{}:{}", self.cluster, self.kind, self.namespaced_name())
+        } else {
+            write!(
+                f,
+                "{}:{}.{}:{}",
+                self.cluster,
+                self.kind,
+                group,
+                self.namespaced_name()
+            )
+        }
+    }
+}
+
+/// The objects rules can read. The CLI fills one from YAML files; the broker backs it with
+/// its watch caches. Implementations must be cheap to call: every lookup goes through it.
+pub trait World {
+    /// One object by name (`namespace` is `None` for cluster-scoped kinds).
+    fn get(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Value>>;
+
+    /// Every object of a kind, in one namespace or all; sorted by namespace and name.
+    fn list(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Vec<Arc<Value>>;
+}
+
+type KindKey = (String, String, String);
+type NameKey = (Option<String>, String);
+
+/// A world held in memory, ordered for deterministic listing.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryWorld {
+    objects: BTreeMap<KindKey, BTreeMap<NameKey, Arc<Value>>>,
+}
+
+impl MemoryWorld {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces an object; returns its key.
+    pub fn insert(&mut self, cluster: &str, object: Value) -> Result<ObjectKey, String> {
+        let key = ObjectKey::of(cluster, &object)?;
+        self.objects
+            .entry((
+                key.cluster.clone(),
+                key.api_version.clone(),
+                key.kind.clone(),
+            ))
+            .or_default()
+            .insert((key.namespace.clone(), key.name.clone()), Arc::new(object));
+        Ok(key)
+    }
+
+    pub fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Value>> {
+        self.objects
+            .get_mut(&(
+                key.cluster.clone(),
+                key.api_version.clone(),
+                key.kind.clone(),
+            ))?
+            .remove(&(key.namespace.clone(), key.name.clone()))
+    }
+
+    /// Every object with its key, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (ObjectKey, &Arc<Value>)> {
+        self.objects.iter().flat_map(|((cluster, av, kind), objs)| {
+            objs.iter().map(move |((ns, name), obj)| {
+                (
+                    ObjectKey {
+                        cluster: cluster.clone(),
+                        api_version: av.clone(),
+                        kind: kind.clone(),
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                    },
+                    obj,
+                )
+            })
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl World for MemoryWorld {
+    fn get(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        self.objects
+            .get(&(cluster.to_string(), api_version.to_string(), kind.to_string()))?
+            .get(&(namespace.map(str::to_string), name.to_string()))
+            .cloned()
+    }
+
+    fn list(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Vec<Arc<Value>> {
+        let Some(objects) =
+            self.objects
+                .get(&(cluster.to_string(), api_version.to_string(), kind.to_string()))
+        else {
+            return Vec::new();
+        };
+        objects
+            .iter()
+            .filter(|((ns, _), _)| namespace.is_none() || ns.as_deref() == namespace)
+            .map(|(_, o)| o.clone())
+            .collect()
+    }
+}
+
+/// The object's labels.
+pub fn labels(object: &Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Kubernetes label-selector semantics.
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    selector
+        .match_labels
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+        && selector.match_expressions.iter().all(|req| {
+            let value = labels.get(&req.key);
+            match req.operator {
+                SelectorOperator::In => value.is_some_and(|v| req.values.contains(v)),
+                SelectorOperator::NotIn => value.is_none_or(|v| !req.values.contains(v)),
+                SelectorOperator::Exists => value.is_some(),
+                SelectorOperator::DoesNotExist => value.is_none(),
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::LabelSelectorRequirement;
+    use serde_json::json;
+
+    #[test]
+    fn identity_strings() {
+        let key = ObjectKey::of(
+            "source",
+            &json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "FleetWorkload",
+                    "metadata": {"name": "web", "namespace": "team-a"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            key.to_string(),
+            "source:FleetWorkload.platform.edge-portal.eu:team-a/web"
+        );
+        let ns = ObjectKey::of(
+            "karmada",
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kcp-1"}}),
+        )
+        .unwrap();
+        assert_eq!(ns.to_string(), "karmada:Namespace:kcp-1");
+    }
+
+    #[test]
+    fn missing_identity_fields() {
+        assert_eq!(
+            ObjectKey::of("c", &json!({"kind": "X"})).unwrap_err(),
+            "object has no `apiVersion`"
+        );
+    }
+
+    #[test]
+    fn selectors() {
+        let labels: BTreeMap<String, String> =
+            [("app".to_string(), "web".to_string())].into_iter().collect();
+        let sel = LabelSelector {
+            match_labels: labels.clone(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "tier".into(),
+                operator: SelectorOperator::DoesNotExist,
+                values: vec![],
+            }],
+        };
+        assert!(selector_matches(&sel, &labels));
+        let sel = LabelSelector {
+            match_labels: BTreeMap::new(),
+            match_expressions: vec![LabelSelectorRequirement {
+                key: "app".into(),
+                operator: SelectorOperator::NotIn,
+                values: vec!["web".into()],
+            }],
+        };
+        assert!(!selector_matches(&sel, &labels));
+    }
+
+    #[test]
+    fn memory_world_lists_in_order() {
+        let mut world = MemoryWorld::new();
+        for (ns, name) in [("b", "x"), ("a", "y"), ("a", "x")] {
+            world
+                .insert(
+                    "c",
+                    json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": name, "namespace": ns}}),
+                )
+                .unwrap();
+        }
+        let names: Vec<String> = world
+            .list("c", "v1", "ConfigMap", None)
+            .iter()
+            .map(|o| format!("{}/{}", o["metadata"]["namespace"], o["metadata"]["name"]))
+            .collect();
+        assert_eq!(names, ["\"a\"/\"x\"", "\"a\"/\"y\"", "\"b\"/\"x\""]);
+        assert_eq!(world.list("c", "v1", "ConfigMap", Some("a")).len(), 2);
+    }
+}

@@ -1,0 +1,249 @@
+//! A plan: every trigger in a world evaluated, and their outputs merged into the one desired
+//! state. An output desired by several triggers (a tenant's namespace) is one object, kept
+//! while any trigger still desires it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::diagnostic::Diagnostic;
+use crate::evaluate::{
+    ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, DesiredObject, Outcome, Trigger,
+    evaluate, stamp_ownership,
+};
+use crate::object::{MemoryWorld, ObjectKey, World};
+use crate::pack::Pack;
+use crate::yaml;
+
+/// Two triggers that want different contents for the same object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Conflict {
+    pub key: ObjectKey,
+    /// The owners whose version was kept.
+    pub kept: BTreeSet<String>,
+    /// The owner whose different version was refused.
+    pub refused: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub outcomes: Vec<Outcome>,
+    /// The merged desired objects, sorted by key.
+    pub objects: Vec<DesiredObject>,
+    pub conflicts: Vec<Conflict>,
+}
+
+impl Plan {
+    /// Every evaluation error and conflict, as messages.
+    pub fn error_messages(&self) -> Vec<String> {
+        let mut messages: Vec<String> = self
+            .outcomes
+            .iter()
+            .flat_map(|o| {
+                o.errors
+                    .iter()
+                    .map(move |e| format!("{}: {e}", o.trigger))
+            })
+            .collect();
+        for c in &self.conflicts {
+            messages.push(format!(
+                "{}: triggers {} and {} render different contents; kept the first",
+                c.key,
+                join(&c.kept),
+                join(&c.refused)
+            ));
+        }
+        messages
+    }
+}
+
+fn join(set: &BTreeSet<String>) -> String {
+    set.iter().cloned().collect::<Vec<_>>().join(", ")
+}
+
+/// Evaluates every object of `world` that a rule of `pack` watches, in key order, and
+/// merges the outputs.
+pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
+    let watched = pack.watched_kinds();
+    let mut outcomes = Vec::new();
+    for (key, object) in world.iter() {
+        if !watched.contains(&(key.cluster.clone(), key.api_version.clone(), key.kind.clone())) {
+            continue;
+        }
+        let trigger = Trigger {
+            cluster: &key.cluster,
+            object,
+        };
+        if let Ok(outcome) = evaluate(pack, trigger, world as &dyn World, now) {
+            outcomes.push(outcome);
+        }
+    }
+    merge(pack, outcomes)
+}
+
+/// Merges the outcomes of several triggers into one desired state.
+pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
+    let mut merged: BTreeMap<ObjectKey, DesiredObject> = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for outcome in &outcomes {
+        for desired in &outcome.desired {
+            match merged.get_mut(&desired.key) {
+                None => {
+                    merged.insert(desired.key.clone(), desired.clone());
+                }
+                Some(existing) => {
+                    if without_ownership(&existing.object) == without_ownership(&desired.object) {
+                        existing.sources.extend(desired.sources.iter().cloned());
+                        existing.owners.extend(desired.owners.iter().cloned());
+                    } else {
+                        conflicts.push(Conflict {
+                            key: desired.key.clone(),
+                            kept: existing.owners.clone(),
+                            refused: desired.owners.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let version = pack.version().to_string();
+    let objects = merged
+        .into_values()
+        .map(|mut d| {
+            stamp_ownership(
+                &mut d.object,
+                pack.name(),
+                &version,
+                &join_comma(&d.sources),
+                &join_comma(&d.owners),
+            );
+            d
+        })
+        .collect();
+    Plan {
+        outcomes,
+        objects,
+        conflicts,
+    }
+}
+
+fn join_comma(set: &BTreeSet<String>) -> String {
+    set.iter().cloned().collect::<Vec<_>>().join(",")
+}
+
+fn without_ownership(object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Some(annotations) = copy
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(ANNOTATION_OWNERS);
+        annotations.remove(ANNOTATION_RULE);
+    }
+    copy
+}
+
+/// Reads input objects from a YAML stream: every document is an object (or a `kind: List`
+/// of them). An object lives in `default_cluster` unless its annotation
+/// `switchyard.dev/cluster` names another role; that annotation is removed.
+pub fn parse_inputs(
+    text: &str,
+    file: &str,
+    default_cluster: &str,
+) -> Result<Vec<(String, Value)>, Diagnostic> {
+    let documents = yaml::parse_documents(text).map_err(|e| {
+        Diagnostic::error("input::yaml", format!("invalid YAML: {}", e.message)).at(file, e.pos)
+    })?;
+    let mut objects = Vec::new();
+    for document in documents {
+        let value = document.to_json();
+        if value.is_null() {
+            continue;
+        }
+        let items = if value.get("kind").and_then(Value::as_str) == Some("List") {
+            match value.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                _ => Vec::new(),
+            }
+        } else {
+            vec![value]
+        };
+        for mut item in items {
+            let cluster = take_cluster_annotation(&mut item)
+                .unwrap_or_else(|| default_cluster.to_string());
+            if let Err(e) = ObjectKey::of(&cluster, &item) {
+                return Err(Diagnostic::error("input::object", e).at(file, document.pos));
+            }
+            objects.push((cluster, item));
+        }
+    }
+    Ok(objects)
+}
+
+fn take_cluster_annotation(object: &mut Value) -> Option<String> {
+    let metadata = object.get_mut("metadata")?.as_object_mut()?;
+    let annotations = metadata.get_mut("annotations")?.as_object_mut()?;
+    let cluster = annotations.remove(ANNOTATION_CLUSTER)?;
+    if annotations.is_empty() {
+        metadata.remove("annotations");
+    }
+    cluster.as_str().map(str::to_string)
+}
+
+/// The world made of input objects.
+pub fn world_of(objects: &[(String, Value)]) -> Result<MemoryWorld, String> {
+    let mut world = MemoryWorld::new();
+    for (cluster, object) in objects {
+        world.insert(cluster, object.clone())?;
+    }
+    Ok(world)
+}
+
+/// The plan as `switchyard render` prints it: every desired object as a YAML document,
+/// preceded by comments naming its target cluster, the rule outputs and triggers behind it.
+/// The documents themselves are exactly what the broker applies.
+pub fn to_yaml(plan: &Plan) -> String {
+    let mut out = String::new();
+    for (i, desired) in plan.objects.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&format!("# cluster: {}\n", desired.key.cluster));
+        out.push_str(&format!("# from: {}\n", join(&desired.sources)));
+        out.push_str(&yaml::to_yaml(&desired.object));
+    }
+    out
+}
+
+/// The plan as one JSON document: each output with its cluster, each trigger's status
+/// patch, finalizer and errors.
+pub fn to_json(plan: &Plan) -> Value {
+    let outputs: Vec<Value> = plan
+        .objects
+        .iter()
+        .map(|d| json!({"cluster": d.key.cluster, "object": d.object}))
+        .collect();
+    let triggers: Vec<Value> = plan
+        .outcomes
+        .iter()
+        .map(|o| {
+            let mut m = Map::new();
+            m.insert("trigger".into(), json!(o.trigger));
+            m.insert("rules".into(), json!(o.rules));
+            if let Some(status) = &o.status {
+                m.insert("status".into(), status.clone());
+            }
+            if let Some(f) = &o.finalizer {
+                m.insert("finalizer".into(), json!(f));
+            }
+            if !o.errors.is_empty() {
+                m.insert("errors".into(), json!(o.errors));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let conflicts: Vec<Value> = plan.conflicts.iter().map(|c| json!(c)).collect();
+    json!({"outputs": outputs, "triggers": triggers, "conflicts": conflicts})
+}

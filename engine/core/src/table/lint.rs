@@ -1,0 +1,360 @@
+//! Static checks of a compiled table, on the set algebra of `algebra`.
+//!
+//! Each row is a cube: per input column, the set of inputs its cell matches (null only
+//! for "any" cells), restricted to the column's allowed values. Then:
+//! - overlap (`unique`): rows `i < j` overlap when their cubes intersect; the witness is a
+//!   value from the intersection on each column either row constrains.
+//! - dead rows (`first`): row `j` is dead when its cube minus the union of the cubes of
+//!   earlier live rows is empty. The difference is computed exactly as a list of disjoint
+//!   cubes (`cube_minus` splits one cube by another column by column), which covers both
+//!   single-row subsumption and coverage by a union of rows, over finite and infinite
+//!   domains alike. The covering rows named are a single subsuming row when there is one,
+//!   else an irredundant subset of the intersecting earlier rows (each one needed).
+//! - gaps: when every input has a finite domain and there is no default, the full domain
+//!   (without null: a missing input is not counted as a gap) minus every row's cube; the
+//!   remaining disjoint cubes are counted exactly and the first combinations (in
+//!   allowed-value order) listed.
+//! - rows matching no allowed value, and a default no input can reach (the full domain
+//!   with null minus every row is empty).
+//!
+//! Region computations share a work budget; a table too large to finish gets a warning
+//! saying which check stopped instead of a slow `switchyard check`.
+
+use super::algebra::{self, Budget, Cube, Domain};
+use super::cell::Lit;
+use super::{HitPolicy, Severity, Table, TableLint, TableLocation, row_list};
+
+/// Gap combinations listed before "and N more".
+pub(super) const MAX_GAPS: usize = 20;
+/// Overlapping pairs listed before "and N more".
+pub(super) const MAX_OVERLAPS: usize = 100;
+const BUDGET_STEPS: usize = 2_000_000;
+const BUDGET_REGION: usize = 20_000;
+
+/// The cubes of a table's rows and the domains of its inputs.
+pub(super) struct Analysis<'t> {
+    table: &'t Table,
+    domains: Vec<Domain>,
+    cubes: Vec<Cube>,
+}
+
+/// Two rows that can both match one input.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Overlap {
+    pub(super) first: usize,
+    pub(super) second: usize,
+    /// `name=value` parts describing a shared input (empty: they share every input).
+    pub(super) witness: Vec<String>,
+}
+
+/// A row no input can reach, and the live earlier rows that together cover it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct DeadRow {
+    pub(super) row: usize,
+    pub(super) covered_by: Vec<usize>,
+}
+
+/// Input combinations no row matches.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Gaps {
+    /// How many combinations (saturating).
+    pub(super) total: u128,
+    /// The first of them in allowed-value order, as indices into each domain's values.
+    pub(super) first: Vec<Vec<usize>>,
+}
+
+impl<'t> Analysis<'t> {
+    pub(super) fn new(table: &'t Table) -> Self {
+        let domains: Vec<Domain> = table
+            .inputs
+            .iter()
+            .map(|c| Domain::new(c.ty, c.allowed.as_deref()))
+            .collect();
+        let cubes = table
+            .rows
+            .iter()
+            .map(|row| domains.iter().zip(&row.conds).map(|(d, c)| d.set(c)).collect())
+            .collect();
+        Analysis { table, domains, cubes }
+    }
+
+    /// Rows whose cells exclude every allowed value of a column: (row, column).
+    pub(super) fn never_matching(&self) -> Vec<(usize, usize)> {
+        self.cubes
+            .iter()
+            .enumerate()
+            .filter_map(|(r, cube)| cube.iter().position(algebra::Set::is_empty).map(|c| (r, c)))
+            .collect()
+    }
+
+    /// Every pair of rows that can match the same input, in row order.
+    pub(super) fn overlaps(&self) -> Vec<Overlap> {
+        let mut out = Vec::new();
+        for (j, b) in self.cubes.iter().enumerate() {
+            for (i, a) in self.cubes[..j].iter().enumerate() {
+                let shared = algebra::cube_intersect(a, b);
+                if algebra::cube_is_empty(&shared) {
+                    continue;
+                }
+                let witness = self
+                    .domains
+                    .iter()
+                    .zip(&shared)
+                    .zip(&self.table.inputs)
+                    .filter_map(|((d, set), col)| d.witness(set).map(|w| format!("{}{w}", col.name)))
+                    .collect();
+                out.push(Overlap {
+                    first: i,
+                    second: j,
+                    witness,
+                });
+            }
+        }
+        out
+    }
+
+    /// Rows that earlier rows shadow completely (for `first`), and the row where the budget
+    /// ran out, if it did.
+    pub(super) fn dead_rows(&self, budget: &mut Budget) -> (Vec<DeadRow>, Option<usize>) {
+        let mut dead = Vec::new();
+        let mut live: Vec<usize> = Vec::new();
+        for (j, cube) in self.cubes.iter().enumerate() {
+            if algebra::cube_is_empty(cube) {
+                continue;
+            }
+            let candidates: Vec<usize> = live
+                .iter()
+                .copied()
+                .filter(|&i| !algebra::cube_is_empty(&algebra::cube_intersect(&self.cubes[i], cube)))
+                .collect();
+            if let Some(&i) = candidates
+                .iter()
+                .find(|&&i| algebra::cube_is_subset(cube, &self.cubes[i]))
+            {
+                dead.push(DeadRow {
+                    row: j,
+                    covered_by: vec![i],
+                });
+                continue;
+            }
+            let covered = match self.remainder(cube, &candidates, budget) {
+                Some(rest) => rest.is_empty(),
+                None => return (dead, Some(j)),
+            };
+            if !covered {
+                live.push(j);
+                continue;
+            }
+            // Drop every candidate the others cover without; what is left is irredundant.
+            let mut keep = candidates.clone();
+            for c in &candidates {
+                let trial: Vec<usize> = keep.iter().copied().filter(|k| k != c).collect();
+                if self.remainder(cube, &trial, budget).is_some_and(|rest| rest.is_empty()) {
+                    keep = trial;
+                }
+            }
+            dead.push(DeadRow { row: j, covered_by: keep });
+        }
+        (dead, None)
+    }
+
+    fn remainder(&self, cube: &Cube, rows: &[usize], budget: &mut Budget) -> Option<Vec<Cube>> {
+        algebra::remainder(cube, rows.iter().map(|&i| &self.cubes[i]), budget)
+    }
+
+    /// The input combinations no row matches, when every input has a finite domain; `None`
+    /// when some input does not, `Some(None)` when the budget ran out.
+    pub(super) fn gaps(&self, budget: &mut Budget) -> Option<Option<Gaps>> {
+        let values: Vec<&[Lit]> = self.domains.iter().map(Domain::values).collect::<Option<_>>()?;
+        let full: Cube = self.domains.iter().map(|d| d.full(false)).collect();
+        let Some(rest) = algebra::remainder(&full, &self.cubes, budget) else {
+            return Some(None);
+        };
+        let mut total: u128 = 0;
+        let mut first: Vec<Vec<usize>> = Vec::new();
+        for cube in &rest {
+            let members: Vec<Vec<usize>> = cube
+                .iter()
+                .zip(&values)
+                .map(|(set, vals)| (0..vals.len()).filter(|&k| set.vals.contains(&vals[k])).collect())
+                .collect();
+            let count = members
+                .iter()
+                .fold(1_u128, |acc, m| acc.saturating_mul(m.len() as u128));
+            total = total.saturating_add(count);
+            first.extend(lexicographic(&members, MAX_GAPS));
+        }
+        first.sort();
+        first.truncate(MAX_GAPS);
+        Some(Some(Gaps { total, first }))
+    }
+
+    /// Whether every input, including missing ones, matches some row (so a default is never
+    /// used); `None` when the budget ran out.
+    pub(super) fn rows_cover_everything(&self, budget: &mut Budget) -> Option<bool> {
+        let full: Cube = self.domains.iter().map(|d| d.full(true)).collect();
+        algebra::remainder(&full, &self.cubes, budget).map(|rest| rest.is_empty())
+    }
+
+    /// Formats a gap combination: `strategy=Spread, paused=true`.
+    pub(super) fn describe_combination(&self, combo: &[usize]) -> String {
+        if combo.is_empty() {
+            return "any input".to_string();
+        }
+        self.domains
+            .iter()
+            .zip(&self.table.inputs)
+            .zip(combo)
+            .filter_map(|((d, col), &k)| d.values().and_then(|v| v.get(k)).map(|v| format!("{}={v}", col.name)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Up to `limit` index tuples of the product of `members`, in lexicographic order.
+fn lexicographic(members: &[Vec<usize>], limit: usize) -> Vec<Vec<usize>> {
+    if members.iter().any(Vec::is_empty) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut pos = vec![0_usize; members.len()];
+    while out.len() < limit {
+        out.push(pos.iter().zip(members).map(|(&p, m)| m[p]).collect());
+        // Advance the odometer from the last column.
+        let mut c = members.len();
+        loop {
+            if c == 0 {
+                return out;
+            }
+            c -= 1;
+            pos[c] += 1;
+            if pos[c] < members[c].len() {
+                break;
+            }
+            pos[c] = 0;
+        }
+    }
+    out
+}
+
+pub(super) fn lint(table: &Table) -> Vec<TableLint> {
+    let analysis = Analysis::new(table);
+    let mut lints = Vec::new();
+    let mut budget = Budget::new(BUDGET_STEPS, BUDGET_REGION);
+    let row_at = |r: usize| table.rows[r].origin.location();
+    let mut push = |severity, location, message: String| {
+        lints.push(TableLint {
+            severity,
+            location,
+            message,
+        });
+    };
+
+    for (r, c) in analysis.never_matching() {
+        let col = &table.inputs[c];
+        let which = if col.allowed.is_some() { "allowed value" } else { "value" };
+        push(
+            Severity::Warning,
+            row_at(r),
+            format!(
+                "row {} can never match: no {which} of `{}` satisfies `{}`",
+                r + 1,
+                col.name,
+                table.rows[r].conds[c]
+            ),
+        );
+    }
+
+    match table.spec.hit_policy {
+        HitPolicy::Unique => {
+            let overlaps = analysis.overlaps();
+            for o in overlaps.iter().take(MAX_OVERLAPS) {
+                let shared = if o.witness.is_empty() {
+                    "every input".to_string()
+                } else {
+                    o.witness.join(", ")
+                };
+                push(
+                    Severity::Error,
+                    row_at(o.second),
+                    format!("rows {} and {} overlap: both match {shared}", o.first + 1, o.second + 1),
+                );
+            }
+            if overlaps.len() > MAX_OVERLAPS {
+                push(
+                    Severity::Error,
+                    table.rows_location(),
+                    format!("and {} more pairs of rows overlap", overlaps.len() - MAX_OVERLAPS),
+                );
+            }
+        }
+        HitPolicy::First => {
+            let (dead, stopped) = analysis.dead_rows(&mut budget);
+            for d in dead {
+                let message = match d.covered_by.as_slice() {
+                    [one] => format!(
+                        "row {} can never match: row {} matches every input it matches",
+                        d.row + 1,
+                        one + 1
+                    ),
+                    many => format!(
+                        "row {} can never match: {} together match every input it matches",
+                        d.row + 1,
+                        row_list(many)
+                    ),
+                };
+                push(Severity::Warning, row_at(d.row), message);
+            }
+            if let Some(r) = stopped {
+                push(
+                    Severity::Warning,
+                    table.rows_location(),
+                    format!(
+                        "the table is too large to check completely: rows from row {} on were not checked for being unreachable",
+                        r + 1
+                    ),
+                );
+            }
+        }
+        HitPolicy::Collect => {}
+    }
+
+    if table.default.is_none() {
+        match analysis.gaps(&mut budget) {
+            Some(Some(gaps)) => {
+                for combo in &gaps.first {
+                    push(
+                        Severity::Warning,
+                        table.rows_location(),
+                        format!("no row matches {}", analysis.describe_combination(combo)),
+                    );
+                }
+                let shown = gaps.first.len() as u128;
+                if gaps.total > shown {
+                    push(
+                        Severity::Warning,
+                        table.rows_location(),
+                        format!(
+                            "and {} more input combinations match no row (add rows or a `default`)",
+                            gaps.total - shown
+                        ),
+                    );
+                }
+            }
+            Some(None) => push(
+                Severity::Warning,
+                table.rows_location(),
+                "the table is too large to check completely: input combinations no row matches were not listed"
+                    .to_string(),
+            ),
+            None => {}
+        }
+    } else if analysis.rows_cover_everything(&mut budget) == Some(true) {
+        push(
+            Severity::Warning,
+            TableLocation::spec("spec.default"),
+            "the default is never used: every input, including a missing one, matches some row".to_string(),
+        );
+    }
+    lints
+}

@@ -1,0 +1,287 @@
+//! Running a pack's test cases (`switchyard test`): inputs -> expected outputs and status.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::model::{ExpectedStatus, ObjectSelector, TestCase};
+use crate::pack::Pack;
+use crate::plan::{Plan, parse_inputs, plan, to_yaml, world_of};
+use crate::yaml;
+
+/// The default clock of test cases.
+pub const DEFAULT_CLOCK: &str = "2000-01-01T00:00:00Z";
+
+/// The result of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseReport {
+    /// The suite's file, relative to the pack.
+    pub file: String,
+    pub suite: String,
+    pub case: String,
+    /// Every mismatch, each readable on its own (with a unified diff where useful).
+    pub failures: Vec<String>,
+    /// The golden file and the text it should hold, when the case has one and it differs
+    /// (so `--update` can write it).
+    pub golden_update: Option<(String, String)>,
+}
+
+impl CaseReport {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Runs every case of every suite of the pack.
+pub fn run_tests(pack: &Pack) -> Vec<CaseReport> {
+    let mut reports = Vec::new();
+    for (file, suite) in pack.test_suites() {
+        for case in &suite.spec.cases {
+            let clock = case
+                .clock
+                .as_deref()
+                .or(suite.spec.clock.as_deref())
+                .unwrap_or(DEFAULT_CLOCK);
+            reports.push(run_case(pack, file, &suite.metadata.name, case, clock));
+        }
+    }
+    reports
+}
+
+fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) -> CaseReport {
+    let mut report = CaseReport {
+        file: file.to_string(),
+        suite: suite.to_string(),
+        case: case.name.clone(),
+        failures: Vec::new(),
+        golden_update: None,
+    };
+    let now = match DateTime::parse_from_rfc3339(clock) {
+        Ok(t) => t.with_timezone(&Utc),
+        Err(e) => {
+            report.failures.push(format!("clock `{clock}` is not RFC 3339: {e}"));
+            return report;
+        }
+    };
+    let mut objects = Vec::new();
+    for input in &case.input_files {
+        let Some(text) = pack.files().files.get(input) else {
+            report.failures.push(format!("input file `{input}` not found in the pack"));
+            continue;
+        };
+        match parse_inputs(text, input, pack.source_cluster()) {
+            Ok(mut found) => objects.append(&mut found),
+            Err(d) => report.failures.push(d.to_string()),
+        }
+    }
+    for inline in &case.inputs {
+        let text = yaml::to_yaml(inline);
+        match parse_inputs(&text, &format!("{file} (case `{}`)", case.name), pack.source_cluster()) {
+            Ok(mut found) => objects.append(&mut found),
+            Err(d) => report.failures.push(d.to_string()),
+        }
+    }
+    if !report.failures.is_empty() {
+        return report;
+    }
+    let world = match world_of(&objects) {
+        Ok(w) => w,
+        Err(e) => {
+            report.failures.push(e);
+            return report;
+        }
+    };
+    let plan = plan(pack, &world, now);
+    check_expectations(pack, case, &plan, &mut report);
+    report
+}
+
+fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut CaseReport) {
+    let expect = &case.expect;
+    if let Some(golden) = &expect.golden {
+        let actual = to_yaml(plan);
+        match pack.files().files.get(golden) {
+            Some(expected) if *expected == actual => {}
+            Some(expected) => {
+                report.failures.push(format!(
+                    "rendered output differs from golden file `{golden}`:\n{}",
+                    unified_diff(expected, &actual, golden, "rendered")
+                ));
+                report.golden_update = Some((golden.clone(), actual));
+            }
+            None => {
+                report
+                    .failures
+                    .push(format!("golden file `{golden}` not found (run with --update to create it)"));
+                report.golden_update = Some((golden.clone(), actual));
+            }
+        }
+    }
+    for expected in &expect.outputs {
+        let selector = match selector_of(&expected.cluster, &expected.object) {
+            Ok(s) => s,
+            Err(e) => {
+                report.failures.push(format!("expected output: {e}"));
+                continue;
+            }
+        };
+        match find_output(plan, &selector) {
+            None => report.failures.push(format!(
+                "expected output {} was not rendered",
+                describe(&selector)
+            )),
+            Some(actual) => {
+                if *actual != expected.object {
+                    report.failures.push(format!(
+                        "output {} differs:\n{}",
+                        describe(&selector),
+                        unified_diff(&yaml::to_yaml(&expected.object), &yaml::to_yaml(actual), "expected", "rendered")
+                    ));
+                }
+            }
+        }
+    }
+    for absent in &expect.absent {
+        if find_output(plan, absent).is_some() {
+            report
+                .failures
+                .push(format!("output {} was rendered but must be absent", describe(absent)));
+        }
+    }
+    if let Some(count) = expect.output_count
+        && plan.objects.len() != count
+    {
+        report.failures.push(format!(
+            "expected {count} outputs, rendered {}",
+            plan.objects.len()
+        ));
+    }
+    for status in &expect.status {
+        check_status(plan, status, report);
+    }
+    let errors = plan.error_messages();
+    for wanted in &expect.errors {
+        if !errors.iter().any(|e| e.contains(wanted.as_str())) {
+            report.failures.push(format!(
+                "expected an error containing `{wanted}`; errors were: {}",
+                if errors.is_empty() { "none".to_string() } else { errors.join("; ") }
+            ));
+        }
+    }
+    if expect.errors.is_empty() {
+        for error in errors {
+            report.failures.push(format!("unexpected error: {error}"));
+        }
+    }
+}
+
+fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport) {
+    let selector = &expected.trigger;
+    let Some(outcome) = plan.outcomes.iter().find(|o| {
+        o.trigger.kind == selector.kind
+            && o.trigger.name == selector.name
+            && o.trigger.namespace == selector.namespace
+            && selector.cluster.as_ref().is_none_or(|c| *c == o.trigger.cluster)
+    }) else {
+        report
+            .failures
+            .push(format!("no trigger {} was evaluated", describe(selector)));
+        return;
+    };
+    let actual = outcome.status.clone().unwrap_or(Value::Null);
+    let Value::Object(wanted) = &expected.status else {
+        report.failures.push("expected status must be a map".to_string());
+        return;
+    };
+    for (field, want) in wanted {
+        if field == "conditions" {
+            let Value::Array(want_conditions) = want else {
+                report.failures.push("expected `conditions` must be a list".to_string());
+                continue;
+            };
+            let have = actual.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            for want_condition in want_conditions {
+                let t = want_condition.get("type");
+                let Some(have_condition) = have.iter().find(|c| c.get("type") == t) else {
+                    report.failures.push(format!(
+                        "{}: condition {} not set; conditions are {}",
+                        describe(selector),
+                        want_condition.get("type").map(|t| t.to_string()).unwrap_or_default(),
+                        serde_json::to_string(&have).unwrap_or_default()
+                    ));
+                    continue;
+                };
+                if let Value::Object(fields) = want_condition {
+                    for (k, v) in fields {
+                        if have_condition.get(k) != Some(v) {
+                            report.failures.push(format!(
+                                "{}: condition {} has {k} = {}, expected {}",
+                                describe(selector),
+                                t.map(|t| t.to_string()).unwrap_or_default(),
+                                have_condition.get(k).map(|v| v.to_string()).unwrap_or_else(|| "nothing".into()),
+                                v
+                            ));
+                        }
+                    }
+                }
+            }
+        } else if actual.get(field) != Some(want) {
+            report.failures.push(format!(
+                "{}: status.{field} differs:\n{}",
+                describe(selector),
+                unified_diff(
+                    &yaml::to_yaml(want),
+                    &actual.get(field).map(yaml::to_yaml).unwrap_or_else(|| "(absent)\n".into()),
+                    "expected",
+                    "actual"
+                )
+            ));
+        }
+    }
+}
+
+fn selector_of(cluster: &str, object: &Value) -> Result<ObjectSelector, String> {
+    let key = crate::object::ObjectKey::of(cluster, object)?;
+    Ok(ObjectSelector {
+        cluster: Some(cluster.to_string()),
+        kind: key.kind,
+        namespace: key.namespace,
+        name: key.name,
+    })
+}
+
+fn find_output<'p>(plan: &'p Plan, selector: &ObjectSelector) -> Option<&'p Value> {
+    plan.objects
+        .iter()
+        .find(|d| {
+            d.key.kind == selector.kind
+                && d.key.name == selector.name
+                && d.key.namespace == selector.namespace
+                && selector.cluster.as_ref().is_none_or(|c| *c == d.key.cluster)
+        })
+        .map(|d| &d.object)
+}
+
+fn describe(selector: &ObjectSelector) -> String {
+    let mut s = String::new();
+    if let Some(c) = &selector.cluster {
+        s.push_str(c);
+        s.push(':');
+    }
+    s.push_str(&selector.kind);
+    s.push(' ');
+    if let Some(ns) = &selector.namespace {
+        s.push_str(ns);
+        s.push('/');
+    }
+    s.push_str(&selector.name);
+    s
+}
+
+/// A unified diff of two texts.
+pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, new_name)
+        .to_string()
+}
