@@ -114,13 +114,14 @@ impl Env {
             Ok::<_, CompileError>((program, analysis))
         })?;
         if let Some((id, name, message)) = analysis.unavailable {
-            let (line, column) = program
-                .source_info()
-                .offset_for(id)
-                .map_or((1, 1), |(start, _)| {
-                    let start = usize::try_from(start).unwrap_or(0);
-                    position_of_byte(source, name_start(source, start, &name))
-                });
+            let (line, column) =
+                program
+                    .source_info()
+                    .offset_for(id)
+                    .map_or((1, 1), |(start, _)| {
+                        let start = usize::try_from(start).unwrap_or(0);
+                        position_of_byte(source, name_start(source, start, &name))
+                    });
             return Err(CompileError::new(message, line, column));
         }
         Ok(Program {
@@ -179,8 +180,7 @@ fn custom_function(name: &str, function: CustomFunction) -> CelFunction {
             })?;
             args.push(json);
         }
-        let result =
-            function(&args).map_err(|e| cel::ExecutionError::function_error(&name, e))?;
+        let result = function(&args).map_err(|e| cel::ExecutionError::function_error(&name, e))?;
         Ok(CowVal::Owned(Value::from_json(&result).0))
     })
 }
@@ -301,9 +301,7 @@ impl Program {
         let result = stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
             cel::Value::resolve_val(expression, &scope).map(CowVal::into_owned)
         });
-        result
-            .map(Value::from_boxed)
-            .map_err(|e| eval_error(&e))
+        result.map(Value::from_boxed).map_err(|e| eval_error(&e))
     }
 }
 

@@ -71,7 +71,7 @@ pub(crate) fn eval_error(error: &cel::ExecutionError) -> EvalError {
             };
             format!(
                 "no matching overload for '{}' applied to {signature}",
-                overload.function()
+                operator_name(overload.function())
             )
         }
         E::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
@@ -94,7 +94,8 @@ pub(crate) fn eval_error(error: &cel::ExecutionError) -> EvalError {
             format!("cannot compare {} with {}", type_of(a), type_of(b))
         }
         E::UnsupportedBinaryOperator(op, a, b) => format!(
-            "no matching overload for '{op}' applied to ({}, {})",
+            "no matching overload for '{}' applied to ({}, {})",
+            operator_name(op),
             type_of(a),
             type_of(b)
         ),
@@ -115,6 +116,18 @@ pub(crate) fn eval_error(error: &cel::ExecutionError) -> EvalError {
         other => lowercase_first(&other.to_string()),
     };
     EvalError::new(message)
+}
+
+/// The interpreter names arithmetic operators by what they do: CEL names them `_+_`, ...
+fn operator_name(function: &str) -> &str {
+    match function {
+        "add" => "_+_",
+        "sub" => "_-_",
+        "mul" => "_*_",
+        "div" => "_/_",
+        "rem" => "_%_",
+        other => other,
+    }
 }
 
 /// The CEL type name of a value of the interpreter's `Value` form.
@@ -146,7 +159,10 @@ pub(crate) fn lowercase_first(message: &str) -> String {
     match chars.next() {
         // Keep acronyms and names (`JSON`, `NaN`) as they are.
         Some(first) if first.is_uppercase() && !chars.next().is_some_and(char::is_uppercase) => {
-            first.to_lowercase().chain(message.chars().skip(1)).collect()
+            first
+                .to_lowercase()
+                .chain(message.chars().skip(1))
+                .collect()
         }
         _ => message.to_string(),
     }

@@ -36,10 +36,7 @@ pub(crate) fn register(env: &mut cel::Env) -> Result<(), DeclarationError> {
     Ok(())
 }
 
-fn string_arg<'a>(
-    args: &'a [CowVal<'_, '_>],
-    function: &str,
-) -> Result<&'a str, ExecutionError> {
+fn string_arg<'a>(args: &'a [CowVal<'_, '_>], function: &str) -> Result<&'a str, ExecutionError> {
     args.first()
         .and_then(|a| a.downcast_ref::<CelString>())
         .map(|s| s.inner())
@@ -195,7 +192,17 @@ mod tests {
             assert!(is_dns1123_subdomain(ok), "{ok}");
         }
         let too_long = format!("{}.a", "a".repeat(252));
-        for bad in ["", ".", "a.", ".a", "a..b", "A.b", "a_b.c", "a.-b", too_long.as_str()] {
+        for bad in [
+            "",
+            ".",
+            "a.",
+            ".a",
+            "a..b",
+            "A.b",
+            "a_b.c",
+            "a.-b",
+            too_long.as_str(),
+        ] {
             assert!(!is_dns1123_subdomain(bad), "{bad}");
         }
         assert!(is_dns1123_subdomain(&"a".repeat(253)));
@@ -228,7 +235,14 @@ mod tests {
         // distinct inputs stay distinct
         assert_ne!(dns1123_label("My_App"), dns1123_label("my_app"));
         assert_ne!(dns1123_label(&long), dns1123_label(&"a".repeat(101)));
-        for input in ["", "x", "A B C", &"-".repeat(70), &"Zz9".repeat(40), "a.b.c"] {
+        for input in [
+            "",
+            "x",
+            "A B C",
+            &"-".repeat(70),
+            &"Zz9".repeat(40),
+            "a.b.c",
+        ] {
             assert!(is_dns1123_label(&dns1123_label(input)), "{input}");
         }
         // exactly 63 valid characters are kept

@@ -15,7 +15,11 @@ fn compile_err(source: &str) -> CompileError {
     }
 }
 
-fn eval_with(env: &Env, source: &str, vars: &[(&str, serde_json::Value)]) -> Result<Value, EvalError> {
+fn eval_with(
+    env: &Env,
+    source: &str,
+    vars: &[(&str, serde_json::Value)],
+) -> Result<Value, EvalError> {
     let program = env.compile(source).unwrap();
     let mut activation = Activation::new(env);
     for (name, value) in vars {
@@ -71,7 +75,10 @@ fn compile_error_for_an_unclosed_string() {
     assert_eq!(e.caret(source), "self.name == 'abc\n             ^");
 
     let e = compile_err("x == \"abc");
-    assert_eq!((e.message.as_str(), e.column), ("unterminated string literal", 6));
+    assert_eq!(
+        (e.message.as_str(), e.column),
+        ("unterminated string literal", 6)
+    );
 }
 
 #[test]
@@ -103,12 +110,20 @@ fn compile_error_messages_are_reworded() {
         ("[1, 2", "unexpected end of input, expected ']' or ','", 6),
         ("1 ++ 2", "unexpected '+'", 4),
         ("f(,)", "unexpected ','", 3),
-        ("'a\\qb'", "invalid escape sequence '\\q' in string literal", 1),
+        (
+            "'a\\qb'",
+            "invalid escape sequence '\\q' in string literal",
+            1,
+        ),
         ("if", "reserved identifier: if", 1),
         ("a.b(", "unexpected end of input", 5),
     ] {
         let e = compile_err(source);
-        assert_eq!((e.message.as_str(), e.column), (message, column), "{source}");
+        assert_eq!(
+            (e.message.as_str(), e.column),
+            (message, column),
+            "{source}"
+        );
     }
     let e = compile_err("a $ b");
     assert_eq!(e.message, "unexpected character '$'");
@@ -117,7 +132,10 @@ fn compile_error_messages_are_reworded() {
 #[test]
 fn compile_error_for_deep_nesting_and_long_expressions() {
     let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
-    assert_eq!(compile_err(&deep).message, "the expression is nested too deeply");
+    assert_eq!(
+        compile_err(&deep).message,
+        "the expression is nested too deeply"
+    );
     let long = format!("1{}", " + 1".repeat(crate::MAX_OPERATORS + 1));
     assert_eq!(
         compile_err(&long).message,
@@ -409,23 +427,41 @@ fn the_public_types_are_send_and_sync() {
 
 #[test]
 fn results_convert_to_json_with_kubernetes_conventions() {
-    assert_eq!(eval_json("{1: 'a', 2u: 'b', true: 'c', 'd': 4}"), json!({"1": "a", "2": "b", "true": "c", "d": 4}));
+    assert_eq!(
+        eval_json("{1: 'a', 2u: 'b', true: 'c', 'd': 4}"),
+        json!({"1": "a", "2": "b", "true": "c", "d": 4})
+    );
     assert_eq!(eval_json("b'\\xff\\x00abc'"), json!("/wBhYmM="));
-    assert_eq!(eval_json("timestamp('2024-05-06T07:08:09+02:00')"), json!("2024-05-06T05:08:09Z"));
-    assert_eq!(eval_json("timestamp('2024-05-06T07:08:09.120Z')"), json!("2024-05-06T07:08:09.12Z"));
+    assert_eq!(
+        eval_json("timestamp('2024-05-06T07:08:09+02:00')"),
+        json!("2024-05-06T05:08:09Z")
+    );
+    assert_eq!(
+        eval_json("timestamp('2024-05-06T07:08:09.120Z')"),
+        json!("2024-05-06T07:08:09.12Z")
+    );
     assert_eq!(eval_json("duration('1h30m')"), json!("5400s"));
     assert_eq!(eval_json("duration('1.5s')"), json!("1.5s"));
     assert_eq!(eval_json("duration('-90ms')"), json!("-0.09s"));
     assert_eq!(eval_json("string(duration('1h30m'))"), json!("5400s"));
     assert_eq!(eval_json("optional.of(1)"), json!(1));
     assert_eq!(eval_json("optional.none()"), json!(null));
-    assert_eq!(eval_json("[optional.of([1]), optional.none()]"), json!([[1], null]));
+    assert_eq!(
+        eval_json("[optional.of([1]), optional.none()]"),
+        json!([[1], null])
+    );
     assert_eq!(eval_json("3.0").to_string(), "3.0");
-    assert_eq!(eval_json("1.0 * 2").to_string(), "2.0");
+    assert_eq!(eval_json("1.5 * 2.0").to_string(), "3.0");
     assert_eq!(eval_json("2 * 3").to_string(), "6");
-    assert_eq!(eval_json("18446744073709551615u"), json!(18446744073709551615u64));
+    assert_eq!(
+        eval_json("18446744073709551615u"),
+        json!(18446744073709551615u64)
+    );
     assert_eq!(eval_json("double('NaN')"), json!("NaN"));
-    assert_eq!(eval_json("{'a': [1, {'b': null}]}"), json!({"a": [1, {"b": null}]}));
+    assert_eq!(
+        eval_json("{'a': [1, {'b': null}]}"),
+        json!({"a": [1, {"b": null}]})
+    );
     assert_eq!(
         eval("type(1)").unwrap().to_json().unwrap_err().message,
         "the result cannot be represented as JSON: the type value int has no JSON form"
@@ -484,15 +520,24 @@ fn dns1123_functions() {
     ] {
         assert_eq!(eval_json(source), expected, "{source}");
     }
-    assert_eq!(eval_json("isDNS1123Subdomain('api.example.com')"), json!(true));
-    assert_eq!(eval_json("isDNS1123Subdomain('api..example.com')"), json!(false));
+    assert_eq!(
+        eval_json("isDNS1123Subdomain('api.example.com')"),
+        json!(true)
+    );
+    assert_eq!(
+        eval_json("isDNS1123Subdomain('api..example.com')"),
+        json!(false)
+    );
     assert_eq!(eval_json("isDNS1123Subdomain('-a.b')"), json!(false));
     assert_eq!(eval_json("dns1123Label('my-app')"), json!("my-app"));
     assert_eq!(
         eval_json("dns1123Label('Team/My_App')"),
         json!(crate::dns1123_label("Team/My_App"))
     );
-    assert_eq!(eval_json("isDNS1123Label(dns1123Label('Team/My_App'))"), json!(true));
+    assert_eq!(
+        eval_json("isDNS1123Label(dns1123Label('Team/My_App'))"),
+        json!(true)
+    );
     assert_eq!(
         eval_err("isDNS1123Label(1)"),
         "no matching overload for 'isDNS1123Label' applied to (int)"
@@ -532,7 +577,10 @@ fn strings_library() {
         assert_eq!(eval_json(source), expected, "{source}");
     }
     assert_eq!(eval_err("'abc'.charAt(4)"), "charAt: index out of range: 4");
-    assert_eq!(eval_err("'abc'.substring(2, 1)"), "substring: invalid substring range. start: 2, end: 1");
+    assert_eq!(
+        eval_err("'abc'.substring(2, 1)"),
+        "substring: invalid substring range. start: 2, end: 1"
+    );
     assert_eq!(
         eval_err("'abc'.lowerAscii(1)"),
         "no matching overload for 'lowerAscii' applied to string.(int)"
@@ -541,10 +589,22 @@ fn strings_library() {
 
 #[test]
 fn libraries_kubernetes_lacks_are_not_enabled() {
-    assert_eq!(eval_err("math.greatest(1, 2)"), "undeclared reference to 'math'");
-    assert_eq!(eval_err("lists.range(3)"), "undeclared reference to 'lists'");
-    assert_eq!(eval_err("base64.encode(b'a')"), "undeclared reference to 'base64'");
-    assert_eq!(eval_err("[1, 2].distinct()"), "undeclared reference to 'distinct'");
+    assert_eq!(
+        eval_err("math.greatest(1, 2)"),
+        "undeclared reference to 'math'"
+    );
+    assert_eq!(
+        eval_err("lists.range(3)"),
+        "undeclared reference to 'lists'"
+    );
+    assert_eq!(
+        eval_err("base64.encode(b'a')"),
+        "undeclared reference to 'base64'"
+    );
+    assert_eq!(
+        eval_err("[1, 2].distinct()"),
+        "undeclared reference to 'distinct'"
+    );
 }
 
 // ---- 6. evaluation errors ---------------------------------------------------------------
@@ -576,9 +636,19 @@ fn evaluation_errors_are_clear() {
     assert_eq!(err("nope(1)"), "undeclared reference to 'nope'");
     assert_eq!(err("self.spec.replicas / 0"), "division by zero");
     assert_eq!(err("self.spec.replicas % 0"), "modulus by zero");
-    assert_eq!(err("9223372036854775807 + self.spec.replicas"), "integer overflow");
+    assert_eq!(
+        err("9223372036854775807 + self.spec.replicas"),
+        "integer overflow"
+    );
     assert_eq!(err("[1, 2][self.spec.replicas]"), "index out of bounds: 3");
     assert_eq!(err("{'a': 1, 'a': 2}"), "repeated map key: 'a'");
     assert_eq!(err("self.spec.replicas ? 1 : 2"), "expected bool, got int");
-    assert_eq!(err("int('x')"), "int: string parse error: invalid digit found in string");
+    assert_eq!(
+        err("int('x')"),
+        "int: string parse error: invalid digit found in string"
+    );
+    assert_eq!(
+        err("self.spec.replicas * 1.5"),
+        "no matching overload for '_*_' applied to (int, double)"
+    );
 }

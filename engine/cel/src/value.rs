@@ -12,8 +12,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use cel::common::traits::{
-    Adder, Comparer, Container, Divider, Indexer, Iterable, Modder, Multiplier, Negator,
-    Sizer, Subtractor, Zeroer,
+    Adder, Comparer, Container, Divider, Indexer, Iterable, Modder, Multiplier, Negator, Sizer,
+    Subtractor, Zeroer,
 };
 use cel::common::types::{
     CelBool, CelBytes, CelDouble, CelDuration, CelInt, CelList, CelMap, CelMapKey, CelNull,
@@ -75,9 +75,8 @@ impl Value {
     ///
     /// Type values (`type(x)`) have no JSON form and are an error.
     pub fn to_json(&self) -> Result<serde_json::Value, EvalError> {
-        val_to_json(self.0.as_ref()).map_err(|e| {
-            EvalError::new(format!("the result cannot be represented as JSON: {e}"))
-        })
+        val_to_json(self.0.as_ref())
+            .map_err(|e| EvalError::new(format!("the result cannot be represented as JSON: {e}")))
     }
 
     /// The value if it is a `bool`.
@@ -144,9 +143,8 @@ impl Value {
         let mut map: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::new();
         for (k, v) in entries {
             let type_name = k.type_name();
-            let key = CelMapKey::try_from(k.0).map_err(|_| {
-                EvalError::new(format!("a map key cannot be of type {type_name}"))
-            })?;
+            let key = CelMapKey::try_from(k.0)
+                .map_err(|_| EvalError::new(format!("a map key cannot be of type {type_name}")))?;
             let shown = key_to_string(&key);
             if map.insert(key, v.0).is_some() {
                 return Err(EvalError::new(format!("repeated map key: {shown}")));
@@ -220,16 +218,24 @@ fn inspect(v: &dyn Val) -> Inspect {
         Kind::NullType => Inspect::Null,
         Kind::Boolean => v
             .downcast_ref::<CelBool>()
-            .map_or(Inspect::Other(t.name().into()), |b| Inspect::Bool(*b.inner())),
+            .map_or(Inspect::Other(t.name().into()), |b| {
+                Inspect::Bool(*b.inner())
+            }),
         Kind::Int => v
             .downcast_ref::<CelInt>()
-            .map_or(Inspect::Other(t.name().into()), |i| Inspect::Int(*i.inner())),
+            .map_or(Inspect::Other(t.name().into()), |i| {
+                Inspect::Int(*i.inner())
+            }),
         Kind::UInt => v
             .downcast_ref::<CelUInt>()
-            .map_or(Inspect::Other(t.name().into()), |u| Inspect::Uint(*u.inner())),
+            .map_or(Inspect::Other(t.name().into()), |u| {
+                Inspect::Uint(*u.inner())
+            }),
         Kind::Double => v
             .downcast_ref::<CelDouble>()
-            .map_or(Inspect::Other(t.name().into()), |d| Inspect::Double(*d.inner())),
+            .map_or(Inspect::Other(t.name().into()), |d| {
+                Inspect::Double(*d.inner())
+            }),
         Kind::String => v
             .downcast_ref::<CelString>()
             .map_or(Inspect::Other(t.name().into()), |s| {
@@ -240,18 +246,20 @@ fn inspect(v: &dyn Val) -> Inspect {
             .map_or(Inspect::Other(t.name().into()), |b| {
                 Inspect::Bytes(b.inner().to_vec())
             }),
-        Kind::Duration => v
-            .downcast_ref::<CelDuration>()
-            .map_or(Inspect::Other(t.name().into()), |d| {
-                let d = d.inner();
-                Inspect::Duration(d.num_seconds(), d.subsec_nanos())
-            }),
-        Kind::Timestamp => v
-            .downcast_ref::<CelTimestamp>()
-            .map_or(Inspect::Other(t.name().into()), |ts| {
-                let ts = ts.inner();
-                Inspect::Timestamp(ts.timestamp(), ts.timestamp_subsec_nanos())
-            }),
+        Kind::Duration => {
+            v.downcast_ref::<CelDuration>()
+                .map_or(Inspect::Other(t.name().into()), |d| {
+                    let d = d.inner();
+                    Inspect::Duration(d.num_seconds(), d.subsec_nanos())
+                })
+        }
+        Kind::Timestamp => {
+            v.downcast_ref::<CelTimestamp>()
+                .map_or(Inspect::Other(t.name().into()), |ts| {
+                    let ts = ts.inner();
+                    Inspect::Timestamp(ts.timestamp(), ts.timestamp_subsec_nanos())
+                })
+        }
         Kind::Type => v
             .downcast_ref::<CelType>()
             .map_or(Inspect::Other(t.name().into()), |ty| {
@@ -321,12 +329,17 @@ pub(crate) fn val_to_json(v: &dyn Val) -> Result<serde_json::Value, String> {
         Kind::Boolean => {
             serde_json::Value::Bool(*v.downcast_ref::<CelBool>().ok_or_else(unexpected)?.inner())
         }
-        Kind::Int => serde_json::Value::from(*v.downcast_ref::<CelInt>().ok_or_else(unexpected)?.inner()),
+        Kind::Int => {
+            serde_json::Value::from(*v.downcast_ref::<CelInt>().ok_or_else(unexpected)?.inner())
+        }
         Kind::UInt => {
             serde_json::Value::from(*v.downcast_ref::<CelUInt>().ok_or_else(unexpected)?.inner())
         }
         Kind::Double => {
-            let d = *v.downcast_ref::<CelDouble>().ok_or_else(unexpected)?.inner();
+            let d = *v
+                .downcast_ref::<CelDouble>()
+                .ok_or_else(unexpected)?
+                .inner();
             match serde_json::Number::from_f64(d) {
                 Some(n) => serde_json::Value::Number(n),
                 None if d.is_nan() => serde_json::Value::String("NaN".into()),
@@ -344,10 +357,14 @@ pub(crate) fn val_to_json(v: &dyn Val) -> Result<serde_json::Value, String> {
             v.downcast_ref::<CelBytes>().ok_or_else(unexpected)?.inner(),
         )),
         Kind::Duration => serde_json::Value::String(format_duration(
-            v.downcast_ref::<CelDuration>().ok_or_else(unexpected)?.inner(),
+            v.downcast_ref::<CelDuration>()
+                .ok_or_else(unexpected)?
+                .inner(),
         )),
         Kind::Timestamp => serde_json::Value::String(format_timestamp(
-            v.downcast_ref::<CelTimestamp>().ok_or_else(unexpected)?.inner(),
+            v.downcast_ref::<CelTimestamp>()
+                .ok_or_else(unexpected)?
+                .inner(),
         )),
         Kind::List => {
             let items = v.as_iterable().ok_or_else(unexpected)?;
@@ -633,11 +650,22 @@ mod tests {
     #[test]
     fn bytes_are_base64() {
         assert_eq!(Value::bytes(b"".to_vec()).to_json().unwrap(), json!(""));
-        assert_eq!(Value::bytes(b"f".to_vec()).to_json().unwrap(), json!("Zg=="));
-        assert_eq!(Value::bytes(b"fo".to_vec()).to_json().unwrap(), json!("Zm8="));
-        assert_eq!(Value::bytes(b"foo".to_vec()).to_json().unwrap(), json!("Zm9v"));
         assert_eq!(
-            Value::bytes(vec![0xff, 0xfe, 0x00, 0x10]).to_json().unwrap(),
+            Value::bytes(b"f".to_vec()).to_json().unwrap(),
+            json!("Zg==")
+        );
+        assert_eq!(
+            Value::bytes(b"fo".to_vec()).to_json().unwrap(),
+            json!("Zm8=")
+        );
+        assert_eq!(
+            Value::bytes(b"foo".to_vec()).to_json().unwrap(),
+            json!("Zm9v")
+        );
+        assert_eq!(
+            Value::bytes(vec![0xff, 0xfe, 0x00, 0x10])
+                .to_json()
+                .unwrap(),
             json!("//4AEA==")
         );
     }

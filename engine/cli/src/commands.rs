@@ -26,7 +26,9 @@ fn load_pack(dir: &Path, partials: Option<&Path>) -> Result<Pack, CliError> {
     for d in &result.diagnostics {
         eprintln!("{d}");
     }
-    result.pack.ok_or_else(|| CliError::Pack(files.root.clone()))
+    result
+        .pack
+        .ok_or_else(|| CliError::Pack(files.root.clone()))
 }
 
 fn plan_for(pack: &Pack, inputs: &[PathBuf], now: DateTime<Utc>) -> Result<plan::Plan, CliError> {
@@ -85,7 +87,10 @@ pub fn explain(
         println!("{}", outcome.trigger);
         for entry in &outcome.trace {
             match &entry.expression {
-                Some(e) => println!("  [{}] {}: `{}` => {}", entry.rule, entry.step, e, entry.result),
+                Some(e) => println!(
+                    "  [{}] {}: `{}` => {}",
+                    entry.rule, entry.step, e, entry.result
+                ),
                 None => println!("  [{}] {}: {}", entry.rule, entry.step, entry.result),
             }
         }

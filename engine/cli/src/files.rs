@@ -81,12 +81,7 @@ pub fn read_inputs(
         let files = if path.is_dir() {
             walk(path)?
                 .into_iter()
-                .filter(|p| {
-                    matches!(
-                        p.extension().and_then(|e| e.to_str()),
-                        Some("yaml" | "yml")
-                    )
-                })
+                .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
                 .collect()
         } else {
             vec![path.clone()]

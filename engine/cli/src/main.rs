@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
-#[command(name = "switchyard", version, about = "Rules engine for multi-cluster Kubernetes: evaluate rule packs without a cluster")]
+#[command(
+    name = "switchyard",
+    version,
+    about = "Rules engine for multi-cluster Kubernetes: evaluate rule packs without a cluster"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -140,7 +144,13 @@ fn main() -> ExitCode {
             format,
             clock,
             partials,
-        } => commands::render(&pack, &inputs, format, clock.as_deref(), partials.as_deref()),
+        } => commands::render(
+            &pack,
+            &inputs,
+            format,
+            clock.as_deref(),
+            partials.as_deref(),
+        ),
         Command::Test {
             packs,
             junit,
@@ -159,7 +169,14 @@ fn main() -> ExitCode {
             format,
             clock,
             partials,
-        } => commands::diff(&base, &head, &inputs, format, clock.as_deref(), partials.as_deref()),
+        } => commands::diff(
+            &base,
+            &head,
+            &inputs,
+            format,
+            clock.as_deref(),
+            partials.as_deref(),
+        ),
         Command::Explain {
             pack,
             inputs,

@@ -138,9 +138,8 @@ impl fmt::Display for Diagnostic {
 /// Diagnostics sorted by file, position and code, so output is stable.
 pub fn sort(diagnostics: &mut [Diagnostic]) {
     diagnostics.sort_by(|a, b| {
-        (&a.file, a.line, a.column, a.code, &a.message).cmp(&(
-            &b.file, b.line, b.column, b.code, &b.message,
-        ))
+        (&a.file, a.line, a.column, a.code, &a.message)
+            .cmp(&(&b.file, b.line, b.column, b.code, &b.message))
     });
 }
 
@@ -151,7 +150,13 @@ mod tests {
     #[test]
     fn display_with_everything() {
         let d = Diagnostic::error("cel::syntax", "unexpected end of input")
-            .at("rules/a.yaml", Pos { line: 3, column: 17 })
+            .at(
+                "rules/a.yaml",
+                Pos {
+                    line: 3,
+                    column: 17,
+                },
+            )
             .in_rule("r1")
             .with_snippet("self.x >", 9);
         assert_eq!(

@@ -139,7 +139,12 @@ pub fn diff_plans(base: &Plan, head: &Plan) -> PlanDiff {
                         kind: ChangeKind::Removed,
                         subject: subject(&x.key),
                         cluster: x.key.cluster.clone(),
-                        diff: unified_diff(&yaml::to_yaml(&comparable(&x.object)), "", "base", "head"),
+                        diff: unified_diff(
+                            &yaml::to_yaml(&comparable(&x.object)),
+                            "",
+                            "base",
+                            "head",
+                        ),
                     });
                 }
             }
@@ -149,7 +154,12 @@ pub fn diff_plans(base: &Plan, head: &Plan) -> PlanDiff {
                         kind: ChangeKind::Added,
                         subject: subject(&y.key),
                         cluster: y.key.cluster.clone(),
-                        diff: unified_diff("", &yaml::to_yaml(&comparable(&y.object)), "base", "head"),
+                        diff: unified_diff(
+                            "",
+                            &yaml::to_yaml(&comparable(&y.object)),
+                            "base",
+                            "head",
+                        ),
                     });
                 }
             }
@@ -161,7 +171,12 @@ pub fn diff_plans(base: &Plan, head: &Plan) -> PlanDiff {
                             kind: ChangeKind::Changed,
                             subject: subject(&x.key),
                             cluster: x.key.cluster.clone(),
-                            diff: unified_diff(&yaml::to_yaml(&old), &yaml::to_yaml(&new), "base", "head"),
+                            diff: unified_diff(
+                                &yaml::to_yaml(&old),
+                                &yaml::to_yaml(&new),
+                                "base",
+                                "head",
+                            ),
                         });
                     }
                 }

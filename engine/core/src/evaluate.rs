@@ -119,7 +119,12 @@ pub struct Trigger<'a> {
 
 /// Evaluates every rule of `pack` that watches `trigger`. Pure: the same inputs give the
 /// same outcome, byte for byte.
-pub fn evaluate(pack: &Pack, trigger: Trigger<'_>, world: &dyn World, now: DateTime<Utc>) -> Result<Outcome, String> {
+pub fn evaluate(
+    pack: &Pack,
+    trigger: Trigger<'_>,
+    world: &dyn World,
+    now: DateTime<Utc>,
+) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
     let trigger_labels = labels(trigger.object);
     let rules: Vec<&CompiledRule> = pack
@@ -187,7 +192,10 @@ pub fn evaluate(pack: &Pack, trigger: Trigger<'_>, world: &dyn World, now: DateT
     let synced = synced_condition(&results);
     conditions.push(synced);
     for result in &results {
-        if let RuleResult::Fired { status: Some(s), .. } = result {
+        if let RuleResult::Fired {
+            status: Some(s), ..
+        } = result
+        {
             for (field, value) in &s.fields {
                 status.insert(field.clone(), value.clone());
             }
@@ -211,7 +219,10 @@ pub fn evaluate(pack: &Pack, trigger: Trigger<'_>, world: &dyn World, now: DateT
         .map(|mut c| {
             let before = previous.iter().find(|p| p.get("type") == c.get("type"));
             let transition = match before {
-                Some(p) if p.get("status") == c.get("status") && p.get("lastTransitionTime").is_some() => {
+                Some(p)
+                    if p.get("status") == c.get("status")
+                        && p.get("lastTransitionTime").is_some() =>
+                {
                     p["lastTransitionTime"].clone()
                 }
                 _ => Value::String(now.to_rfc3339_opts(SecondsFormat::Secs, true)),
@@ -228,7 +239,9 @@ pub fn evaluate(pack: &Pack, trigger: Trigger<'_>, world: &dyn World, now: DateT
     status.insert("conditions".into(), Value::Array(stamped));
     outcome.status = Some(Value::Object(status));
 
-    let needs_finalizer = rules.iter().any(|r| r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
+    let needs_finalizer = rules
+        .iter()
+        .any(|r| r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
     if needs_finalizer {
         outcome.finalizer = Some(format!("switchyard.dev/{}", pack.name()));
     }
@@ -238,7 +251,11 @@ pub fn evaluate(pack: &Pack, trigger: Trigger<'_>, world: &dyn World, now: DateT
 
 /// What happened to one rule.
 enum RuleResult {
-    Fired { rule: String, outputs: usize, status: Option<RuleStatus> },
+    Fired {
+        rule: String,
+        outputs: usize,
+        status: Option<RuleStatus>,
+    },
     /// A guard without a reason was false: the rule does not apply.
     Skipped { rule: String, guard: String },
     /// The rule cannot produce outputs: a required lookup is missing, a guard with a reason
@@ -252,8 +269,9 @@ struct RuleStatus {
 }
 
 fn synced_condition(results: &[RuleResult]) -> Value {
-    if let Some(RuleResult::Blocked { reason, message }) =
-        results.iter().find(|r| matches!(r, RuleResult::Blocked { .. }))
+    if let Some(RuleResult::Blocked { reason, message }) = results
+        .iter()
+        .find(|r| matches!(r, RuleResult::Blocked { .. }))
     {
         return json!({"type": CONDITION_SYNCED, "status": "False", "reason": reason, "message": message});
     }
@@ -301,7 +319,12 @@ impl Bindings {
     }
 
     fn vars_json(&self) -> Value {
-        Value::Object(self.vars.iter().map(|(n, _, j)| (n.clone(), j.clone())).collect())
+        Value::Object(
+            self.vars
+                .iter()
+                .map(|(n, _, j)| (n.clone(), j.clone()))
+                .collect(),
+        )
     }
 }
 
@@ -312,7 +335,13 @@ enum Stop {
 }
 
 impl EvalContext<'_> {
-    fn trace(&mut self, rule: &str, step: impl Into<String>, expression: Option<&str>, result: impl Into<String>) {
+    fn trace(
+        &mut self,
+        rule: &str,
+        step: impl Into<String>,
+        expression: Option<&str>,
+        result: impl Into<String>,
+    ) {
         self.outcome.trace.push(TraceEntry {
             rule: rule.to_string(),
             step: step.into(),
@@ -321,11 +350,19 @@ impl EvalContext<'_> {
         });
     }
 
-    fn activation<'e>(&self, env: &'e cel::Env, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> cel::Activation<'e> {
+    fn activation<'e>(
+        &self,
+        env: &'e cel::Env,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> cel::Activation<'e> {
         let mut a = cel::Activation::new(env);
         a.bind("self", self.self_value.clone());
         a.bind("cluster", cel::Value::from_json(&self.cluster_json));
-        a.bind("now", cel::Value::from_json(&Value::String(self.now_text.clone())));
+        a.bind(
+            "now",
+            cel::Value::from_json(&Value::String(self.now_text.clone())),
+        );
         a.bind("vars", bindings.vars_cel());
         for (name, (value, _)) in &bindings.lookups {
             a.bind(name, value.clone());
@@ -338,7 +375,13 @@ impl EvalContext<'_> {
     }
 
     /// Evaluates an expression; an error is recorded on the outcome and stops the rule.
-    fn eval(&mut self, rule: &str, expr: &Expr, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> Result<cel::Value, Stop> {
+    fn eval(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> Result<cel::Value, Stop> {
         let activation = self.activation(&self.pack.env, bindings, item);
         match expr.program.eval(&activation) {
             Ok(v) => Ok(v),
@@ -362,15 +405,32 @@ impl EvalContext<'_> {
         }
     }
 
-    fn eval_bool(&mut self, rule: &str, expr: &Expr, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> Result<bool, Stop> {
+    fn eval_bool(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> Result<bool, Stop> {
         let value = self.eval(rule, expr, bindings, item)?;
         match value.as_bool() {
             Some(b) => Ok(b),
-            None => Err(self.fail(rule, &expr.path, Some(expr.source()), format!("expected a bool, got {}", value.type_name()))),
+            None => Err(self.fail(
+                rule,
+                &expr.path,
+                Some(expr.source()),
+                format!("expected a bool, got {}", value.type_name()),
+            )),
         }
     }
 
-    fn eval_json(&mut self, rule: &str, expr: &Expr, bindings: &Bindings, item: Option<(&cel::Value, usize)>) -> Result<(cel::Value, Value), Stop> {
+    fn eval_json(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> Result<(cel::Value, Value), Stop> {
         let value = self.eval(rule, expr, bindings, item)?;
         match value.to_json() {
             Ok(json) => Ok((value, json)),
@@ -378,11 +438,21 @@ impl EvalContext<'_> {
         }
     }
 
-    fn eval_string(&mut self, rule: &str, expr: &Expr, bindings: &Bindings) -> Result<String, Stop> {
+    fn eval_string(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+    ) -> Result<String, Stop> {
         let (value, json) = self.eval_json(rule, expr, bindings, None)?;
         match json {
             Value::String(s) => Ok(s),
-            _ => Err(self.fail(rule, &expr.path, Some(expr.source()), format!("expected a string, got {}", value.type_name()))),
+            _ => Err(self.fail(
+                rule,
+                &expr.path,
+                Some(expr.source()),
+                format!("expected a string, got {}", value.type_name()),
+            )),
         }
     }
 
@@ -408,9 +478,15 @@ impl EvalContext<'_> {
                 Step::Guard(i) => {
                     let guard = &rule.guards[i];
                     let passed = self.eval_bool(name, &guard.expr, &bindings, None)?;
-                    self.trace(name, guard.expr.path.trim_end_matches(".expression"), Some(guard.expr.source()), passed.to_string());
+                    self.trace(
+                        name,
+                        guard.expr.path.trim_end_matches(".expression"),
+                        Some(guard.expr.source()),
+                        passed.to_string(),
+                    );
                     if !passed {
-                        let label = format!("guard {}", guard.expr.path.trim_end_matches(".expression"));
+                        let label =
+                            format!("guard {}", guard.expr.path.trim_end_matches(".expression"));
                         let Some(reason) = &guard.reason else {
                             return Err(Stop::Skip(label));
                         };
@@ -431,7 +507,12 @@ impl EvalContext<'_> {
                 Step::Var(i) => {
                     let var = &rule.vars[i];
                     let (value, json) = self.eval_json(name, &var.expr, &bindings, None)?;
-                    self.trace(name, format!("vars.{}", var.name), Some(var.expr.source()), compact(&json));
+                    self.trace(
+                        name,
+                        format!("vars.{}", var.name),
+                        Some(var.expr.source()),
+                        compact(&json),
+                    );
                     bindings.vars.push((var.name.clone(), value, json));
                 }
             }
@@ -442,7 +523,12 @@ impl EvalContext<'_> {
             if let Some(when) = &output.when
                 && !self.eval_bool(name, when, &bindings, None)?
             {
-                self.trace(name, format!("output {}", output.name), Some(when.source()), "skipped: `when` is false");
+                self.trace(
+                    name,
+                    format!("output {}", output.name),
+                    Some(when.source()),
+                    "skipped: `when` is false",
+                );
                 continue;
             }
             let items: Vec<Option<(cel::Value, Value)>> = match &output.for_each {
@@ -450,7 +536,12 @@ impl EvalContext<'_> {
                 Some(expr) => {
                     let (value, json) = self.eval_json(name, expr, &bindings, None)?;
                     let Value::Array(elements) = json else {
-                        return Err(self.fail(name, &expr.path, Some(expr.source()), format!("forEach must return a list, got {}", value.type_name())));
+                        return Err(self.fail(
+                            name,
+                            &expr.path,
+                            Some(expr.source()),
+                            format!("forEach must return a list, got {}", value.type_name()),
+                        ));
                     };
                     elements
                         .into_iter()
@@ -459,18 +550,35 @@ impl EvalContext<'_> {
                 }
             };
             for (index, item) in items.iter().enumerate() {
-                let context = self.template_context(&bindings, item.as_ref().map(|(_, j)| (j, index)));
+                let context =
+                    self.template_context(&bindings, item.as_ref().map(|(_, j)| (j, index)));
                 let documents = self
                     .pack
                     .templates
                     .render(&output.template, &context)
-                    .map_err(|e| self.fail(name, &format!("output `{}`", output.name), None, e.to_string()))?;
+                    .map_err(|e| {
+                        self.fail(
+                            name,
+                            &format!("output `{}`", output.name),
+                            None,
+                            e.to_string(),
+                        )
+                    })?;
                 for document in documents {
                     self.add_output(rule, &output.name, &output.cluster, document)?;
                     produced += 1;
                 }
             }
-            self.trace(name, format!("output {}", output.name), None, format!("rendered {} with {}", output.template, plural(items.len(), "item")));
+            self.trace(
+                name,
+                format!("output {}", output.name),
+                None,
+                format!(
+                    "rendered {} with {}",
+                    output.template,
+                    plural(items.len(), "item")
+                ),
+            );
         }
 
         let status = match &rule.status {
@@ -491,7 +599,15 @@ impl EvalContext<'_> {
                         Value::Bool(false) => "False".to_string(),
                         Value::String(s) if ["True", "False", "Unknown"].contains(&s.as_str()) => s,
                         other => {
-                            return Err(self.fail(name, &c.status.path, Some(c.status.source()), format!("condition status must be True, False or Unknown, got {}", compact(&other))));
+                            return Err(self.fail(
+                                name,
+                                &c.status.path,
+                                Some(c.status.source()),
+                                format!(
+                                    "condition status must be True, False or Unknown, got {}",
+                                    compact(&other)
+                                ),
+                            ));
                         }
                     };
                     let reason = self.eval_string(name, &c.reason, &bindings)?;
@@ -511,7 +627,12 @@ impl EvalContext<'_> {
         })
     }
 
-    fn run_lookup(&mut self, rule: &CompiledRule, i: usize, bindings: &mut Bindings) -> Result<(), Stop> {
+    fn run_lookup(
+        &mut self,
+        rule: &CompiledRule,
+        i: usize,
+        bindings: &mut Bindings,
+    ) -> Result<(), Stop> {
         let name = rule.name.as_str();
         let lookup = &rule.lookups[i];
         let by_labels = matches!(lookup.key, LookupKey::Labels(_));
@@ -519,8 +640,15 @@ impl EvalContext<'_> {
         if let Some(when) = &lookup.when
             && !self.eval_bool(name, when, bindings, None)?
         {
-            self.trace(name, format!("lookup {}", lookup.name), Some(when.source()), "skipped: `when` is false");
-            bindings.lookups.insert(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
+            self.trace(
+                name,
+                format!("lookup {}", lookup.name),
+                Some(when.source()),
+                "skipped: `when` is false",
+            );
+            bindings
+                .lookups
+                .insert(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
             return Ok(());
         }
         let namespace = match &lookup.namespace {
@@ -541,15 +669,45 @@ impl EvalContext<'_> {
                     namespace: namespace.clone(),
                     name: object_name.clone(),
                 };
-                let object = self.world.get(&key.cluster, &key.api_version, &key.kind, namespace.as_deref(), &object_name);
-                let found = object.map(|o| Arc::unwrap_or_clone(o)).unwrap_or(Value::Null);
-                let described = format!("{} {} {}", lookup.api_version, lookup.kind, key.namespaced_name());
-                self.trace(name, format!("lookup {}", lookup.name), Some(expr.source()), if found.is_null() { format!("{described} not found") } else { format!("{described} found") });
+                let object = self.world.get(
+                    &key.cluster,
+                    &key.api_version,
+                    &key.kind,
+                    namespace.as_deref(),
+                    &object_name,
+                );
+                let found = object
+                    .map(|o| Arc::unwrap_or_clone(o))
+                    .unwrap_or(Value::Null);
+                let described = format!(
+                    "{} {} {}",
+                    lookup.api_version,
+                    lookup.kind,
+                    key.namespaced_name()
+                );
+                self.trace(
+                    name,
+                    format!("lookup {}", lookup.name),
+                    Some(expr.source()),
+                    if found.is_null() {
+                        format!("{described} not found")
+                    } else {
+                        format!("{described} found")
+                    },
+                );
                 self.outcome.reads.insert(ReadKey::Object(key));
                 if found.is_null() && lookup.required {
                     return Err(Stop::Block {
                         reason: lookup.reason.clone(),
-                        message: format!("{} `{}` not found in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)", lookup.kind, object_name, namespace.as_deref().unwrap_or(""), lookup.cluster, lookup.name, rule.name),
+                        message: format!(
+                            "{} `{}` not found in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)",
+                            lookup.kind,
+                            object_name,
+                            namespace.as_deref().unwrap_or(""),
+                            lookup.cluster,
+                            lookup.name,
+                            rule.name
+                        ),
                     });
                 }
                 found
@@ -557,15 +715,30 @@ impl EvalContext<'_> {
             LookupKey::Labels(expr) => {
                 let (value, selector) = self.eval_json(name, expr, bindings, None)?;
                 let Value::Object(selector) = selector else {
-                    return Err(self.fail(name, &expr.path, Some(expr.source()), format!("matchLabels must return a map, got {}", value.type_name())));
+                    return Err(self.fail(
+                        name,
+                        &expr.path,
+                        Some(expr.source()),
+                        format!("matchLabels must return a map, got {}", value.type_name()),
+                    ));
                 };
                 let wanted: BTreeMap<String, String> = selector
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| compact(v))))
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_str().map(str::to_string).unwrap_or_else(|| compact(v)),
+                        )
+                    })
                     .collect();
                 let matches: Vec<Value> = self
                     .world
-                    .list(&lookup.cluster, &lookup.api_version, &lookup.kind, namespace.as_deref())
+                    .list(
+                        &lookup.cluster,
+                        &lookup.api_version,
+                        &lookup.kind,
+                        namespace.as_deref(),
+                    )
                     .into_iter()
                     .filter(|o| {
                         let have = labels(o);
@@ -573,7 +746,12 @@ impl EvalContext<'_> {
                     })
                     .map(Arc::unwrap_or_clone)
                     .collect();
-                self.trace(name, format!("lookup {}", lookup.name), Some(expr.source()), format!("{} matched", plural(matches.len(), "object")));
+                self.trace(
+                    name,
+                    format!("lookup {}", lookup.name),
+                    Some(expr.source()),
+                    format!("{} matched", plural(matches.len(), "object")),
+                );
                 self.outcome.reads.insert(ReadKey::List {
                     cluster: lookup.cluster.clone(),
                     api_version: lookup.api_version.clone(),
@@ -583,13 +761,23 @@ impl EvalContext<'_> {
                 if matches.is_empty() && lookup.required {
                     return Err(Stop::Block {
                         reason: lookup.reason.clone(),
-                        message: format!("no {} matches labels {} in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)", lookup.kind, compact(&Value::Object(selector)), namespace.as_deref().unwrap_or(""), lookup.cluster, lookup.name, rule.name),
+                        message: format!(
+                            "no {} matches labels {} in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)",
+                            lookup.kind,
+                            compact(&Value::Object(selector)),
+                            namespace.as_deref().unwrap_or(""),
+                            lookup.cluster,
+                            lookup.name,
+                            rule.name
+                        ),
                     });
                 }
                 Value::Array(matches)
             }
         };
-        bindings.lookups.insert(lookup.name.clone(), (cel::Value::from_json(&found), found));
+        bindings
+            .lookups
+            .insert(lookup.name.clone(), (cel::Value::from_json(&found), found));
         Ok(())
     }
 
@@ -610,14 +798,33 @@ impl EvalContext<'_> {
     }
 
     /// Checks an output against the pack's scope and stamps ownership on it.
-    fn add_output(&mut self, rule: &CompiledRule, output: &str, cluster: &str, mut object: Value) -> Result<(), Stop> {
+    fn add_output(
+        &mut self,
+        rule: &CompiledRule,
+        output: &str,
+        cluster: &str,
+        mut object: Value,
+    ) -> Result<(), Stop> {
         let name = rule.name.as_str();
         let path = format!("output `{output}`");
         let key = match ObjectKey::of(cluster, &object) {
             Ok(key) => key,
-            Err(e) => return Err(self.fail(name, &path, None, format!("rendered object is invalid: {e}"))),
+            Err(e) => {
+                return Err(self.fail(
+                    name,
+                    &path,
+                    None,
+                    format!("rendered object is invalid: {e}"),
+                ));
+            }
         };
-        if !in_scope(&self.pack.spec().scope, cluster, &key.api_version, &key.kind, key.namespace.as_deref()) {
+        if !in_scope(
+            &self.pack.spec().scope,
+            cluster,
+            &key.api_version,
+            &key.kind,
+            key.namespace.as_deref(),
+        ) {
             let where_ = match &key.namespace {
                 Some(ns) => format!("namespace `{ns}`"),
                 None => "cluster scope".to_string(),
@@ -640,7 +847,13 @@ impl EvalContext<'_> {
         }
         let source = format!("{}/{output}", rule.name);
         let owner = self.outcome.trigger.to_string();
-        stamp_ownership(&mut object, self.pack.name(), &self.pack.version().to_string(), &source, &owner);
+        stamp_ownership(
+            &mut object,
+            self.pack.name(),
+            &self.pack.version().to_string(),
+            &source,
+            &owner,
+        );
         self.outcome.desired.push(DesiredObject {
             key,
             object,
@@ -653,7 +866,13 @@ impl EvalContext<'_> {
 }
 
 /// Writes the ownership labels and annotations onto an output.
-pub(crate) fn stamp_ownership(object: &mut Value, pack: &str, version: &str, sources: &str, owners: &str) {
+pub(crate) fn stamp_ownership(
+    object: &mut Value,
+    pack: &str,
+    version: &str,
+    sources: &str,
+    owners: &str,
+) {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
@@ -679,5 +898,9 @@ pub(crate) fn compact(value: &Value) -> String {
 }
 
 fn plural(n: usize, word: &str) -> String {
-    if n == 1 { format!("1 {word}") } else { format!("{n} {word}s") }
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }

@@ -68,7 +68,13 @@ impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let group = self.group();
         if group.is_empty() {
-            write!(f, "{}:{}:{}", self.cluster, self.kind, self.namespaced_name())
+            write!(
+                f,
+                "{}:{}:{}",
+                self.cluster,
+                self.kind,
+                self.namespaced_name()
+            )
         } else {
             write!(
                 f,
@@ -180,7 +186,11 @@ impl World for MemoryWorld {
         name: &str,
     ) -> Option<Arc<Value>> {
         self.objects
-            .get(&(cluster.to_string(), api_version.to_string(), kind.to_string()))?
+            .get(&(
+                cluster.to_string(),
+                api_version.to_string(),
+                kind.to_string(),
+            ))?
             .get(&(namespace.map(str::to_string), name.to_string()))
             .cloned()
     }
@@ -192,10 +202,11 @@ impl World for MemoryWorld {
         kind: &str,
         namespace: Option<&str>,
     ) -> Vec<Arc<Value>> {
-        let Some(objects) =
-            self.objects
-                .get(&(cluster.to_string(), api_version.to_string(), kind.to_string()))
-        else {
+        let Some(objects) = self.objects.get(&(
+            cluster.to_string(),
+            api_version.to_string(),
+            kind.to_string(),
+        )) else {
             return Vec::new();
         };
         objects
@@ -272,8 +283,9 @@ mod tests {
 
     #[test]
     fn selectors() {
-        let labels: BTreeMap<String, String> =
-            [("app".to_string(), "web".to_string())].into_iter().collect();
+        let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())]
+            .into_iter()
+            .collect();
         let sel = LabelSelector {
             match_labels: labels.clone(),
             match_expressions: vec![LabelSelectorRequirement {

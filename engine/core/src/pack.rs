@@ -360,7 +360,8 @@ impl<'a> Loader<'a> {
         let env = cel::Env::kubernetes().with_function(
             "decide",
             Arc::new(move |args: &[serde_json::Value]| {
-                let (Some(serde_json::Value::String(name)), Some(inputs)) = (args.first(), args.get(1))
+                let (Some(serde_json::Value::String(name)), Some(inputs)) =
+                    (args.first(), args.get(1))
                 else {
                     return Err("decide(table, inputs) takes a table name and a map".to_string());
                 };
@@ -379,8 +380,15 @@ impl<'a> Loader<'a> {
             };
             for node in &parsed.nodes {
                 if let Some(rule) = self.decode::<RuleDocument>(&parsed.file, node)
-                    && let Some(compiled) =
-                        self.compile_rule(&document, &env, &templates, &tables, &parsed.file, node, rule)
+                    && let Some(compiled) = self.compile_rule(
+                        &document,
+                        &env,
+                        &templates,
+                        &tables,
+                        &parsed.file,
+                        node,
+                        rule,
+                    )
                 {
                     rules.push(compiled);
                 }
@@ -443,12 +451,19 @@ impl<'a> Loader<'a> {
             self.error(
                 Diagnostic::error(
                     "pack::engine-version",
-                    format!("the pack needs engine `{requirement}`, this is engine {ENGINE_VERSION}"),
+                    format!(
+                        "the pack needs engine `{requirement}`, this is engine {ENGINE_VERSION}"
+                    ),
                 )
                 .at(file, pos),
             );
         }
-        let roles: BTreeSet<&str> = document.spec.clusters.iter().map(|c| c.name.as_str()).collect();
+        let roles: BTreeSet<&str> = document
+            .spec
+            .clusters
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
         if !roles.contains(document.spec.source_cluster.as_str()) {
             let pos = node.closest(&yaml::parse_path("spec.sourceCluster")).pos;
             self.error(
@@ -464,11 +479,16 @@ impl<'a> Loader<'a> {
         }
         for (i, scope) in document.spec.scope.iter().enumerate() {
             if !roles.contains(scope.cluster.as_str()) {
-                let pos = node.closest(&yaml::parse_path(&format!("spec.scope[{i}].cluster"))).pos;
+                let pos = node
+                    .closest(&yaml::parse_path(&format!("spec.scope[{i}].cluster")))
+                    .pos;
                 self.error(
                     Diagnostic::error(
                         "pack::unknown-cluster",
-                        format!("scope names cluster `{}`, which the pack does not declare", scope.cluster),
+                        format!(
+                            "scope names cluster `{}`, which the pack does not declare",
+                            scope.cluster
+                        ),
                     )
                     .at(file, pos),
                 );
@@ -493,8 +513,11 @@ impl<'a> Loader<'a> {
                 if let (Some(path), None) = (&csv_relative, csv_text) {
                     let pos = node.closest(&yaml::parse_path("spec.rowsFrom")).pos;
                     self.error(
-                        Diagnostic::error("table::missing-file", format!("rows file `{path}` not found"))
-                            .at(&parsed.file, pos),
+                        Diagnostic::error(
+                            "table::missing-file",
+                            format!("rows file `{path}` not found"),
+                        )
+                        .at(&parsed.file, pos),
                     );
                     continue;
                 }
@@ -503,23 +526,42 @@ impl<'a> Loader<'a> {
                     Ok(table) => {
                         for lint in table.lint() {
                             let diag = match lint.severity {
-                                crate::table::Severity::Error => Diagnostic::error("table::lint", lint.message),
-                                crate::table::Severity::Warning => Diagnostic::warning("table::lint", lint.message),
+                                crate::table::Severity::Error => {
+                                    Diagnostic::error("table::lint", lint.message)
+                                }
+                                crate::table::Severity::Warning => {
+                                    Diagnostic::warning("table::lint", lint.message)
+                                }
                             };
-                            let diag = self.locate_table(diag, &parsed.file, node, csv_file.as_deref(), &lint.location);
+                            let diag = self.locate_table(
+                                diag,
+                                &parsed.file,
+                                node,
+                                csv_file.as_deref(),
+                                &lint.location,
+                            );
                             self.error(diag);
                         }
                         if tables.insert(name.clone(), table).is_some() {
                             self.error(
-                                Diagnostic::error("pack::duplicate-name", format!("two tables are named `{name}`"))
-                                    .in_file(&parsed.file),
+                                Diagnostic::error(
+                                    "pack::duplicate-name",
+                                    format!("two tables are named `{name}`"),
+                                )
+                                .in_file(&parsed.file),
                             );
                         }
                     }
                     Err(errors) => {
                         for error in errors {
                             let diag = Diagnostic::error("table::invalid", error.message.clone());
-                            let diag = self.locate_table(diag, &parsed.file, node, csv_file.as_deref(), &error.location);
+                            let diag = self.locate_table(
+                                diag,
+                                &parsed.file,
+                                node,
+                                csv_file.as_deref(),
+                                &error.location,
+                            );
                             self.error(diag);
                         }
                     }
@@ -597,10 +639,13 @@ impl<'a> Loader<'a> {
                 let pos = at.offset_pos(e.line, e.column);
                 let line = source.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
                 self.error(
-                    Diagnostic::error("cel::syntax", format!("invalid CEL expression: {}", e.message))
-                        .at(file, pos)
-                        .in_rule(rule)
-                        .with_snippet(line, e.column),
+                    Diagnostic::error(
+                        "cel::syntax",
+                        format!("invalid CEL expression: {}", e.message),
+                    )
+                    .at(file, pos)
+                    .in_rule(rule)
+                    .with_snippet(line, e.column),
                 );
                 None
             }
@@ -628,8 +673,8 @@ impl<'a> Loader<'a> {
             .iter()
             .map(|c| (c.name.as_str(), c.access.as_slice()))
             .collect();
-        let need_role = |loader: &mut Self, role: &str, access: Access, path: &str| {
-            match roles.get(role) {
+        let need_role =
+            |loader: &mut Self, role: &str, access: Access, path: &str| match roles.get(role) {
                 None => loader.error(
                     Diagnostic::error(
                         "pack::unknown-cluster",
@@ -650,8 +695,7 @@ impl<'a> Loader<'a> {
                     .in_rule(&rule),
                 ),
                 Some(_) => {}
-            }
-        };
+            };
 
         let watch_cluster = spec
             .watch
@@ -680,33 +724,47 @@ impl<'a> Loader<'a> {
             }
             if !names.insert(lookup.name.clone()) {
                 self.error(
-                    Diagnostic::error("pack::duplicate-name", format!("two lookups are named `{}`", lookup.name))
-                        .at(file, at(&format!("{base}.name")))
-                        .in_rule(&rule),
+                    Diagnostic::error(
+                        "pack::duplicate-name",
+                        format!("two lookups are named `{}`", lookup.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
                 );
             }
-            let cluster = lookup.cluster.clone().unwrap_or_else(|| watch_cluster.clone());
+            let cluster = lookup
+                .cluster
+                .clone()
+                .unwrap_or_else(|| watch_cluster.clone());
             need_role(self, &cluster, Access::Read, &format!("{base}.cluster"));
-            let namespace = lookup
-                .namespace
-                .as_ref()
-                .and_then(|s| self.compile_expr(env, file, &rule, node, &format!("{base}.namespace"), s));
-            let when = lookup
-                .when
-                .as_ref()
-                .and_then(|s| self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s));
+            let namespace = lookup.namespace.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.namespace"), s)
+            });
+            let when = lookup.when.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
+            });
             let key = match (&lookup.object_name, &lookup.match_labels) {
                 (Some(name), None) => self
                     .compile_expr(env, file, &rule, node, &format!("{base}.objectName"), name)
                     .map(LookupKey::Name),
                 (None, Some(labels)) => self
-                    .compile_expr(env, file, &rule, node, &format!("{base}.matchLabels"), labels)
+                    .compile_expr(
+                        env,
+                        file,
+                        &rule,
+                        node,
+                        &format!("{base}.matchLabels"),
+                        labels,
+                    )
                     .map(LookupKey::Labels),
                 _ => {
                     self.error(
                         Diagnostic::error(
                             "pack::invalid-value",
-                            format!("lookup `{}` needs exactly one of `objectName` and `matchLabels`", lookup.name),
+                            format!(
+                                "lookup `{}` needs exactly one of `objectName` and `matchLabels`",
+                                lookup.name
+                            ),
                         )
                         .at(file, at(&base))
                         .in_rule(&rule),
@@ -724,7 +782,10 @@ impl<'a> Loader<'a> {
                     key,
                     when,
                     required: lookup.required,
-                    reason: lookup.reason.clone().unwrap_or_else(|| "LookupNotFound".to_string()),
+                    reason: lookup
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| "LookupNotFound".to_string()),
                 });
             }
         }
@@ -732,11 +793,24 @@ impl<'a> Loader<'a> {
         let mut guards = Vec::new();
         for (i, guard) in spec.when.iter().enumerate() {
             let base = format!("spec.when[{i}]");
-            let expr = self.compile_expr(env, file, &rule, node, &format!("{base}.expression"), &guard.expression);
-            let message_expr = guard
-                .message_expression
-                .as_ref()
-                .and_then(|s| self.compile_expr(env, file, &rule, node, &format!("{base}.messageExpression"), s));
+            let expr = self.compile_expr(
+                env,
+                file,
+                &rule,
+                node,
+                &format!("{base}.expression"),
+                &guard.expression,
+            );
+            let message_expr = guard.message_expression.as_ref().and_then(|s| {
+                self.compile_expr(
+                    env,
+                    file,
+                    &rule,
+                    node,
+                    &format!("{base}.messageExpression"),
+                    s,
+                )
+            });
             if let Some(expr) = expr {
                 guards.push(CompiledGuard {
                     expr,
@@ -753,19 +827,32 @@ impl<'a> Loader<'a> {
             let base = format!("spec.vars[{i}]");
             if !is_identifier(&var.name) {
                 self.error(
-                    Diagnostic::error("pack::invalid-name", format!("variable name `{}` is not an identifier", var.name))
-                        .at(file, at(&format!("{base}.name")))
-                        .in_rule(&rule),
+                    Diagnostic::error(
+                        "pack::invalid-name",
+                        format!("variable name `{}` is not an identifier", var.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
                 );
             }
             if !var_names.insert(var.name.clone()) {
                 self.error(
-                    Diagnostic::error("pack::duplicate-name", format!("two variables are named `{}`", var.name))
-                        .at(file, at(&format!("{base}.name")))
-                        .in_rule(&rule),
+                    Diagnostic::error(
+                        "pack::duplicate-name",
+                        format!("two variables are named `{}`", var.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
                 );
             }
-            if let Some(expr) = self.compile_expr(env, file, &rule, node, &format!("{base}.expression"), &var.expression) {
+            if let Some(expr) = self.compile_expr(
+                env,
+                file,
+                &rule,
+                node,
+                &format!("{base}.expression"),
+                &var.expression,
+            ) {
                 vars.push(CompiledVar {
                     name: var.name.clone(),
                     expr,
@@ -776,12 +863,20 @@ impl<'a> Loader<'a> {
         let mut outputs = Vec::new();
         for (i, output) in spec.outputs.iter().enumerate() {
             let base = format!("spec.outputs[{i}]");
-            need_role(self, &output.cluster, Access::Write, &format!("{base}.cluster"));
+            need_role(
+                self,
+                &output.cluster,
+                Access::Write,
+                &format!("{base}.cluster"),
+            );
             if !pack.spec.scope.iter().any(|s| s.cluster == output.cluster) {
                 self.error(
                     Diagnostic::error(
                         "pack::scope",
-                        format!("output `{}` writes to cluster `{}`, which no scope entry allows", output.name, output.cluster),
+                        format!(
+                            "output `{}` writes to cluster `{}`, which no scope entry allows",
+                            output.name, output.cluster
+                        ),
                     )
                     .at(file, at(&format!("{base}.cluster")))
                     .in_rule(&rule),
@@ -797,14 +892,12 @@ impl<'a> Loader<'a> {
                     .in_rule(&rule),
                 );
             }
-            let when = output
-                .when
-                .as_ref()
-                .and_then(|s| self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s));
-            let for_each = output
-                .for_each
-                .as_ref()
-                .and_then(|s| self.compile_expr(env, file, &rule, node, &format!("{base}.forEach"), s));
+            let when = output.when.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
+            });
+            let for_each = output.for_each.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.forEach"), s)
+            });
             outputs.push(CompiledOutput {
                 name: output.name.clone(),
                 cluster: output.cluster.clone(),
@@ -817,7 +910,14 @@ impl<'a> Loader<'a> {
         let status = spec.status.as_ref().map(|status| {
             let mut fields = Vec::new();
             for (field, source) in &status.fields {
-                if let Some(expr) = self.compile_expr(env, file, &rule, node, &format!("spec.status.fields.{field}"), source) {
+                if let Some(expr) = self.compile_expr(
+                    env,
+                    file,
+                    &rule,
+                    node,
+                    &format!("spec.status.fields.{field}"),
+                    source,
+                ) {
                     fields.push((field.clone(), expr));
                 }
             }
@@ -864,16 +964,29 @@ impl<'a> Loader<'a> {
         for expr in &all_exprs {
             let in_output = expr.path.starts_with("spec.outputs");
             for variable in &expr.program.references().variables {
-                let known = ["self", "vars", "cluster", "now", "tables"].contains(&variable.as_str())
+                let known = ["self", "vars", "cluster", "now", "tables"]
+                    .contains(&variable.as_str())
                     || lookup_names.contains(variable)
-                    || (in_output && ["item", "index"].contains(&variable.as_str()) && expr.path.ends_with("when"));
+                    || (in_output
+                        && ["item", "index"].contains(&variable.as_str())
+                        && expr.path.ends_with("when"));
                 if !known {
-                    reference_errors.push((expr.path.clone(), expr.source().to_string(), format!("unknown variable `{variable}`"), variable.clone()));
+                    reference_errors.push((
+                        expr.path.clone(),
+                        expr.source().to_string(),
+                        format!("unknown variable `{variable}`"),
+                        variable.clone(),
+                    ));
                 }
             }
             for (root, field) in &expr.program.references().selections {
                 if root == "vars" && !var_names.contains(field) {
-                    reference_errors.push((expr.path.clone(), expr.source().to_string(), format!("unknown variable `vars.{field}`"), format!("vars.{field}")));
+                    reference_errors.push((
+                        expr.path.clone(),
+                        expr.source().to_string(),
+                        format!("unknown variable `vars.{field}`"),
+                        format!("vars.{field}"),
+                    ));
                 }
             }
         }
@@ -903,20 +1016,33 @@ impl<'a> Loader<'a> {
                     "self" | "cluster" | "now" => None,
                     "item" | "index" if output.for_each.is_some() => None,
                     "vars" => match reference.path.get(1) {
-                        Some(var) if !var_names.contains(var) => Some(format!("variable `vars.{var}` is not defined")),
+                        Some(var) if !var_names.contains(var) => {
+                            Some(format!("variable `vars.{var}` is not defined"))
+                        }
                         _ => None,
                     },
                     name if lookup_names.contains(name) => None,
                     name => Some(format!("variable `{name}` is not defined")),
                 };
                 if let Some(problem) = problem {
-                    let template_file = self.files.display(&format!("templates/{}", output.template));
+                    let template_file = self
+                        .files
+                        .display(&format!("templates/{}", output.template));
                     self.error(
                         Diagnostic::error(
                             "template::unknown-variable",
-                            format!("{problem} (template `{}` used by output `{}`)", output.template, output.name),
+                            format!(
+                                "{problem} (template `{}` used by output `{}`)",
+                                output.template, output.name
+                            ),
                         )
-                        .at(&template_file, Pos { line: reference.line, column: reference.column })
+                        .at(
+                            &template_file,
+                            Pos {
+                                line: reference.line,
+                                column: reference.column,
+                            },
+                        )
                         .in_rule(&rule),
                     );
                     let _ = i;
@@ -931,7 +1057,10 @@ impl<'a> Loader<'a> {
                 self.error(
                     Diagnostic::error(
                         "pack::cycle",
-                        format!("lookups and variables depend on each other in a cycle: {}", cycle.join(" -> ")),
+                        format!(
+                            "lookups and variables depend on each other in a cycle: {}",
+                            cycle.join(" -> ")
+                        ),
                     )
                     .at(file, at("spec"))
                     .in_rule(&rule),
@@ -972,10 +1101,26 @@ impl<'a> Loader<'a> {
         condition: &ConditionMapping,
     ) -> Option<CompiledCondition> {
         let base = format!("spec.status.conditions[{i}]");
-        let status = self.compile_expr(env, file, rule, node, &format!("{base}.status"), &condition.status);
-        let reason = self.compile_expr(env, file, rule, node, &format!("{base}.reason"), &condition.reason);
+        let status = self.compile_expr(
+            env,
+            file,
+            rule,
+            node,
+            &format!("{base}.status"),
+            &condition.status,
+        );
+        let reason = self.compile_expr(
+            env,
+            file,
+            rule,
+            node,
+            &format!("{base}.reason"),
+            &condition.reason,
+        );
         let message = match &condition.message {
-            Some(m) => Some(self.compile_expr(env, file, rule, node, &format!("{base}.message"), m)?),
+            Some(m) => {
+                Some(self.compile_expr(env, file, rule, node, &format!("{base}.message"), m)?)
+            }
             None => None,
         };
         Some(CompiledCondition {
@@ -987,7 +1132,10 @@ impl<'a> Loader<'a> {
     }
 
     fn error_count(&self) -> usize {
-        self.diagnostics.iter().filter(|d| d.severity == Severity::Error).count()
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
     }
 }
 
@@ -1026,7 +1174,13 @@ fn position_of_key(node: &Node, path: &[PathSegment]) -> Pos {
 fn template_diagnostic(e: &crate::template::TemplateError) -> Diagnostic {
     let d = Diagnostic::error("template::syntax", e.message.clone());
     match (e.line, e.column) {
-        (Some(line), column) => d.at(&e.file, Pos { line, column: column.unwrap_or(1) }),
+        (Some(line), column) => d.at(
+            &e.file,
+            Pos {
+                line,
+                column: column.unwrap_or(1),
+            },
+        ),
         _ => d.in_file(&e.file),
     }
 }
@@ -1073,7 +1227,9 @@ pub(crate) fn is_identifier(name: &str) -> bool {
 pub(crate) fn is_dns1123_label(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 63
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !name.starts_with('-')
         && !name.ends_with('-')
 }
@@ -1086,10 +1242,16 @@ fn order_steps(
     guards: &[CompiledGuard],
     vars: &[CompiledVar],
 ) -> Result<Vec<Step>, Vec<String>> {
-    let lookup_index: BTreeMap<&str, usize> =
-        lookups.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect();
-    let var_index: BTreeMap<&str, usize> =
-        vars.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
+    let lookup_index: BTreeMap<&str, usize> = lookups
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (l.name.as_str(), i))
+        .collect();
+    let var_index: BTreeMap<&str, usize> = vars
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.name.as_str(), i))
+        .collect();
     let deps_of = |exprs: Vec<&Expr>| -> BTreeSet<Step> {
         let mut deps = BTreeSet::new();
         for expr in exprs {
@@ -1123,7 +1285,11 @@ fn order_steps(
         pending.push((Step::Lookup(i), deps_of(exprs), l.name.clone()));
     }
     for (i, v) in vars.iter().enumerate() {
-        pending.push((Step::Var(i), deps_of(vec![&v.expr]), format!("vars.{}", v.name)));
+        pending.push((
+            Step::Var(i),
+            deps_of(vec![&v.expr]),
+            format!("vars.{}", v.name),
+        ));
     }
     let mut done: BTreeSet<Step> = BTreeSet::new();
     let mut order = Vec::new();
@@ -1194,7 +1360,13 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
 }
 
 /// Is an object of this kind and namespace allowed in `cluster` by the pack's scope?
-pub(crate) fn in_scope(scope: &[EmitScope], cluster: &str, api_version: &str, kind: &str, namespace: Option<&str>) -> bool {
+pub(crate) fn in_scope(
+    scope: &[EmitScope],
+    cluster: &str,
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+) -> bool {
     scope.iter().any(|entry| {
         entry.cluster == cluster
             && entry.kinds.iter().any(|k| {
@@ -1202,7 +1374,9 @@ pub(crate) fn in_scope(scope: &[EmitScope], cluster: &str, api_version: &str, ki
                     && k.kind == kind
                     && match namespace {
                         None => k.cluster_scoped,
-                        Some(ns) => !k.cluster_scoped && entry.namespaces.iter().any(|p| glob_match(p, ns)),
+                        Some(ns) => {
+                            !k.cluster_scoped && entry.namespaces.iter().any(|p| glob_match(p, ns))
+                        }
                     }
             })
     })

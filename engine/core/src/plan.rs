@@ -41,11 +41,7 @@ impl Plan {
         let mut messages: Vec<String> = self
             .outcomes
             .iter()
-            .flat_map(|o| {
-                o.errors
-                    .iter()
-                    .map(move |e| format!("{}: {e}", o.trigger))
-            })
+            .flat_map(|o| o.errors.iter().map(move |e| format!("{}: {e}", o.trigger)))
             .collect();
         for c in &self.conflicts {
             messages.push(format!(
@@ -69,7 +65,11 @@ pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
     let watched = pack.watched_kinds();
     let mut outcomes = Vec::new();
     for (key, object) in world.iter() {
-        if !watched.contains(&(key.cluster.clone(), key.api_version.clone(), key.kind.clone())) {
+        if !watched.contains(&(
+            key.cluster.clone(),
+            key.api_version.clone(),
+            key.kind.clone(),
+        )) {
             continue;
         }
         let trigger = Trigger {
@@ -171,8 +171,8 @@ pub fn parse_inputs(
             vec![value]
         };
         for mut item in items {
-            let cluster = take_cluster_annotation(&mut item)
-                .unwrap_or_else(|| default_cluster.to_string());
+            let cluster =
+                take_cluster_annotation(&mut item).unwrap_or_else(|| default_cluster.to_string());
             if let Err(e) = ObjectKey::of(&cluster, &item) {
                 return Err(Diagnostic::error("input::object", e).at(file, document.pos));
             }

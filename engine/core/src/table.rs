@@ -199,7 +199,11 @@ impl RowOrigin {
 impl Table {
     /// Compiles a spec; `csv` is the text of the rowsFrom file when the spec names one.
     /// Returns every error found (not just the first).
-    pub fn compile(name: &str, spec: &TableSpec, csv: Option<&str>) -> Result<Table, Vec<TableError>> {
+    pub fn compile(
+        name: &str,
+        spec: &TableSpec,
+        csv: Option<&str>,
+    ) -> Result<Table, Vec<TableError>> {
         let mut c = Compiler {
             errors: Vec::new(),
             inputs: Vec::new(),
@@ -263,7 +267,10 @@ impl Table {
             if !self.inputs.iter().any(|c| &c.name == key) {
                 return Err(fail(format!(
                     "unknown input `{key}` ({})",
-                    names("the inputs are", self.inputs.iter().map(|c| c.name.as_str()))
+                    names(
+                        "the inputs are",
+                        self.inputs.iter().map(|c| c.name.as_str())
+                    )
                 )));
             }
         }
@@ -274,7 +281,10 @@ impl Table {
                 Some(v) => cell::input_lit(&col.name, col.ty, v).map_err(fail)?,
             };
             if let (Some(v), Some(allowed)) = (&value, &col.allowed) {
-                if !allowed.iter().any(|a| a.compare(v) == Some(std::cmp::Ordering::Equal)) {
+                if !allowed
+                    .iter()
+                    .any(|a| a.compare(v) == Some(std::cmp::Ordering::Equal))
+                {
                     return Err(fail(format!(
                         "input `{}` is {}, which is not one of its allowed values ({})",
                         col.name,
@@ -285,7 +295,12 @@ impl Table {
             }
             values.push(value);
         }
-        let matches = |row: &Row| row.conds.iter().zip(&values).all(|(c, v)| c.matches(v.as_ref()));
+        let matches = |row: &Row| {
+            row.conds
+                .iter()
+                .zip(&values)
+                .all(|(c, v)| c.matches(v.as_ref()))
+        };
         let default = || self.default.clone().map(Value::Object);
         match self.spec.hit_policy {
             HitPolicy::First => Ok(match self.rows.iter().position(matches) {
@@ -293,7 +308,9 @@ impl Table {
                 None => self.fallback(default()),
             }),
             HitPolicy::Unique => {
-                let matched: Vec<usize> = (0..self.rows.len()).filter(|&i| matches(&self.rows[i])).collect();
+                let matched: Vec<usize> = (0..self.rows.len())
+                    .filter(|&i| matches(&self.rows[i]))
+                    .collect();
                 match matched.as_slice() {
                     [] => Ok(self.fallback(default())),
                     [i] => Ok(self.single(*i)),
@@ -305,7 +322,9 @@ impl Table {
                 }
             }
             HitPolicy::Collect => {
-                let matched: Vec<usize> = (0..self.rows.len()).filter(|&i| matches(&self.rows[i])).collect();
+                let matched: Vec<usize> = (0..self.rows.len())
+                    .filter(|&i| matches(&self.rows[i]))
+                    .collect();
                 if matched.is_empty() {
                     let value = default();
                     let used_default = value.is_some();
@@ -375,7 +394,11 @@ fn row_list(rows: &[usize]) -> String {
 }
 
 fn list_lits(values: &[Lit]) -> String {
-    values.iter().map(Lit::to_string).collect::<Vec<_>>().join(", ")
+    values
+        .iter()
+        .map(Lit::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn names<'a>(intro: &str, names: impl Iterator<Item = &'a str>) -> String {
@@ -443,10 +466,16 @@ impl Compiler {
             }
         }
         if spec.outputs.is_empty() {
-            self.error(TableLocation::spec("spec.outputs"), "a table needs at least one output");
+            self.error(
+                TableLocation::spec("spec.outputs"),
+                "a table needs at least one output",
+            );
         }
         for (i, col) in spec.inputs.iter().enumerate() {
-            let allowed = col.allowed_values.as_ref().and_then(|values| self.allowed(i, col, values));
+            let allowed = col
+                .allowed_values
+                .as_ref()
+                .and_then(|values| self.allowed(i, col, values));
             self.inputs.push(InputCol {
                 name: col.name.clone(),
                 ty: col.r#type,
@@ -470,7 +499,10 @@ impl Compiler {
         if values.is_empty() {
             self.error(
                 TableLocation::spec(path),
-                format!("`allowedValues` of `{}` is empty; remove it to allow any value", col.name),
+                format!(
+                    "`allowedValues` of `{}` is empty; remove it to allow any value",
+                    col.name
+                ),
             );
             return None;
         }
@@ -480,10 +512,17 @@ impl Compiler {
             let at = TableLocation::spec(format!("{path}[{j}]"));
             match cell::json_lit(&col.name, col.r#type, v) {
                 Ok(Some(lit)) => {
-                    if lits.iter().any(|l| l.compare(&lit) == Some(std::cmp::Ordering::Equal)) {
+                    if lits
+                        .iter()
+                        .any(|l| l.compare(&lit) == Some(std::cmp::Ordering::Equal))
+                    {
                         self.error(
                             at,
-                            format!("duplicate allowed value {} for `{}`", lit.quoted(), col.name),
+                            format!(
+                                "duplicate allowed value {} for `{}`",
+                                lit.quoted(),
+                                col.name
+                            ),
                         );
                         ok = false;
                     } else {
@@ -513,15 +552,24 @@ impl Compiler {
         if let Some(i) = self.inputs.iter().position(|c| c.name == name) {
             return Some(ColRef::Input(i));
         }
-        self.outputs.iter().position(|c| c.name == name).map(ColRef::Output)
+        self.outputs
+            .iter()
+            .position(|c| c.name == name)
+            .map(ColRef::Output)
     }
 
     fn input_names(&self) -> String {
-        names("the inputs are", self.inputs.iter().map(|c| c.name.as_str()))
+        names(
+            "the inputs are",
+            self.inputs.iter().map(|c| c.name.as_str()),
+        )
     }
 
     fn output_names(&self) -> String {
-        names("the outputs are", self.outputs.iter().map(|c| c.name.as_str()))
+        names(
+            "the outputs are",
+            self.outputs.iter().map(|c| c.name.as_str()),
+        )
     }
 
     fn rows(&mut self, spec: &TableSpec, csv: Option<&str>) -> Vec<Row> {
@@ -551,7 +599,10 @@ impl Compiler {
                 None => {
                     self.error(
                         TableLocation::spec("spec.rowsFrom"),
-                        format!("the rows file {} was not provided", Value::String(file.clone())),
+                        format!(
+                            "the rows file {} was not provided",
+                            Value::String(file.clone())
+                        ),
                     );
                     Vec::new()
                 }
@@ -566,7 +617,9 @@ impl Compiler {
             let at = TableLocation::spec(format!("spec.rows[{i}].when.{key}"));
             match self.column_by_name(key) {
                 Some(ColRef::Input(c)) => {
-                    if let Some(cond) = self.cond(at, c, cell::yaml_cond(key, self.inputs[c].ty, value)) {
+                    if let Some(cond) =
+                        self.cond(at, c, cell::yaml_cond(key, self.inputs[c].ty, value))
+                    {
                         conds[c] = cond;
                     }
                 }
@@ -616,14 +669,26 @@ impl Compiler {
             let bad: Vec<&Lit> = cond
                 .named_values()
                 .iter()
-                .filter(|v| !allowed.iter().any(|a| a.compare(v) == Some(std::cmp::Ordering::Equal)))
+                .filter(|v| {
+                    !allowed
+                        .iter()
+                        .any(|a| a.compare(v) == Some(std::cmp::Ordering::Equal))
+                })
                 .collect();
             if !bad.is_empty() {
-                let what = bad.iter().map(|v| v.quoted()).collect::<Vec<_>>().join(", ");
+                let what = bad
+                    .iter()
+                    .map(|v| v.quoted())
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 let message = format!(
                     "{what} {} not {} of `{}` ({})",
                     if bad.len() == 1 { "is" } else { "are" },
-                    if bad.len() == 1 { "an allowed value" } else { "allowed values" },
+                    if bad.len() == 1 {
+                        "an allowed value"
+                    } else {
+                        "allowed values"
+                    },
                     col.name,
                     list_lits(allowed)
                 );
@@ -651,7 +716,12 @@ impl Compiler {
 
     /// Builds an outputs object, reporting required outputs that are absent. Outputs that
     /// failed to parse are reported already, so callers discard the object then.
-    fn outputs_object(&mut self, what: &str, at: TableLocation, values: Vec<Option<Value>>) -> Map<String, Value> {
+    fn outputs_object(
+        &mut self,
+        what: &str,
+        at: TableLocation,
+        values: Vec<Option<Value>>,
+    ) -> Map<String, Value> {
         let mut map = Map::new();
         let mut missing = Vec::new();
         for (col, value) in self.outputs.iter().zip(values) {
@@ -683,10 +753,16 @@ impl Compiler {
             match self.column_by_name(key) {
                 Some(ColRef::Output(o)) => outputs[o] = self.yaml_output(at, o, value),
                 Some(ColRef::Input(_)) => {
-                    self.error(at, format!("`{key}` is an input; `default` sets outputs only"));
+                    self.error(
+                        at,
+                        format!("`{key}` is an input; `default` sets outputs only"),
+                    );
                 }
                 None => {
-                    let message = format!("unknown output `{key}` in `default` ({})", self.output_names());
+                    let message = format!(
+                        "unknown output `{key}` in `default` ({})",
+                        self.output_names()
+                    );
                     self.error(at, message);
                 }
             }
@@ -703,19 +779,27 @@ impl Compiler {
             .from_reader(text.as_bytes());
         let mut records = reader.records();
         let line_of = |pos: Option<&csv::Position>, fallback: usize| {
-            pos.map_or(fallback, |p| usize::try_from(p.line()).unwrap_or(usize::MAX))
+            pos.map_or(fallback, |p| {
+                usize::try_from(p.line()).unwrap_or(usize::MAX)
+            })
         };
         let header = match records.next() {
             None => {
                 self.error(
-                    TableLocation::CsvLine { line: 1, column: None },
+                    TableLocation::CsvLine {
+                        line: 1,
+                        column: None,
+                    },
                     "the CSV file is empty: its first line must be a header naming the columns",
                 );
                 return Vec::new();
             }
             Some(Err(e)) => {
                 let line = line_of(e.position(), 1);
-                self.error(TableLocation::CsvLine { line, column: None }, format!("malformed CSV: {e}"));
+                self.error(
+                    TableLocation::CsvLine { line, column: None },
+                    format!("malformed CSV: {e}"),
+                );
                 return Vec::new();
             }
             Some(Ok(record)) => record,
@@ -746,7 +830,10 @@ impl Compiler {
                 }
             };
             if *seen {
-                self.error(at, format!("column `{name}` appears twice in the CSV header"));
+                self.error(
+                    at,
+                    format!("column `{name}` appears twice in the CSV header"),
+                );
                 columns.push(None);
             } else {
                 *seen = true;
@@ -784,7 +871,10 @@ impl Compiler {
                 Ok(record) => record,
                 Err(e) => {
                     let line = line_of(e.position(), last_line + 1);
-                    self.error(TableLocation::CsvLine { line, column: None }, format!("malformed CSV: {e}"));
+                    self.error(
+                        TableLocation::CsvLine { line, column: None },
+                        format!("malformed CSV: {e}"),
+                    );
                     break;
                 }
             };

@@ -58,14 +58,18 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
     let now = match DateTime::parse_from_rfc3339(clock) {
         Ok(t) => t.with_timezone(&Utc),
         Err(e) => {
-            report.failures.push(format!("clock `{clock}` is not RFC 3339: {e}"));
+            report
+                .failures
+                .push(format!("clock `{clock}` is not RFC 3339: {e}"));
             return report;
         }
     };
     let mut objects = Vec::new();
     for input in &case.input_files {
         let Some(text) = pack.files().files.get(input) else {
-            report.failures.push(format!("input file `{input}` not found in the pack"));
+            report
+                .failures
+                .push(format!("input file `{input}` not found in the pack"));
             continue;
         };
         match parse_inputs(text, input, pack.source_cluster()) {
@@ -75,7 +79,11 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
     }
     for inline in &case.inputs {
         let text = yaml::to_yaml(inline);
-        match parse_inputs(&text, &format!("{file} (case `{}`)", case.name), pack.source_cluster()) {
+        match parse_inputs(
+            &text,
+            &format!("{file} (case `{}`)", case.name),
+            pack.source_cluster(),
+        ) {
             Ok(mut found) => objects.append(&mut found),
             Err(d) => report.failures.push(d.to_string()),
         }
@@ -109,9 +117,9 @@ fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut Ca
                 report.golden_update = Some((golden.clone(), actual));
             }
             None => {
-                report
-                    .failures
-                    .push(format!("golden file `{golden}` not found (run with --update to create it)"));
+                report.failures.push(format!(
+                    "golden file `{golden}` not found (run with --update to create it)"
+                ));
                 report.golden_update = Some((golden.clone(), actual));
             }
         }
@@ -134,7 +142,12 @@ fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut Ca
                     report.failures.push(format!(
                         "output {} differs:\n{}",
                         describe(&selector),
-                        unified_diff(&yaml::to_yaml(&expected.object), &yaml::to_yaml(actual), "expected", "rendered")
+                        unified_diff(
+                            &yaml::to_yaml(&expected.object),
+                            &yaml::to_yaml(actual),
+                            "expected",
+                            "rendered"
+                        )
                     ));
                 }
             }
@@ -142,9 +155,10 @@ fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut Ca
     }
     for absent in &expect.absent {
         if find_output(plan, absent).is_some() {
-            report
-                .failures
-                .push(format!("output {} was rendered but must be absent", describe(absent)));
+            report.failures.push(format!(
+                "output {} was rendered but must be absent",
+                describe(absent)
+            ));
         }
     }
     if let Some(count) = expect.output_count
@@ -163,7 +177,11 @@ fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut Ca
         if !errors.iter().any(|e| e.contains(wanted.as_str())) {
             report.failures.push(format!(
                 "expected an error containing `{wanted}`; errors were: {}",
-                if errors.is_empty() { "none".to_string() } else { errors.join("; ") }
+                if errors.is_empty() {
+                    "none".to_string()
+                } else {
+                    errors.join("; ")
+                }
             ));
         }
     }
@@ -180,7 +198,10 @@ fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport)
         o.trigger.kind == selector.kind
             && o.trigger.name == selector.name
             && o.trigger.namespace == selector.namespace
-            && selector.cluster.as_ref().is_none_or(|c| *c == o.trigger.cluster)
+            && selector
+                .cluster
+                .as_ref()
+                .is_none_or(|c| *c == o.trigger.cluster)
     }) else {
         report
             .failures
@@ -189,23 +210,34 @@ fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport)
     };
     let actual = outcome.status.clone().unwrap_or(Value::Null);
     let Value::Object(wanted) = &expected.status else {
-        report.failures.push("expected status must be a map".to_string());
+        report
+            .failures
+            .push("expected status must be a map".to_string());
         return;
     };
     for (field, want) in wanted {
         if field == "conditions" {
             let Value::Array(want_conditions) = want else {
-                report.failures.push("expected `conditions` must be a list".to_string());
+                report
+                    .failures
+                    .push("expected `conditions` must be a list".to_string());
                 continue;
             };
-            let have = actual.get("conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            let have = actual
+                .get("conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for want_condition in want_conditions {
                 let t = want_condition.get("type");
                 let Some(have_condition) = have.iter().find(|c| c.get("type") == t) else {
                     report.failures.push(format!(
                         "{}: condition {} not set; conditions are {}",
                         describe(selector),
-                        want_condition.get("type").map(|t| t.to_string()).unwrap_or_default(),
+                        want_condition
+                            .get("type")
+                            .map(|t| t.to_string())
+                            .unwrap_or_default(),
                         serde_json::to_string(&have).unwrap_or_default()
                     ));
                     continue;
@@ -217,7 +249,10 @@ fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport)
                                 "{}: condition {} has {k} = {}, expected {}",
                                 describe(selector),
                                 t.map(|t| t.to_string()).unwrap_or_default(),
-                                have_condition.get(k).map(|v| v.to_string()).unwrap_or_else(|| "nothing".into()),
+                                have_condition
+                                    .get(k)
+                                    .map(|v| v.to_string())
+                                    .unwrap_or_else(|| "nothing".into()),
                                 v
                             ));
                         }
@@ -230,7 +265,10 @@ fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport)
                 describe(selector),
                 unified_diff(
                     &yaml::to_yaml(want),
-                    &actual.get(field).map(yaml::to_yaml).unwrap_or_else(|| "(absent)\n".into()),
+                    &actual
+                        .get(field)
+                        .map(yaml::to_yaml)
+                        .unwrap_or_else(|| "(absent)\n".into()),
                     "expected",
                     "actual"
                 )
@@ -256,7 +294,10 @@ fn find_output<'p>(plan: &'p Plan, selector: &ObjectSelector) -> Option<&'p Valu
             d.key.kind == selector.kind
                 && d.key.name == selector.name
                 && d.key.namespace == selector.namespace
-                && selector.cluster.as_ref().is_none_or(|c| *c == d.key.cluster)
+                && selector
+                    .cluster
+                    .as_ref()
+                    .is_none_or(|c| *c == d.key.cluster)
         })
         .map(|d| &d.object)
 }

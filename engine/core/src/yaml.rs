@@ -326,7 +326,15 @@ impl MarkedEventReceiver for Builder {
                 anchor,
             )),
             Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((node, _, anchor)) = self.stack.pop() {
+                if let Some((mut node, _, anchor)) = self.stack.pop() {
+                    // A block mapping's start mark can fall after its first key: point at
+                    // whichever comes first.
+                    if let NodeValue::Map(entries) = &node.value
+                        && let Some((first, _)) = entries.first()
+                        && first.pos < node.pos
+                    {
+                        node.pos = first.pos;
+                    }
                     if anchor > 0 {
                         self.anchors.insert(anchor, node.clone());
                     }
@@ -342,7 +350,9 @@ impl MarkedEventReceiver for Builder {
             }
             Event::DocumentStart
             | Event::DocumentEnd
-            | Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
+            | Event::StreamStart
+            | Event::StreamEnd
+            | Event::Nothing => {}
         }
     }
 }
@@ -389,9 +399,10 @@ fn parse_int(text: &str) -> Option<Value> {
     }
     let magnitude = u64::from_str_radix(body, radix).ok()?;
     if negative {
-        let value = i64::try_from(magnitude).ok().map(|m| -m).or_else(|| {
-            (magnitude == i64::MIN.unsigned_abs()).then_some(i64::MIN)
-        })?;
+        let value = i64::try_from(magnitude)
+            .ok()
+            .map(|m| -m)
+            .or_else(|| (magnitude == i64::MIN.unsigned_abs()).then_some(i64::MIN))?;
         Some(Value::Number(value.into()))
     } else {
         Some(Value::Number(magnitude.into()))
@@ -600,15 +611,20 @@ mod tests {
         let root = &docs[0];
         assert_eq!(root.key_pos("b"), Some(Pos { line: 2, column: 1 }));
         let c = root.get(&parse_path("b.c[1]")).unwrap();
-        assert_eq!(c.pos, Pos { line: 3, column: 10 });
+        assert_eq!(
+            c.pos,
+            Pos {
+                line: 3,
+                column: 10
+            }
+        );
         assert_eq!(c.to_json(), json!("y"));
     }
 
     #[test]
     fn core_schema_scalars() {
-        let docs =
-            parse_documents("a: 1\nb: '1'\nc: true\nd: yes\ne: 1.5\nf: ~\ng: 0x1F\nh: -3\n")
-                .unwrap();
+        let docs = parse_documents("a: 1\nb: '1'\nc: true\nd: yes\ne: 1.5\nf: ~\ng: 0x1F\nh: -3\n")
+            .unwrap();
         assert_eq!(
             docs[0].to_json(),
             json!({"a": 1, "b": "1", "c": true, "d": "yes", "e": 1.5, "f": null, "g": 31, "h": -3})

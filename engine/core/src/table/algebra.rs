@@ -165,7 +165,11 @@ impl Budget {
 }
 
 /// `target` minus the union of `by`, as disjoint cubes; `None` when the budget runs out.
-pub(super) fn remainder<'a>(target: &Cube, by: impl IntoIterator<Item = &'a Cube>, budget: &mut Budget) -> Option<Vec<Cube>> {
+pub(super) fn remainder<'a>(
+    target: &Cube,
+    by: impl IntoIterator<Item = &'a Cube>,
+    budget: &mut Budget,
+) -> Option<Vec<Cube>> {
     let mut region = if cube_is_empty(target) {
         Vec::new()
     } else {
@@ -285,7 +289,10 @@ impl Domain {
         let universe = match ty {
             ColumnType::String => Vals::CoFin(BTreeSet::new()),
             ColumnType::Int => Vals::Ranges(vec![(i64::MIN, i64::MAX)]),
-            ColumnType::Number => Vals::Ranges(vec![(fkey(-f64::MAX), fkey(-0.0) - 1), (fkey(0.0), fkey(f64::MAX))]),
+            ColumnType::Number => Vals::Ranges(vec![
+                (fkey(-f64::MAX), fkey(-0.0) - 1),
+                (fkey(0.0), fkey(f64::MAX)),
+            ]),
             ColumnType::Bool => Vals::Ranges(vec![(0, 1)]),
         };
         match allowed {
@@ -323,9 +330,17 @@ impl Domain {
             Cond::Ne(v) => self.vals.minus(&points(self.ty, std::slice::from_ref(v))),
             Cond::Cmp(op, v) => match key(v) {
                 Some(k) => Vals::Ranges(match op {
-                    CmpOp::Lt => k.checked_sub(1).map(|h| (i64::MIN, h)).into_iter().collect(),
+                    CmpOp::Lt => k
+                        .checked_sub(1)
+                        .map(|h| (i64::MIN, h))
+                        .into_iter()
+                        .collect(),
                     CmpOp::Le => vec![(i64::MIN, k)],
-                    CmpOp::Gt => k.checked_add(1).map(|l| (l, i64::MAX)).into_iter().collect(),
+                    CmpOp::Gt => k
+                        .checked_add(1)
+                        .map(|l| (l, i64::MAX))
+                        .into_iter()
+                        .collect(),
                     CmpOp::Ge => vec![(k, i64::MAX)],
                 }),
                 None => Vals::Fin(BTreeSet::new()),
@@ -373,7 +388,9 @@ impl Domain {
                     many => format!(" not in [{}]", many.join(", ")),
                 })
             }
-            Vals::Ranges(ranges) => self.range_witness(ranges).map(|k| format!("={}", self.lit(k))),
+            Vals::Ranges(ranges) => self
+                .range_witness(ranges)
+                .map(|k| format!("={}", self.lit(k))),
         }
     }
 
@@ -382,7 +399,10 @@ impl Domain {
         let vals = Vals::Ranges(ranges.to_vec());
         let mut candidates = vec![0_i64];
         let (lo_end, hi_end) = match &self.vals {
-            Vals::Ranges(u) => (u.first().map_or(i64::MIN, |r| r.0), u.last().map_or(i64::MAX, |r| r.1)),
+            Vals::Ranges(u) => (
+                u.first().map_or(i64::MIN, |r| r.0),
+                u.last().map_or(i64::MAX, |r| r.1),
+            ),
             _ => (i64::MIN, i64::MAX),
         };
         if self.ty == ColumnType::Number {
@@ -414,6 +434,8 @@ fn points(ty: ColumnType, values: &[Lit]) -> Vals {
                 .collect(),
         )
     } else {
-        Vals::Ranges(normalize(values.iter().filter_map(key).map(|k| (k, k)).collect()))
+        Vals::Ranges(normalize(
+            values.iter().filter_map(key).map(|k| (k, k)).collect(),
+        ))
     }
 }

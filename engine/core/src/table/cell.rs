@@ -191,7 +191,10 @@ pub(super) fn input_lit(name: &str, ty: ColumnType, v: &Value) -> Result<Option<
         if n.as_i64().is_none() {
             if let Some(f) = n.as_f64() {
                 // i64::MIN is -2^63 exactly; 2^63 is the first float above i64::MAX.
-                if f.fract() == 0.0 && f >= -9_223_372_036_854_775_808.0 && f < 9_223_372_036_854_775_808.0 {
+                if f.fract() == 0.0
+                    && f >= -9_223_372_036_854_775_808.0
+                    && f < 9_223_372_036_854_775_808.0
+                {
                     return Ok(Some(Lit::Int(f as i64)));
                 }
             }
@@ -308,14 +311,16 @@ fn text_cond(name: &str, ty: ColumnType, text: &str, pipes: bool) -> Result<Cond
         ] {
             if let Some(rest) = trimmed.strip_prefix(prefix) {
                 let rest = rest.trim();
-                return text_lit(name, ty, rest).map(|v| Cond::Cmp(op, v)).map_err(|_| {
-                    format!(
-                        "malformed comparison {} for `{name}`: {} is not {}",
-                        quoted(),
-                        Value::String(rest.to_string()),
-                        ty.with_article()
-                    )
-                });
+                return text_lit(name, ty, rest)
+                    .map(|v| Cond::Cmp(op, v))
+                    .map_err(|_| {
+                        format!(
+                            "malformed comparison {} for `{name}`: {} is not {}",
+                            quoted(),
+                            Value::String(rest.to_string()),
+                            ty.with_article()
+                        )
+                    });
             }
         }
         if let Some((lo, hi)) = trimmed.split_once("..") {

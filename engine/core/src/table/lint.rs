@@ -73,9 +73,19 @@ impl<'t> Analysis<'t> {
         let cubes = table
             .rows
             .iter()
-            .map(|row| domains.iter().zip(&row.conds).map(|(d, c)| d.set(c)).collect())
+            .map(|row| {
+                domains
+                    .iter()
+                    .zip(&row.conds)
+                    .map(|(d, c)| d.set(c))
+                    .collect()
+            })
             .collect();
-        Analysis { table, domains, cubes }
+        Analysis {
+            table,
+            domains,
+            cubes,
+        }
     }
 
     /// Rows whose cells exclude every allowed value of a column: (row, column).
@@ -101,7 +111,9 @@ impl<'t> Analysis<'t> {
                     .iter()
                     .zip(&shared)
                     .zip(&self.table.inputs)
-                    .filter_map(|((d, set), col)| d.witness(set).map(|w| format!("{}{w}", col.name)))
+                    .filter_map(|((d, set), col)| {
+                        d.witness(set).map(|w| format!("{}{w}", col.name))
+                    })
                     .collect();
                 out.push(Overlap {
                     first: i,
@@ -125,7 +137,9 @@ impl<'t> Analysis<'t> {
             let candidates: Vec<usize> = live
                 .iter()
                 .copied()
-                .filter(|&i| !algebra::cube_is_empty(&algebra::cube_intersect(&self.cubes[i], cube)))
+                .filter(|&i| {
+                    !algebra::cube_is_empty(&algebra::cube_intersect(&self.cubes[i], cube))
+                })
                 .collect();
             if let Some(&i) = candidates
                 .iter()
@@ -149,11 +163,17 @@ impl<'t> Analysis<'t> {
             let mut keep = candidates.clone();
             for c in &candidates {
                 let trial: Vec<usize> = keep.iter().copied().filter(|k| k != c).collect();
-                if self.remainder(cube, &trial, budget).is_some_and(|rest| rest.is_empty()) {
+                if self
+                    .remainder(cube, &trial, budget)
+                    .is_some_and(|rest| rest.is_empty())
+                {
                     keep = trial;
                 }
             }
-            dead.push(DeadRow { row: j, covered_by: keep });
+            dead.push(DeadRow {
+                row: j,
+                covered_by: keep,
+            });
         }
         (dead, None)
     }
@@ -165,7 +185,11 @@ impl<'t> Analysis<'t> {
     /// The input combinations no row matches, when every input has a finite domain; `None`
     /// when some input does not, `Some(None)` when the budget ran out.
     pub(super) fn gaps(&self, budget: &mut Budget) -> Option<Option<Gaps>> {
-        let values: Vec<&[Lit]> = self.domains.iter().map(Domain::values).collect::<Option<_>>()?;
+        let values: Vec<&[Lit]> = self
+            .domains
+            .iter()
+            .map(Domain::values)
+            .collect::<Option<_>>()?;
         let full: Cube = self.domains.iter().map(|d| d.full(false)).collect();
         let Some(rest) = algebra::remainder(&full, &self.cubes, budget) else {
             return Some(None);
@@ -176,7 +200,11 @@ impl<'t> Analysis<'t> {
             let members: Vec<Vec<usize>> = cube
                 .iter()
                 .zip(&values)
-                .map(|(set, vals)| (0..vals.len()).filter(|&k| set.vals.contains(&vals[k])).collect())
+                .map(|(set, vals)| {
+                    (0..vals.len())
+                        .filter(|&k| set.vals.contains(&vals[k]))
+                        .collect()
+                })
                 .collect();
             let count = members
                 .iter()
@@ -205,7 +233,11 @@ impl<'t> Analysis<'t> {
             .iter()
             .zip(&self.table.inputs)
             .zip(combo)
-            .filter_map(|((d, col), &k)| d.values().and_then(|v| v.get(k)).map(|v| format!("{}={v}", col.name)))
+            .filter_map(|((d, col), &k)| {
+                d.values()
+                    .and_then(|v| v.get(k))
+                    .map(|v| format!("{}={v}", col.name))
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -252,7 +284,11 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
 
     for (r, c) in analysis.never_matching() {
         let col = &table.inputs[c];
-        let which = if col.allowed.is_some() { "allowed value" } else { "value" };
+        let which = if col.allowed.is_some() {
+            "allowed value"
+        } else {
+            "value"
+        };
         push(
             Severity::Warning,
             row_at(r),
@@ -277,14 +313,21 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
                 push(
                     Severity::Error,
                     row_at(o.second),
-                    format!("rows {} and {} overlap: both match {shared}", o.first + 1, o.second + 1),
+                    format!(
+                        "rows {} and {} overlap: both match {shared}",
+                        o.first + 1,
+                        o.second + 1
+                    ),
                 );
             }
             if overlaps.len() > MAX_OVERLAPS {
                 push(
                     Severity::Error,
                     table.rows_location(),
-                    format!("and {} more pairs of rows overlap", overlaps.len() - MAX_OVERLAPS),
+                    format!(
+                        "and {} more pairs of rows overlap",
+                        overlaps.len() - MAX_OVERLAPS
+                    ),
                 );
             }
         }
@@ -353,7 +396,8 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
         push(
             Severity::Warning,
             TableLocation::spec("spec.default"),
-            "the default is never used: every input, including a missing one, matches some row".to_string(),
+            "the default is never used: every input, including a missing one, matches some row"
+                .to_string(),
         );
     }
     lints

@@ -1,0 +1,452 @@
+//! Behaviour of `evaluate()` and `plan()` on a small pack built in memory.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use switchyard_core::plan::{parse_inputs, plan, to_yaml, world_of};
+use switchyard_core::{MemoryWorld, Pack, PackFiles, Trigger, evaluate, load};
+
+const PACK: &str = r#"
+apiVersion: switchyard.dev/v1alpha1
+kind: RulePack
+metadata: {name: demo, version: 1.2.3}
+spec:
+  clusters:
+    - {name: source, access: [read, writeStatus]}
+    - {name: edge, access: [read, write]}
+  scope:
+    - cluster: edge
+      kinds:
+        - {apiVersion: v1, kind: Namespace, clusterScoped: true}
+        - {apiVersion: v1, kind: ConfigMap}
+      namespaces: ["team-*"]
+"#;
+
+const RULE: &str = r#"
+apiVersion: switchyard.dev/v1alpha1
+kind: Rule
+metadata: {name: app}
+spec:
+  watch: {apiVersion: example.com/v1, kind: App}
+  lookups:
+    - name: owner
+      apiVersion: example.com/v1
+      kind: Team
+      objectName: self.spec.team
+      required: true
+      reason: TeamNotFound
+  when:
+    - expression: "!has(self.spec.disabled)"
+    - expression: self.spec.cities.size() <= 3
+      reason: TooManyCities
+      messageExpression: "'at most 3 cities, got ' + string(self.spec.cities.size())"
+  vars:
+    - name: namespace
+      expression: "'team-' + owner.metadata.name"
+  outputs:
+    - name: namespace
+      cluster: edge
+      template: namespace.yaml.hbs
+    - name: city
+      cluster: edge
+      template: city.yaml.hbs
+      forEach: self.spec.cities
+  status:
+    fields:
+      cities: self.spec.cities.size()
+    conditions:
+      - type: Ready
+        status: "true"
+        reason: "'Rendered'"
+"#;
+
+const NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{vars.namespace}}\n";
+const CITY: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{self.metadata.name}}-{{item}}\n  namespace: {{vars.namespace}}\n  labels:\n    city: {{item}}\ndata:\n  app: {{self.metadata.name}}\n  note: {{self.spec.note}}\n  index: {{index}}\n";
+
+fn pack_with(rule: &str) -> Pack {
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule.to_string()),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let result = load(&files);
+    let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
+    result
+        .pack
+        .unwrap_or_else(|| panic!("pack loads: {messages:#?}"))
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn app(name: &str, cities: &[&str], note: &str) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "App",
+           "metadata": {"name": name, "namespace": "default", "generation": 4},
+           "spec": {"team": "red", "cities": cities, "note": note}})
+}
+
+fn team() -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Team", "metadata": {"name": "red", "namespace": "default"}})
+}
+
+fn world(objects: &[Value]) -> MemoryWorld {
+    let mut w = MemoryWorld::new();
+    for o in objects {
+        w.insert("source", o.clone()).unwrap();
+    }
+    w
+}
+
+fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == kind)
+        .unwrap_or_else(|| panic!("condition {kind} in {status}"))
+}
+
+#[test]
+fn fan_out_per_item_with_ownership_and_status() {
+    let pack = pack_with(RULE);
+    let trigger = app("web", &["ber", "muc"], "hello");
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let names: Vec<String> = outcome.desired.iter().map(|d| d.key.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "edge:ConfigMap:team-red/web-ber",
+            "edge:ConfigMap:team-red/web-muc",
+            "edge:Namespace:team-red"
+        ]
+    );
+    let ber = &outcome.desired[0].object;
+    assert_eq!(ber["data"]["index"], json!(0));
+    assert_eq!(ber["metadata"]["labels"]["switchyard.dev/pack"], "demo");
+    assert_eq!(
+        ber["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "switchyard"
+    );
+    assert_eq!(
+        ber["metadata"]["annotations"]["switchyard.dev/pack-version"],
+        "1.2.3"
+    );
+    assert_eq!(
+        ber["metadata"]["annotations"]["switchyard.dev/rule"],
+        "app/city"
+    );
+    assert_eq!(
+        ber["metadata"]["annotations"]["switchyard.dev/owners"],
+        "source:App.example.com:default/web"
+    );
+    let status = outcome.status.as_ref().unwrap();
+    assert_eq!(status["cities"], 2);
+    let synced = condition(status, "Synced");
+    assert_eq!(synced["status"], "True");
+    assert_eq!(synced["message"], "rendered by app (3 outputs)");
+    assert_eq!(synced["observedGeneration"], 4);
+    assert_eq!(synced["lastTransitionTime"], "2026-01-01T00:00:00Z");
+    assert_eq!(condition(status, "Ready")["reason"], "Rendered");
+    assert_eq!(outcome.finalizer.as_deref(), Some("switchyard.dev/demo"));
+}
+
+#[test]
+fn hostile_strings_stay_data() {
+    let pack = pack_with(RULE);
+    let hostile =
+        "x\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n\"quoted\": {{self}} # c";
+    let trigger = app("web", &["ber"], hostile);
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert_eq!(outcome.desired.len(), 2);
+    let cm = &outcome.desired[0].object;
+    assert_eq!(cm["data"]["note"], hostile);
+    assert_eq!(cm["data"].as_object().unwrap().len(), 3);
+    // The YAML the CLI prints reads back as the same two objects.
+    let printed = switchyard_core::plan::merge(&pack, vec![outcome]);
+    let text = to_yaml(&printed);
+    let back = switchyard_core::yaml::parse_documents(&text).unwrap();
+    assert_eq!(back.len(), 2);
+    assert_eq!(back[0].to_json()["data"]["note"], hostile);
+}
+
+#[test]
+fn missing_required_lookup_blocks_with_reason() {
+    let pack = pack_with(RULE);
+    let trigger = app("web", &["ber"], "n");
+    let w = world(&[trigger.clone()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.desired.is_empty());
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["status"], "False");
+    assert_eq!(synced["reason"], "TeamNotFound");
+    assert_eq!(
+        synced["message"],
+        "Team `red` not found in namespace `default` of cluster `source` (lookup `owner` of rule `app`)"
+    );
+}
+
+#[test]
+fn guard_with_reason_blocks_and_quiet_guard_skips() {
+    let pack = pack_with(RULE);
+    let trigger = app("web", &["a", "b", "c", "d"], "n");
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.desired.is_empty());
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(
+        (synced["reason"].as_str(), synced["message"].as_str()),
+        (Some("TooManyCities"), Some("at most 3 cities, got 4"))
+    );
+
+    let mut disabled = app("web", &["a"], "n");
+    disabled["spec"]["disabled"] = json!(true);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &disabled,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.desired.is_empty());
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["reason"], "NoRuleApplies");
+    assert_eq!(
+        synced["message"],
+        "no rule applies: app (guard spec.when[0] is false)"
+    );
+}
+
+#[test]
+fn evaluation_error_names_rule_and_expression() {
+    let pack = pack_with(RULE);
+    let mut trigger = app("web", &["a"], "n");
+    trigger["spec"]["cities"] = json!(7);
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.desired.is_empty());
+    assert_eq!(outcome.errors.len(), 1);
+    let error = &outcome.errors[0];
+    assert_eq!(error.rule, "app");
+    assert_eq!(error.path, "spec.when[1].expression");
+    assert_eq!(
+        error.expression.as_deref(),
+        Some("self.spec.cities.size() <= 3")
+    );
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["reason"], "EvaluationError");
+    assert!(
+        synced["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("rule `app`, spec.when[1].expression `self.spec.cities.size() <= 3`: "),
+        "{synced}"
+    );
+}
+
+#[test]
+fn one_bad_trigger_does_not_stop_the_others() {
+    let pack = pack_with(RULE);
+    let mut bad = app("bad", &["a"], "n");
+    bad["spec"]["cities"] = json!(7);
+    let w = world(&[bad, app("good", &["ber"], "n"), team()]);
+    let p = plan(&pack, &w, now());
+    assert_eq!(p.outcomes.len(), 2);
+    let keys: Vec<String> = p.objects.iter().map(|d| d.key.to_string()).collect();
+    assert_eq!(
+        keys,
+        [
+            "edge:ConfigMap:team-red/good-ber",
+            "edge:Namespace:team-red"
+        ]
+    );
+    assert_eq!(p.error_messages().len(), 1);
+}
+
+#[test]
+fn shared_output_is_one_object_owned_by_every_trigger() {
+    let pack = pack_with(RULE);
+    let w = world(&[app("a", &["x"], "n"), app("b", &["y"], "n"), team()]);
+    let p = plan(&pack, &w, now());
+    let ns = p
+        .objects
+        .iter()
+        .find(|d| d.key.kind == "Namespace")
+        .unwrap();
+    assert_eq!(
+        ns.object["metadata"]["annotations"]["switchyard.dev/owners"],
+        "source:App.example.com:default/a,source:App.example.com:default/b"
+    );
+    assert_eq!(p.objects.len(), 3);
+    assert!(p.conflicts.is_empty());
+}
+
+#[test]
+fn outputs_outside_the_scope_are_refused() {
+    let rule = RULE.replace("'team-' + owner.metadata.name", "'kube-system'");
+    let pack = pack_with(&rule);
+    let trigger = app("web", &["ber"], "n");
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["reason"], "ScopeViolation");
+    assert_eq!(
+        synced["message"],
+        "v1 ConfigMap `web-ber` in namespace `kube-system` of cluster `edge` is outside the pack's scope"
+    );
+    assert!(
+        outcome
+            .desired
+            .iter()
+            .all(|d| d.key.namespace.as_deref() != Some("kube-system"))
+    );
+}
+
+#[test]
+fn deleting_trigger_desires_nothing() {
+    let pack = pack_with(RULE);
+    let mut trigger = app("web", &["ber"], "n");
+    trigger["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.deleting);
+    assert!(outcome.desired.is_empty());
+    assert!(outcome.finalizer.is_none());
+}
+
+#[test]
+fn transition_time_is_kept_while_status_is_unchanged() {
+    let pack = pack_with(RULE);
+    let mut trigger = app("web", &["ber"], "n");
+    trigger["status"] = json!({"conditions": [
+        {"type": "Synced", "status": "True", "lastTransitionTime": "2025-05-05T00:00:00Z"},
+        {"type": "Ready", "status": "False", "lastTransitionTime": "2025-05-05T00:00:00Z"}]});
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    let status = outcome.status.unwrap();
+    assert_eq!(
+        condition(&status, "Synced")["lastTransitionTime"],
+        "2025-05-05T00:00:00Z"
+    );
+    assert_eq!(
+        condition(&status, "Ready")["lastTransitionTime"],
+        "2026-01-01T00:00:00Z"
+    );
+}
+
+#[test]
+fn evaluation_is_deterministic() {
+    let pack = pack_with(RULE);
+    let inputs = "apiVersion: example.com/v1\nkind: Team\nmetadata: {name: red, namespace: default}\n---\n\
+apiVersion: example.com/v1\nkind: App\nmetadata: {name: a, namespace: default}\nspec: {team: red, cities: [z, y, x], note: n}\n";
+    let objects = parse_inputs(inputs, "inputs.yaml", "source").unwrap();
+    let first = to_yaml(&plan(&pack, &world_of(&objects).unwrap(), now()));
+    for _ in 0..5 {
+        assert_eq!(
+            to_yaml(&plan(&pack, &world_of(&objects).unwrap(), now())),
+            first
+        );
+    }
+}
+
+#[test]
+fn inputs_name_their_cluster_with_an_annotation() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    switchyard.dev/cluster: edge\n";
+    let objects = parse_inputs(text, "in.yaml", "source").unwrap();
+    assert_eq!(objects[0].0, "edge");
+    assert!(objects[0].1["metadata"].get("annotations").is_none());
+    let err = parse_inputs("kind: ConfigMap\n", "in.yaml", "source").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "in.yaml:1:1: error[input::object]: object has no `apiVersion`"
+    );
+}
