@@ -85,30 +85,28 @@ impl<'a> Walker<'a> {
             }
             Expr::Call(call) => {
                 let name = call.func_name.as_str();
-                if self.analysis.unavailable.is_none() && call.target.is_some() {
-                    if let Some((_, message)) = NOT_IN_KUBERNETES
+                if self.analysis.unavailable.is_none()
+                    && call.target.is_some()
+                    && let Some((_, message)) = NOT_IN_KUBERNETES
                         .iter()
                         .find(|(f, _)| *f == name && call.args.is_empty())
-                    {
-                        self.analysis.unavailable =
-                            Some((expr.id, name.to_string(), (*message).to_string()));
-                    }
+                {
+                    self.analysis.unavailable =
+                        Some((expr.id, name.to_string(), (*message).to_string()));
                 }
                 // `vars['x']`, `vars[?'x']` and `vars.?x` select `x` on `vars` too.
                 if matches!(
                     name,
                     operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
-                ) {
-                    if let [operand, key] = call.args.as_slice() {
-                        if let Expr::Literal(LiteralValue::String(field)) = &key.expr {
-                            self.select(operand, field.inner());
-                        }
-                    }
+                ) && let [operand, key] = call.args.as_slice()
+                    && let Expr::Literal(LiteralValue::String(field)) = &key.expr
+                {
+                    self.select(operand, field.inner());
                 }
-                if let Some(target) = &call.target {
-                    if !self.is_namespace(target) {
-                        self.walk(target, next);
-                    }
+                if let Some(target) = &call.target
+                    && !self.is_namespace(target)
+                {
+                    self.walk(target, next);
                 }
                 for arg in &call.args {
                     self.walk(arg, next);

@@ -1,4 +1,5 @@
 use std::collections::BTreeSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use cel::FunctionContext;
@@ -105,28 +106,39 @@ impl Env {
                 1,
             ));
         }
-        let (program, analysis) = stacker::grow(PARSE_STACK, || {
-            let program = built
-                .cel
-                .compile(source)
-                .map_err(|errors| compile_error(source, &errors))?;
-            let analysis = analyse(program.expression(), &built.namespaces);
-            Ok::<_, CompileError>((program, analysis))
-        })?;
+        let parse = || {
+            stacker::grow(PARSE_STACK, || {
+                let (mut expression, source_info) = built
+                    .cel
+                    .parser()
+                    .parse_with_source_info(source)
+                    .map_err(|errors| compile_error(source, &errors))?;
+                let analysis = analyse(&expression, &built.namespaces);
+                crate::functions::normalize_timestamps(&mut expression);
+                Ok::<_, CompileError>((expression, source_info, analysis))
+            })
+        };
+        let (expression, source_info, analysis) =
+            catch_unwind(AssertUnwindSafe(parse)).map_err(|panic| {
+                CompileError::new(
+                    format!(
+                        "internal error in the CEL parser: {}",
+                        panic_message(&*panic)
+                    ),
+                    1,
+                    1,
+                )
+            })??;
         if let Some((id, name, message)) = analysis.unavailable {
-            let (line, column) =
-                program
-                    .source_info()
-                    .offset_for(id)
-                    .map_or((1, 1), |(start, _)| {
-                        let start = usize::try_from(start).unwrap_or(0);
-                        position_of_byte(source, name_start(source, start, &name))
-                    });
+            let (line, column) = source_info.offset_for(id).map_or((1, 1), |(start, _)| {
+                let start = usize::try_from(start).unwrap_or(0);
+                position_of_byte(source, name_start(source, start, &name))
+            });
             return Err(CompileError::new(message, line, column));
         }
         Ok(Program {
             source: source.into(),
-            program: Arc::new(program),
+            expression: Arc::new(expression),
             references: analysis.references,
             env: self.clone(),
             red_zone: EVAL_STACK_BASE
@@ -185,6 +197,15 @@ fn custom_function(name: &str, function: CustomFunction) -> CelFunction {
     })
 }
 
+/// The message of a caught panic.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
 /// The call's position is its `(`: moves it back to the function name before it.
 fn name_start(source: &str, paren: usize, name: &str) -> usize {
     source
@@ -239,7 +260,7 @@ fn count_operators(source: &str) -> usize {
 #[derive(Clone)]
 pub struct Program {
     source: Arc<str>,
-    program: Arc<cel::Program>,
+    expression: Arc<cel::IdedExpr>,
     references: References,
     env: Env,
     /// The stack an evaluation wants left before it starts.
@@ -297,11 +318,20 @@ impl Program {
         for (name, value) in &activation.variables {
             scope.add_variable_as_val(name.as_str(), value.to_boxed());
         }
-        let expression = self.program.expression();
-        let result = stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
-            cel::Value::resolve_val(expression, &scope).map(CowVal::into_owned)
-        });
-        result.map(Value::from_boxed).map_err(|e| eval_error(&e))
+        let expression = &*self.expression;
+        let run = || {
+            stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
+                cel::Value::resolve_val(expression, &scope).map(CowVal::into_owned)
+            })
+        };
+        // The interpreter has `expect`s of its own: a panic fails this evaluation only.
+        match catch_unwind(AssertUnwindSafe(run)) {
+            Ok(result) => result.map(Value::from_boxed).map_err(|e| eval_error(&e)),
+            Err(panic) => Err(EvalError::new(format!(
+                "internal error in the CEL interpreter: {}",
+                panic_message(&*panic)
+            ))),
+        }
     }
 }
 

@@ -196,10 +196,10 @@ pub(crate) fn compile_error(source: &str, errors: &cel::ParseErrors) -> CompileE
         return CompileError::new("syntax error", 1, 1);
     };
     let mut msg = error.msg.clone();
-    if msg == "UNKNOWN" {
-        if let Some(inner) = &error.source {
-            msg = inner.to_string();
-        }
+    if msg == "UNKNOWN"
+        && let Some(inner) = &error.source
+    {
+        msg = inner.to_string();
     }
     let (line, column) = if msg.contains("Recursion limit of") {
         (1, 1)
@@ -274,10 +274,10 @@ fn reword(msg: &str, source: &str, line: usize, column: usize) -> String {
             return unexpected(strip_quotes(found), expected);
         }
     }
-    if let Some(rest) = syntax.strip_prefix("missing ") {
-        if let Some((what, _)) = rest.split_once(" at ") {
-            return format!("missing {}", describe_expected(what));
-        }
+    if let Some(rest) = syntax.strip_prefix("missing ")
+        && let Some((what, _)) = rest.split_once(" at ")
+    {
+        return format!("missing {}", describe_expected(what));
     }
     if let Some(rest) = syntax.strip_prefix("no viable alternative at input ") {
         let input = strip_quotes(rest);

@@ -1,15 +1,19 @@
 //! The engine's own functions, registered in every [`Env`](crate::Env): `sha256` and the
 //! DNS-1123 helpers.
 
-use cel::common::types::{BYTES_TYPE, CelBool, CelBytes, CelString, STRING_TYPE};
+use cel::IdedExpr;
+use cel::common::ast::{CallExpr, EntryExpr, Expr};
+use cel::common::types::{
+    BYTES_TYPE, CelBool, CelBytes, CelString, CelTimestamp, STRING_TYPE, TIMESTAMP_TYPE,
+};
 use cel::common::value::CowVal;
 use cel::{DeclarationError, ExecutionError};
 use sha2::{Digest, Sha256};
 
 /// Longest DNS-1123 label (Kubernetes `DNS1123LabelMaxLength`).
-pub const DNS1123_LABEL_MAX: usize = 63;
+const DNS1123_LABEL_MAX: usize = 63;
 /// Longest DNS-1123 subdomain (Kubernetes `DNS1123SubdomainMaxLength`).
-pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
+const DNS1123_SUBDOMAIN_MAX: usize = 253;
 
 /// Registers the engine functions on `env`.
 pub(crate) fn register(env: &mut cel::Env) -> Result<(), DeclarationError> {
@@ -33,7 +37,79 @@ pub(crate) fn register(env: &mut cel::Env) -> Result<(), DeclarationError> {
         vec![STRING_TYPE],
         dns1123_label_fn,
     )?;
+    env.add_overload(UTC, "utc_timestamp", vec![TIMESTAMP_TYPE], utc)?;
     Ok(())
+}
+
+/// A function no expression can name (`@` starts no identifier): see
+/// [`normalize_timestamps`].
+const UTC: &str = "@utc";
+
+fn utc<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let ts = args
+        .first()
+        .and_then(|a| a.downcast_ref::<CelTimestamp>())
+        .ok_or_else(|| ExecutionError::function_error("timestamp", "expected a timestamp"))?;
+    let utc = ts.inner().with_timezone(&chrono::Utc).fixed_offset();
+    Ok(CowVal::owned(CelTimestamp::from(utc)))
+}
+
+/// Kubernetes evaluates with `cel.DefaultUTCTimeZone(true)`: `getHours()` and the other
+/// accessors of a timestamp without a time zone argument answer in UTC. The `cel` crate
+/// answers in the offset the timestamp was written with, and a timestamp keeps it through
+/// arithmetic. So every `timestamp(x)` call, the only way an expression makes a timestamp,
+/// is rewritten into `@utc(timestamp(x))`, which moves it to UTC (the same instant).
+pub(crate) fn normalize_timestamps(expr: &mut IdedExpr) {
+    match &mut expr.expr {
+        Expr::Call(call) => {
+            if let Some(target) = &mut call.target {
+                normalize_timestamps(target);
+            }
+            for arg in &mut call.args {
+                normalize_timestamps(arg);
+            }
+            if call.func_name == "timestamp" && call.target.is_none() && call.args.len() == 1 {
+                let inner = std::mem::take(&mut expr.expr);
+                expr.expr = Expr::Call(CallExpr {
+                    func_name: UTC.to_string(),
+                    target: None,
+                    args: vec![IdedExpr {
+                        id: expr.id,
+                        expr: inner,
+                    }],
+                });
+            }
+        }
+        Expr::Select(select) => normalize_timestamps(&mut select.operand),
+        Expr::Comprehension(c) => {
+            for e in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                normalize_timestamps(e);
+            }
+        }
+        Expr::List(list) => list.elements.iter_mut().for_each(normalize_timestamps),
+        Expr::Map(map) => {
+            for entry in &mut map.entries {
+                if let EntryExpr::MapEntry(entry) = &mut entry.expr {
+                    normalize_timestamps(&mut entry.key);
+                    normalize_timestamps(&mut entry.value);
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            for entry in &mut s.entries {
+                if let EntryExpr::StructField(field) = &mut entry.expr {
+                    normalize_timestamps(&mut field.value);
+                }
+            }
+        }
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
 }
 
 fn string_arg<'a>(args: &'a [CowVal<'_, '_>], function: &str) -> Result<&'a str, ExecutionError> {

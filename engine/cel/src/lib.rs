@@ -37,6 +37,14 @@
 //! `cidr`, `semver`, `format`, `authz`, `sets`, regex `find`/`findAll`) are not implemented
 //! by the `cel` crate and not available yet.
 //!
+//! # Kubernetes settings
+//!
+//! As in Kubernetes: timestamps are in UTC (`cel.DefaultUTCTimeZone`: `getHours()` and the
+//! other accessors answer in UTC unless given a time zone), numbers of different types
+//! compare (`1 < 2.5`), and JSON integers are `int`. Kubernetes' type checker is not run:
+//! heterogeneous list and map literals are accepted, and a type error surfaces when the
+//! expression is evaluated.
+//!
 //! # Limits
 //!
 //! The parser runs on a stack of its own; an expression with more than

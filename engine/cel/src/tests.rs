@@ -652,3 +652,44 @@ fn evaluation_errors_are_clear() {
         "no matching overload for '_*_' applied to (int, double)"
     );
 }
+
+// ---- Kubernetes semantics ----------------------------------------------------------------
+
+#[test]
+fn kubernetes_language_settings() {
+    // cel.CrossTypeNumericComparisons
+    assert_eq!(eval_json("1 < 2.5 && 2u > 1 && 1.0 == 1"), json!(true));
+    // cel.DefaultUTCTimeZone
+    assert_eq!(
+        eval_json("timestamp('2024-01-01T23:00:00-05:00').getHours()"),
+        json!(4)
+    );
+    assert_eq!(
+        eval_json("timestamp('2024-01-01T23:00:00Z').getHours('America/New_York')"),
+        json!(18)
+    );
+    // optional values
+    assert_eq!(eval_json("{'a': 1}[?'b'].orValue(2)"), json!(2));
+    assert_eq!(eval_json("[?optional.none(), ?optional.of(1)]"), json!([1]));
+}
+
+#[test]
+fn macro_error_positions_on_later_lines_count_characters() {
+    let source = "'éé'\n + 'é' + has(1)";
+    let e = compile_err(source);
+    assert_eq!(e.message, "invalid argument to has() macro");
+    assert_eq!((e.line, e.column), (2, 14));
+    assert_eq!(e.caret(source), " + 'é' + has(1)\n             ^");
+}
+
+#[test]
+fn a_panicking_custom_function_fails_only_its_evaluation() {
+    let env = Env::kubernetes().with_function("boom", Arc::new(|_| panic!("kaboom")));
+    // (the panic message printed here is expected)
+    let result = eval_with(&env, "boom()", &[]);
+    assert_eq!(
+        result.unwrap_err().message,
+        "internal error in the CEL interpreter: kaboom"
+    );
+    assert_eq!(eval_with(&env, "1 + 1", &[]).unwrap(), Value::int(2));
+}

@@ -962,14 +962,9 @@ impl<'a> Loader<'a> {
         }
         let mut reference_errors = Vec::new();
         for expr in &all_exprs {
-            let in_output = expr.path.starts_with("spec.outputs");
             for variable in &expr.program.references().variables {
-                let known = ["self", "vars", "cluster", "now", "tables"]
-                    .contains(&variable.as_str())
-                    || lookup_names.contains(variable)
-                    || (in_output
-                        && ["item", "index"].contains(&variable.as_str())
-                        && expr.path.ends_with("when"));
+                let known = ["self", "vars", "cluster", "now", "tables"].contains(&variable.as_str())
+                    || lookup_names.contains(variable);
                 if !known {
                     reference_errors.push((
                         expr.path.clone(),

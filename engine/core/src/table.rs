@@ -168,6 +168,9 @@ struct OutputCol {
     name: String,
     ty: ColumnType,
     optional: bool,
+    /// False when an earlier column has the same name (reported), so cells cannot reach
+    /// this output; it is then not reported missing from rows.
+    reachable: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -255,14 +258,10 @@ impl Table {
     /// matches, null when no row and no default); `unique` with two or more matching rows is
     /// an error naming them. `collect`: a JSON array of every matching row's outputs in row
     /// order (`[default]` only when none match). Unknown input names, values of the wrong
-    /// type and values outside `allowedValues` are errors.
+    /// type and values outside `allowedValues` are errors. Error messages do not name the
+    /// table; callers add it.
     pub fn decide(&self, inputs: &Map<String, Value>) -> Result<Decision, TableError> {
-        let fail = |message: String| {
-            TableError::new(
-                TableLocation::Evaluation,
-                format!("table `{}`: {message}", self.name),
-            )
-        };
+        let fail = |message: String| TableError::new(TableLocation::Evaluation, message);
         for key in inputs.keys() {
             if !self.inputs.iter().any(|c| &c.name == key) {
                 return Err(fail(format!(
@@ -280,18 +279,17 @@ impl Table {
                 None => None,
                 Some(v) => cell::input_lit(&col.name, col.ty, v).map_err(fail)?,
             };
-            if let (Some(v), Some(allowed)) = (&value, &col.allowed) {
-                if !allowed
+            if let (Some(v), Some(allowed)) = (&value, &col.allowed)
+                && !allowed
                     .iter()
                     .any(|a| a.compare(v) == Some(std::cmp::Ordering::Equal))
-                {
-                    return Err(fail(format!(
-                        "input `{}` is {}, which is not one of its allowed values ({})",
-                        col.name,
-                        v.quoted(),
-                        list_lits(allowed)
-                    )));
-                }
+            {
+                return Err(fail(format!(
+                    "input `{}` is {}, which is not one of its allowed values ({})",
+                    col.name,
+                    v.quoted(),
+                    list_lits(allowed)
+                )));
             }
             values.push(value);
         }
@@ -416,6 +414,32 @@ fn valid_column_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// Maps CSV record positions to 1-based line numbers. The csv crate's own line count
+/// skips blank lines, and its byte offset can point at the line break before a record, so
+/// this starts from the offset, skips line breaks and counts the newlines before.
+struct Lines<'a> {
+    text: &'a str,
+    /// A byte offset already counted, and its line.
+    offset: usize,
+    line: usize,
+}
+
+impl Lines<'_> {
+    fn at(&mut self, pos: Option<&csv::Position>) -> Option<usize> {
+        let byte = usize::try_from(pos?.byte()).ok()?;
+        let rest = self.text.get(byte..)?;
+        let start = byte + (rest.len() - rest.trim_start_matches(['\r', '\n']).len());
+        if start < self.offset {
+            self.offset = 0;
+            self.line = 1;
+        }
+        let between = self.text.as_bytes().get(self.offset..start)?;
+        self.line += between.iter().filter(|&&b| b == b'\n').count();
+        self.offset = start;
+        Some(self.line)
+    }
+}
+
 /// Collects compile errors while building the compiled columns and rows.
 struct Compiler {
     errors: Vec<TableError>,
@@ -437,6 +461,7 @@ impl Compiler {
 
     fn columns(&mut self, spec: &TableSpec) {
         let mut seen: BTreeMap<&str, String> = BTreeMap::new();
+        let mut duplicates: Vec<String> = Vec::new();
         let declared = spec
             .inputs
             .iter()
@@ -459,6 +484,7 @@ impl Compiler {
                 );
             }
             if let Some(first) = seen.get(name) {
+                duplicates.push(path.clone());
                 let message = format!("duplicate column name `{name}` (first declared at {first})");
                 self.error(TableLocation::spec(format!("{path}.name")), message);
             } else {
@@ -485,10 +511,12 @@ impl Compiler {
         self.outputs = spec
             .outputs
             .iter()
-            .map(|c| OutputCol {
+            .enumerate()
+            .map(|(i, c)| OutputCol {
                 name: c.name.clone(),
                 ty: c.r#type,
                 optional: c.optional,
+                reachable: !duplicates.contains(&format!("spec.outputs[{i}]")),
             })
             .collect();
     }
@@ -699,7 +727,8 @@ impl Compiler {
         Some(cond)
     }
 
-    /// An output value from YAML; `None` for null (absent) or invalid (reported).
+    /// An output value from YAML; `None` for null (absent). An invalid value is reported
+    /// and returned as a null placeholder: the row is discarded, as compilation fails.
     fn yaml_output(&mut self, at: TableLocation, o: usize, value: &Value) -> Option<Value> {
         let col = &self.outputs[o];
         if value.is_null() {
@@ -709,7 +738,8 @@ impl Compiler {
             Ok(()) => Some(value.clone()),
             Err(message) => {
                 self.error(at, message);
-                None
+                // Reported; a placeholder keeps it from being reported missing too.
+                Some(Value::Null)
             }
         }
     }
@@ -725,7 +755,7 @@ impl Compiler {
         let mut map = Map::new();
         let mut missing = Vec::new();
         for (col, value) in self.outputs.iter().zip(values) {
-            if value.is_none() && !col.optional {
+            if value.is_none() && !col.optional && col.reachable {
                 missing.push(format!("`{}`", col.name));
             }
             map.insert(col.name.clone(), value.unwrap_or(Value::Null));
@@ -778,11 +808,13 @@ impl Compiler {
             .trim(csv::Trim::All)
             .from_reader(text.as_bytes());
         let mut records = reader.records();
-        let line_of = |pos: Option<&csv::Position>, fallback: usize| {
-            pos.map_or(fallback, |p| {
-                usize::try_from(p.line()).unwrap_or(usize::MAX)
-            })
+        let mut lines = Lines {
+            text,
+            offset: 0,
+            line: 1,
         };
+        let mut line_of =
+            |pos: Option<&csv::Position>, fallback: usize| lines.at(pos).unwrap_or(fallback);
         let header = match records.next() {
             None => {
                 self.error(
@@ -916,7 +948,10 @@ impl Compiler {
                         let output = &self.outputs[*o];
                         match cell::csv_output(&output.name, output.ty, text) {
                             Ok(value) => outputs[*o] = value,
-                            Err(message) => self.error(at, message),
+                            Err(message) => {
+                                self.error(at, message);
+                                outputs[*o] = Some(Value::Null);
+                            }
                         }
                     }
                     None => {}

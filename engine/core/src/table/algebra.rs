@@ -123,6 +123,11 @@ pub(super) fn cube_intersect(a: &Cube, b: &Cube) -> Cube {
     a.iter().zip(b).map(|(x, y)| x.intersect(y)).collect()
 }
 
+/// Whether two cubes share an input; stops at the first disjoint column.
+pub(super) fn cubes_intersect(a: &Cube, b: &Cube) -> bool {
+    a.iter().zip(b).all(|(x, y)| !x.intersect(y).is_empty())
+}
+
 pub(super) fn cube_is_subset(a: &Cube, b: &Cube) -> bool {
     cube_is_empty(a) || a.iter().zip(b).all(|(x, y)| x.is_subset(y))
 }
@@ -130,7 +135,7 @@ pub(super) fn cube_is_subset(a: &Cube, b: &Cube) -> bool {
 /// `a \ b` as disjoint cubes: for each column `i`, the part of `a` that agrees with `b` on
 /// columns before `i` and is outside `b` on column `i`.
 pub(super) fn cube_minus(a: &Cube, b: &Cube) -> Vec<Cube> {
-    if cube_is_empty(&cube_intersect(a, b)) {
+    if !cubes_intersect(a, b) {
         return vec![a.clone()];
     }
     let mut pieces = Vec::new();
@@ -289,8 +294,10 @@ impl Domain {
         let universe = match ty {
             ColumnType::String => Vals::CoFin(BTreeSet::new()),
             ColumnType::Int => Vals::Ranges(vec![(i64::MIN, i64::MAX)]),
+            // Every finite float but -0.0: up to the negative float closest to zero, then
+            // from 0.0 on.
             ColumnType::Number => Vals::Ranges(vec![
-                (fkey(-f64::MAX), fkey(-0.0) - 1),
+                (fkey(-f64::MAX), fkey(-f64::from_bits(1))),
                 (fkey(0.0), fkey(f64::MAX)),
             ]),
             ColumnType::Bool => Vals::Ranges(vec![(0, 1)]),

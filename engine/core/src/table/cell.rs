@@ -187,18 +187,16 @@ pub(super) fn json_lit(name: &str, ty: ColumnType, v: &Value) -> Result<Option<L
 /// An input value passed to `decide`: like [`json_lit`], but an int column also accepts a
 /// whole number written as a float (`3.0`), as computed values often are.
 pub(super) fn input_lit(name: &str, ty: ColumnType, v: &Value) -> Result<Option<Lit>, String> {
-    if let (ColumnType::Int, Value::Number(n)) = (ty, v) {
-        if n.as_i64().is_none() {
-            if let Some(f) = n.as_f64() {
-                // i64::MIN is -2^63 exactly; 2^63 is the first float above i64::MAX.
-                if f.fract() == 0.0
-                    && f >= -9_223_372_036_854_775_808.0
-                    && f < 9_223_372_036_854_775_808.0
-                {
-                    return Ok(Some(Lit::Int(f as i64)));
-                }
-            }
-        }
+    // -2^63 is i64::MIN exactly; 2^63 is the first float above i64::MAX.
+    const I64_RANGE: std::ops::Range<f64> =
+        -9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0;
+    if let (ColumnType::Int, Value::Number(n)) = (ty, v)
+        && n.as_i64().is_none()
+        && let Some(f) = n.as_f64()
+        && f.fract() == 0.0
+        && I64_RANGE.contains(&f)
+    {
+        return Ok(Some(Lit::Int(f as i64)));
     }
     json_lit(name, ty, v)
 }

@@ -28,7 +28,7 @@ use super::{HitPolicy, Severity, Table, TableLint, TableLocation, row_list};
 pub(super) const MAX_GAPS: usize = 20;
 /// Overlapping pairs listed before "and N more".
 pub(super) const MAX_OVERLAPS: usize = 100;
-const BUDGET_STEPS: usize = 2_000_000;
+const BUDGET_STEPS: usize = 1_000_000;
 const BUDGET_REGION: usize = 20_000;
 
 /// The cubes of a table's rows and the domains of its inputs.
@@ -102,10 +102,10 @@ impl<'t> Analysis<'t> {
         let mut out = Vec::new();
         for (j, b) in self.cubes.iter().enumerate() {
             for (i, a) in self.cubes[..j].iter().enumerate() {
-                let shared = algebra::cube_intersect(a, b);
-                if algebra::cube_is_empty(&shared) {
+                if !algebra::cubes_intersect(a, b) {
                     continue;
                 }
+                let shared = algebra::cube_intersect(a, b);
                 let witness = self
                     .domains
                     .iter()
@@ -137,9 +137,7 @@ impl<'t> Analysis<'t> {
             let candidates: Vec<usize> = live
                 .iter()
                 .copied()
-                .filter(|&i| {
-                    !algebra::cube_is_empty(&algebra::cube_intersect(&self.cubes[i], cube))
-                })
+                .filter(|&i| algebra::cubes_intersect(&self.cubes[i], cube))
                 .collect();
             if let Some(&i) = candidates
                 .iter()

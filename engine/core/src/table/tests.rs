@@ -222,12 +222,12 @@ fn unique_with_two_or_more_matching_rows_is_an_evaluation_error() {
     assert_eq!(e.location, TableLocation::Evaluation);
     assert_eq!(
         e.to_string(),
-        "table `t`: rows 2 and 4 both match, but hit policy `unique` allows only one matching row"
+        "rows 2 and 4 both match, but hit policy `unique` allows only one matching row"
     );
     let e = decide_err(&t, json!({"tier": "silver", "size": 7}));
     assert_eq!(
         e.message,
-        "table `t`: rows 3, 4 and 5 all match, but hit policy `unique` allows only one matching row"
+        "rows 3, 4 and 5 all match, but hit policy `unique` allows only one matching row"
     );
     // Each overlapping pair is a lint error at the later row, with a shared input.
     assert_eq!(
@@ -331,19 +331,19 @@ fn decide_rejects_unknown_inputs_wrong_types_and_disallowed_values() {
     assert_eq!(e.location, TableLocation::Evaluation);
     assert_eq!(
         e.message,
-        "table `t`: unknown input `replica` (the inputs are strategy, replicas)"
+        "unknown input `replica` (the inputs are strategy, replicas)"
     );
     assert_eq!(
         decide_err(&t, json!({"replicas": "2"})).message,
-        "table `t`: expected an int for `replicas`, got the string \"2\""
+        "expected an int for `replicas`, got the string \"2\""
     );
     assert_eq!(
         decide_err(&t, json!({"replicas": 2.5})).message,
-        "table `t`: expected an int for `replicas`, got the number 2.5"
+        "expected an int for `replicas`, got the number 2.5"
     );
     assert_eq!(
         decide_err(&t, json!({"strategy": "Even"})).message,
-        "table `t`: input `strategy` is \"Even\", which is not one of its allowed values (Weighted, Spread, FixedReplicas)"
+        "input `strategy` is \"Even\", which is not one of its allowed values (Weighted, Spread, FixedReplicas)"
     );
     // Whole floats are accepted for int inputs.
     assert_eq!(
@@ -538,7 +538,7 @@ fn csv_cells() {
         vec![0, 2, 3]
     );
     assert_eq!(
-        decide(&t, json!({"n": 3, "s": "c,d", "b": false})).value[2],
+        decide(&t, json!({"n": 3, "s": "c,d", "b": false})).value[1],
         json!({"o": -1, "p": null})
     );
     assert_eq!(
@@ -1231,9 +1231,11 @@ fn lint_first_dead_row_subsumed_by_one_row() {
             {"when": {"tier": "gold", "size": "< 2"}, "then": {"o": 2}},
             {"when": {"tier": ["gold", "silver"], "size": "3..7"}, "then": {"o": 3}},
             {"when": {"tier": "gold", "size": [0, 1]}, "then": {"o": 4}},
-            {"when": {"tier": "gold"}, "then": {"o": 5}}
+            {"when": {"tier": "gold", "size": "!= 100"}, "then": {"o": 5}},
+            {"when": {"tier": "gold"}, "then": {"o": 6}}
         ]
     }));
+    // Row 6 is live: rows 1 and 2 do not match a missing size.
     assert_eq!(
         lints(&t),
         vec![
@@ -1304,10 +1306,53 @@ fn lint_first_dead_row_over_an_infinite_domain() {
     }));
     assert_eq!(
         lints(&t),
+        vec![
+            (
+                Severity::Warning,
+                at("spec.rows[2]"),
+                "row 3 can never match: rows 1 and 2 together match every input it matches"
+                    .to_string()
+            ),
+            (
+                Severity::Warning,
+                at("spec.rows[4]"),
+                "row 5 can never match: row 4 matches every input it matches".to_string()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn table_without_inputs() {
+    let t = compile(json!({
+        "hitPolicy": "first",
+        "inputs": [],
+        "outputs": [{"name": "o", "type": "int"}],
+        "rows": [{"then": {"o": 1}}, {"when": {}, "then": {"o": 2}}]
+    }));
+    assert_eq!(decide(&t, json!({})).value, json!({"o": 1}));
+    assert_eq!(
+        lints(&t),
         vec![(
             Severity::Warning,
-            at("spec.rows[2]"),
-            "row 3 can never match: rows 1 and 2 together match every input it matches".to_string()
+            at("spec.rows[1]"),
+            "row 2 can never match: row 1 matches every input it matches".to_string()
+        )]
+    );
+    let header_only = json!({
+        "hitPolicy": "collect",
+        "rowsFrom": "empty.csv",
+        "inputs": [],
+        "outputs": [{"name": "o", "type": "int"}]
+    });
+    let t = compile_csv(header_only, "o\n");
+    assert_eq!(t.row_count(), 0);
+    assert_eq!(
+        lints(&t),
+        vec![(
+            Severity::Warning,
+            at("spec.rowsFrom"),
+            "no row matches any input".to_string()
         )]
     );
 }
