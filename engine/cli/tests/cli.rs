@@ -35,7 +35,7 @@ tests/fixtures/packs/broken/rules/config.yaml:11:39: error[cel::syntax]: invalid
   | self.spec.replicas >
   |                     ^
 tests/fixtures/packs/broken/rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected `name` or `expression` at `spec.vars[0].replicsa`
-tests/fixtures/packs/broken/tables/sizes.yaml:17:11: error[table::lint]: rows 1 and 2 overlap: both match replicas=3
+tests/fixtures/packs/broken/tables/sizes.yaml:17:7: error[table::lint]: rows 1 and 2 overlap: both match replicas=3
 tests/fixtures/packs/broken/templates/config.yaml.hbs:8:9: error[template::unknown-variable]: variable `vars.size` is not defined (template `config.yaml.hbs` used by output `config`)
   in rule `config`
 tests/fixtures/packs/broken: 4 errors, 0 warnings
