@@ -89,7 +89,7 @@ pub fn read_inputs(
         for file in files {
             let text = std::fs::read_to_string(&file).map_err(|e| CliError::io(&file, e))?;
             let mut found = parse_inputs(&text, &display(&file), default_cluster)
-                .map_err(|d: Diagnostic| CliError::Input(d.to_string()))?;
+                .map_err(|d: Box<Diagnostic>| CliError::Input(d.to_string()))?;
             objects.append(&mut found);
         }
     }

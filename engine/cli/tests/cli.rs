@@ -1,5 +1,7 @@
 //! The `switchyard` binary, run as users run it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -84,4 +86,31 @@ fn schema_command_prints_the_checked_in_schema() {
     assert_eq!(out.status.code(), Some(0));
     let checked_in = std::fs::read_to_string(root().join("schemas/rulepack.schema.json")).unwrap();
     assert_eq!(stdout(&out), checked_in);
+}
+
+/// Every shipped pack's own test cases pass (`switchyard test` over rules/).
+#[test]
+fn shipped_packs_pass_their_tests() {
+    let out = switchyard(&["test"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(!text.contains("FAIL"), "{text}");
+    let last = text.lines().last().unwrap_or("");
+    assert!(last.ends_with(" 0 failed") && !last.starts_with("0 passed"), "{last}");
+}
+
+/// Every shipped pack passes `switchyard check` without errors.
+#[test]
+fn shipped_packs_check_clean() {
+    let packs: Vec<String> = std::fs::read_dir(root().join("rules"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("pack.yaml").is_file())
+        .map(|p| format!("rules/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    assert!(!packs.is_empty());
+    let mut args = vec!["check"];
+    args.extend(packs.iter().map(String::as_str));
+    let out = switchyard(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }

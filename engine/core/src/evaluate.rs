@@ -676,9 +676,7 @@ impl EvalContext<'_> {
                     namespace.as_deref(),
                     &object_name,
                 );
-                let found = object
-                    .map(|o| Arc::unwrap_or_clone(o))
-                    .unwrap_or(Value::Null);
+                let found = object.map(Arc::unwrap_or_clone).unwrap_or(Value::Null);
                 let described = format!(
                     "{} {} {}",
                     lookup.api_version,

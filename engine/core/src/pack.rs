@@ -963,7 +963,8 @@ impl<'a> Loader<'a> {
         let mut reference_errors = Vec::new();
         for expr in &all_exprs {
             for variable in &expr.program.references().variables {
-                let known = ["self", "vars", "cluster", "now", "tables"].contains(&variable.as_str())
+                let known = ["self", "vars", "cluster", "now", "tables"]
+                    .contains(&variable.as_str())
                     || lookup_names.contains(variable);
                 if !known {
                     reference_errors.push((

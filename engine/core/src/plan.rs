@@ -152,9 +152,12 @@ pub fn parse_inputs(
     text: &str,
     file: &str,
     default_cluster: &str,
-) -> Result<Vec<(String, Value)>, Diagnostic> {
+) -> Result<Vec<(String, Value)>, Box<Diagnostic>> {
     let documents = yaml::parse_documents(text).map_err(|e| {
-        Diagnostic::error("input::yaml", format!("invalid YAML: {}", e.message)).at(file, e.pos)
+        Box::new(
+            Diagnostic::error("input::yaml", format!("invalid YAML: {}", e.message))
+                .at(file, e.pos),
+        )
     })?;
     let mut objects = Vec::new();
     for document in documents {
@@ -174,7 +177,9 @@ pub fn parse_inputs(
             let cluster =
                 take_cluster_annotation(&mut item).unwrap_or_else(|| default_cluster.to_string());
             if let Err(e) = ObjectKey::of(&cluster, &item) {
-                return Err(Diagnostic::error("input::object", e).at(file, document.pos));
+                return Err(Box::new(
+                    Diagnostic::error("input::object", e).at(file, document.pos),
+                ));
             }
             objects.push((cluster, item));
         }

@@ -1,5 +1,7 @@
 //! Behaviour of `evaluate()` and `plan()` on a small pack built in memory.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -206,7 +208,7 @@ fn hostile_strings_stay_data() {
 fn missing_required_lookup_blocks_with_reason() {
     let pack = pack_with(RULE);
     let trigger = app("web", &["ber"], "n");
-    let w = world(&[trigger.clone()]);
+    let w = world(std::slice::from_ref(&trigger));
     let outcome = evaluate(
         &pack,
         Trigger {

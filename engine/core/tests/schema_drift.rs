@@ -1,6 +1,8 @@
 //! The checked-in JSON Schema must be what the Rust types generate.
 //! Regenerate with `cargo run -p switchyard-cli -- schema > schemas/rulepack.schema.json`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
+
 #[test]
 fn checked_in_schema_matches_the_types() {
     let path = concat!(
