@@ -96,7 +96,10 @@ fn shipped_packs_pass_their_tests() {
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     assert!(!text.contains("FAIL"), "{text}");
     let last = text.lines().last().unwrap_or("");
-    assert!(last.ends_with(" 0 failed") && !last.starts_with("0 passed"), "{last}");
+    assert!(
+        last.ends_with(" 0 failed") && !last.starts_with("0 passed"),
+        "{last}"
+    );
 }
 
 /// Every shipped pack passes `switchyard check` without errors.

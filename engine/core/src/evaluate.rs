@@ -172,12 +172,15 @@ pub fn evaluate(
 
     let self_value = cel::Value::from_json(trigger.object);
     let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+    let cluster_json = json!({"name": trigger.cluster});
     let mut ctx = EvalContext {
         pack,
         world,
         trigger: trigger.object,
         self_value,
-        cluster_json: json!({"name": trigger.cluster}),
+        cluster_cel: cel::Value::from_json(&cluster_json),
+        cluster_json,
+        now_cel: cel::Value::string(now_text.clone()),
         now_text,
         outcome: &mut outcome,
     };
@@ -303,7 +306,9 @@ struct EvalContext<'a> {
     trigger: &'a Value,
     self_value: cel::Value,
     cluster_json: Value,
+    cluster_cel: cel::Value,
     now_text: String,
+    now_cel: cel::Value,
     outcome: &'a mut Outcome,
 }
 
@@ -358,12 +363,10 @@ impl EvalContext<'_> {
     ) -> cel::Activation<'e> {
         let mut a = cel::Activation::new(env);
         a.bind("self", self.self_value.clone());
-        a.bind("cluster", cel::Value::from_json(&self.cluster_json));
-        a.bind(
-            "now",
-            cel::Value::from_json(&Value::String(self.now_text.clone())),
-        );
+        a.bind("cluster", self.cluster_cel.clone());
+        a.bind("now", self.now_cel.clone());
         a.bind("vars", bindings.vars_cel());
+        a.bind("tables", self.pack.tables_cel.clone());
         for (name, (value, _)) in &bindings.lookups {
             a.bind(name, value.clone());
         }
@@ -785,6 +788,7 @@ impl EvalContext<'_> {
         context.insert("cluster".into(), self.cluster_json.clone());
         context.insert("now".into(), Value::String(self.now_text.clone()));
         context.insert("vars".into(), bindings.vars_json());
+        context.insert("tables".into(), self.pack.tables_json.clone());
         for (name, (_, json)) in &bindings.lookups {
             context.insert(name.clone(), json.clone());
         }

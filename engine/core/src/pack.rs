@@ -51,6 +51,9 @@ pub struct Pack {
     pub(crate) tables: Arc<BTreeMap<String, Table>>,
     pub(crate) templates: TemplateSet,
     pub(crate) env: cel::Env,
+    /// `tables` as bound in CEL and templates: table name -> list of row outputs.
+    pub(crate) tables_json: serde_json::Value,
+    pub(crate) tables_cel: cel::Value,
     pub(crate) tests: Vec<(String, TestSuiteDocument)>,
     pub(crate) files: PackFiles,
 }
@@ -420,8 +423,17 @@ impl<'a> Loader<'a> {
             }
         }
 
+        let tables_json = serde_json::Value::Object(
+            tables
+                .iter()
+                .map(|(name, t)| (name.clone(), serde_json::Value::Array(t.row_outputs())))
+                .collect(),
+        );
+        let tables_cel = cel::Value::from_json(&tables_json);
         Some(Pack {
             document,
+            tables_json,
+            tables_cel,
             rules,
             tables,
             templates,
@@ -1009,7 +1021,7 @@ impl<'a> Loader<'a> {
                     continue;
                 };
                 let problem = match root.as_str() {
-                    "self" | "cluster" | "now" => None,
+                    "self" | "cluster" | "now" | "tables" => None,
                     "item" | "index" if output.for_each.is_some() => None,
                     "vars" => match reference.path.get(1) {
                         Some(var) if !var_names.contains(var) => {

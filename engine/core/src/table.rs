@@ -227,6 +227,15 @@ impl Table {
         })
     }
 
+    /// Every row's outputs object, in row order: what `tables.<name>` holds in CEL and
+    /// templates (a table with no inputs is plain data).
+    pub fn row_outputs(&self) -> Vec<Value> {
+        self.rows
+            .iter()
+            .map(|r| Value::Object(r.outputs.clone()))
+            .collect()
+    }
+
     /// The table's name (`metadata.name`).
     pub fn name(&self) -> &str {
         &self.name
