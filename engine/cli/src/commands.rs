@@ -55,8 +55,8 @@ pub fn render(
     let pack = load_pack(pack_dir, partials)?;
     let plan = plan_for(&pack, inputs, clock(clock_text)?)?;
     match format {
-        RenderFormat::Yaml => print!("{}", plan::to_yaml(&plan)),
-        RenderFormat::Json => println!(
+        RenderFormat::Yaml => out!("{}", plan::to_yaml(&plan)),
+        RenderFormat::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&plan::to_json(&plan)).unwrap_or_default()
         ),
@@ -78,20 +78,23 @@ pub fn explain(
             .into_iter()
             .map(|(c, av, k)| format!("{av} {k} in cluster `{c}`"))
             .collect();
-        println!(
+        outln!(
             "no input object is watched by a rule; the pack watches: {}",
             watched.join(", ")
         );
     }
     for outcome in &plan.outcomes {
-        println!("{}", outcome.trigger);
+        outln!("{}", outcome.trigger);
         for entry in &outcome.trace {
             match &entry.expression {
-                Some(e) => println!(
+                Some(e) => outln!(
                     "  [{}] {}: `{}` => {}",
-                    entry.rule, entry.step, e, entry.result
+                    entry.rule,
+                    entry.step,
+                    e,
+                    entry.result
                 ),
-                None => println!("  [{}] {}: {}", entry.rule, entry.step, entry.result),
+                None => outln!("  [{}] {}: {}", entry.rule, entry.step, entry.result),
             }
         }
         if let Some(conditions) = outcome
@@ -101,7 +104,7 @@ pub fn explain(
             .and_then(|c| c.as_array())
         {
             for c in conditions {
-                println!(
+                outln!(
                     "  condition {}={} ({}): {}",
                     c["type"].as_str().unwrap_or(""),
                     c["status"].as_str().unwrap_or(""),
@@ -110,7 +113,7 @@ pub fn explain(
                 );
             }
         }
-        println!("  outputs: {}", outcome.desired.len());
+        outln!("  outputs: {}", outcome.desired.len());
     }
     Ok(report_errors(&plan))
 }
@@ -132,10 +135,10 @@ pub fn check(packs: &[PathBuf], json: bool, partials: Option<&Path>) -> Result<u
             all.extend(result.diagnostics);
         } else {
             for d in &result.diagnostics {
-                println!("{d}");
+                outln!("{d}");
             }
             match &result.pack {
-                Some(pack) => println!(
+                Some(pack) => outln!(
                     "{}: ok: pack {} {} ({} rules, {} tables, {} warnings)",
                     files.root,
                     pack.name(),
@@ -144,12 +147,12 @@ pub fn check(packs: &[PathBuf], json: bool, partials: Option<&Path>) -> Result<u
                     pack.tables().len(),
                     warnings
                 ),
-                None => println!("{}: {errors} errors, {warnings} warnings", files.root),
+                None => outln!("{}: {errors} errors, {warnings} warnings", files.root),
             }
         }
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
     }
     Ok(u8::from(failed))
 }
@@ -180,18 +183,18 @@ pub fn test(
         let pack = load_pack(dir, partials)?;
         let reports = testing::run_tests(&pack);
         if reports.is_empty() {
-            println!("{}: no test cases", dir.display());
+            outln!("{}: no test cases", dir.display());
         }
         for report in &reports {
             if report.passed() {
                 passed += 1;
-                println!("PASS {} {}: {}", pack.name(), report.suite, report.case);
+                outln!("PASS {} {}: {}", pack.name(), report.suite, report.case);
             } else {
                 failed += 1;
-                println!("FAIL {} {}: {}", pack.name(), report.suite, report.case);
+                outln!("FAIL {} {}: {}", pack.name(), report.suite, report.case);
                 for failure in &report.failures {
                     for line in failure.lines() {
-                        println!("    {line}");
+                        outln!("    {line}");
                     }
                 }
             }
@@ -201,12 +204,12 @@ pub fn test(
                     std::fs::create_dir_all(parent).map_err(|e| CliError::io(parent, e))?;
                 }
                 std::fs::write(&path, text).map_err(|e| CliError::io(&path, e))?;
-                println!("    updated {}", path.display());
+                outln!("    updated {}", path.display());
             }
         }
         suites.push((pack.name().to_string(), reports));
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     if let Some(path) = junit {
         std::fs::write(path, junit_xml(&suites)).map_err(|e| CliError::io(path, e))?;
     }
@@ -266,15 +269,15 @@ pub fn diff(
     let head_plan = plan_for(&head, inputs, now)?;
     let changes = diff::diff_plans(&base_plan, &head_plan);
     match format {
-        DiffFormat::Text => print!("{}", changes.to_text()),
-        DiffFormat::Markdown => print!(
+        DiffFormat::Text => out!("{}", changes.to_text()),
+        DiffFormat::Markdown => out!(
             "{}",
             changes.to_markdown(
                 &format!("{} {}", base.name(), base.version()),
                 &format!("{} {}", head.name(), head.version())
             )
         ),
-        DiffFormat::Json => println!(
+        DiffFormat::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&changes).unwrap_or_default()
         ),
@@ -283,7 +286,7 @@ pub fn diff(
 }
 
 pub fn schema() -> Result<u8, CliError> {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(&model::json_schema()).unwrap_or_default()
     );

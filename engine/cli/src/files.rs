@@ -120,10 +120,7 @@ pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
 }
 
 fn to_slash(path: &Path) -> String {
-    path.components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/")
+    path.to_string_lossy().replace('\\', "/")
 }
 
 pub fn display(path: &Path) -> String {

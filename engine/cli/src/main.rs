@@ -2,6 +2,26 @@
 //!
 //! A thin layer over `switchyard-core`: read files, call the core, print.
 
+/// Writes to stdout; a closed pipe (`switchyard render ... | head`) ends the process quietly
+/// instead of panicking like `print!`.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = write!(std::io::stdout(), $($arg)*) {
+            $crate::stdout_failed(e);
+        }
+    }};
+}
+
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            $crate::stdout_failed(e);
+        }
+    }};
+}
+
 mod commands;
 mod files;
 
@@ -129,6 +149,15 @@ impl CliError {
             source,
         }
     }
+}
+
+/// Stdout is gone: a closed pipe is a normal end, anything else an error.
+pub(crate) fn stdout_failed(error: std::io::Error) -> ! {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("error: writing to stdout: {error}");
+    std::process::exit(2);
 }
 
 fn main() -> ExitCode {

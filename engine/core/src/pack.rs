@@ -412,7 +412,12 @@ impl<'a> Loader<'a> {
         rules.sort_by(|a, b| a.name.cmp(&b.name));
 
         let mut tests = Vec::new();
-        for relative in self.files_under("tests", &[".yaml", ".yml"]) {
+        // Suites sit directly in tests/; subfolders hold their data (golden files, inputs).
+        for relative in self
+            .files_under("tests", &[".yaml", ".yml"])
+            .into_iter()
+            .filter(|p| !p["tests/".len()..].contains('/'))
+        {
             let Some(parsed) = self.parse_file(relative) else {
                 continue;
             };

@@ -30,7 +30,7 @@ pub struct Conflict {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
     pub outcomes: Vec<Outcome>,
-    /// The merged desired objects, sorted by key.
+    /// The merged desired objects: per cluster, cluster-scoped ones first, then by key.
     pub objects: Vec<DesiredObject>,
     pub conflicts: Vec<Conflict>,
 }
@@ -109,7 +109,7 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
         }
     }
     let version = pack.version().to_string();
-    let objects = merged
+    let mut objects: Vec<DesiredObject> = merged
         .into_values()
         .map(|mut d| {
             stamp_ownership(
@@ -122,6 +122,15 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
             d
         })
         .collect();
+    // Per cluster, cluster-scoped objects (namespaces) first, so the printed stream applies
+    // in order with `kubectl apply -f -`.
+    objects.sort_by(|a, b| {
+        (&a.key.cluster, a.key.namespace.is_some(), &a.key).cmp(&(
+            &b.key.cluster,
+            b.key.namespace.is_some(),
+            &b.key,
+        ))
+    });
     Plan {
         outcomes,
         objects,
