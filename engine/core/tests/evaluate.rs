@@ -201,7 +201,8 @@ fn hostile_strings_stay_data() {
     let text = to_yaml(&printed);
     let back = switchyard_core::yaml::parse_documents(&text).unwrap();
     assert_eq!(back.len(), 2);
-    assert_eq!(back[0].to_json()["data"]["note"], hostile);
+    assert_eq!(back[0].to_json()["kind"], "Namespace");
+    assert_eq!(back[1].to_json()["data"]["note"], hostile);
 }
 
 #[test]
