@@ -321,8 +321,8 @@ fn one_bad_trigger_does_not_stop_the_others() {
     assert_eq!(
         keys,
         [
-            "edge:ConfigMap:team-red/good-ber",
-            "edge:Namespace:team-red"
+            "edge:Namespace:team-red",
+            "edge:ConfigMap:team-red/good-ber"
         ]
     );
     assert_eq!(p.error_messages().len(), 1);
