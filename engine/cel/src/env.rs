@@ -7,7 +7,7 @@ use cel::common::value::CowVal;
 
 use crate::analysis::analyse;
 use crate::error::{compile_error, eval_error, position_of_byte};
-use crate::value::val_to_json;
+use crate::legacy_value::val_to_json;
 use crate::{CompileError, EvalError, Value};
 
 /// A function the engine adds to the environment (for example `decide`, which reads the

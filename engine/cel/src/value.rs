@@ -1,54 +1,271 @@
-//! [`Value`]: a CEL value that crosses the boundary of this crate.
+//! [`Value`]: the engine's CEL value model.
 //!
-//! Internally a value is a boxed `cel` value (`dyn Val`). Scalars (`int`, `uint`, `double`,
-//! `bool`, `null`, `duration`, `timestamp`, `type`) are stored as they are; every other value
-//! (strings, bytes, lists, maps, optionals) is wrapped in [`Shared`], an `Arc` that behaves
-//! exactly like the value it wraps. Cloning a [`Value`], binding it into an evaluation, or
-//! reading a nested list or map out of it therefore never copies the data.
+//! Scalars are stored inline; strings, bytes, lists, maps and library values are behind an
+//! `Arc`, so cloning a value (to bind it, to return a sub-tree of it, to put it in a list)
+//! never copies data. One Kubernetes object converted once with [`Value::from_json`] can be
+//! bound into every evaluation of every rule.
+//!
+//! Maps ([`Map`]) keep their entries sorted by key: lookups are binary searches, and
+//! iteration (`m.map(k, ...)`, [`Value::to_json`]) is deterministic.
 
 use std::any::Any;
-use std::collections::HashMap;
+use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-use cel::common::traits::{
-    Adder, Comparer, Container, Divider, Indexer, Iterable, Modder, Multiplier, Negator, Sizer,
-    Subtractor, Zeroer,
-};
-use cel::common::types::{
-    CelBool, CelBytes, CelDouble, CelDuration, CelInt, CelList, CelMap, CelMapKey, CelNull,
-    CelOptional, CelString, CelTimestamp, CelType, CelUInt, DYN_TYPE, Kind, Type,
-};
-use cel::common::value::{Builtin, BuiltinRef, StaticVal, Val};
-
 use crate::EvalError;
 
-/// A CEL value. Cheap to clone: strings, lists and maps are shared, so one Kubernetes object
-/// converted once can be bound into every evaluation that reads it.
+/// A point in time, in UTC, with nanoseconds.
+pub type Timestamp = chrono::DateTime<chrono::Utc>;
+/// A signed span of time, with nanoseconds.
+pub type Duration = chrono::TimeDelta;
+
+/// A CEL value. Cheap to clone: strings, bytes, lists, maps and library values are shared.
 ///
 /// Equality (`==`) is CEL's: `1 == 1.0` holds, `NaN` equals nothing, lists and maps compare
 /// element by element.
-pub struct Value(pub(crate) Box<dyn Val + 'static>);
+#[derive(Clone)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    String(Arc<str>),
+    Bytes(Arc<[u8]>),
+    List(Arc<[Value]>),
+    Map(Arc<Map>),
+    Timestamp(Timestamp),
+    Duration(Duration),
+    /// A type value (`type(1)`, `int`).
+    Type(Type),
+    /// An optional value (`optional.of(1)`, `optional.none()`).
+    Optional(Option<Arc<Value>>),
+    /// A value of a library type (quantity, IP address, CIDR, semver, URL, ...).
+    Opaque(Arc<dyn Opaque>),
+}
 
-impl Clone for Value {
-    fn clone(&self) -> Self {
-        // A scalar is copied, anything else is a `Shared`, whose clone shares the data.
-        Value(self.0.clone_as_boxed())
+/// A value of a library type, such as a Kubernetes quantity or an IP address.
+///
+/// The defaults: no equality with anything but itself (by pointer), no ordering, no string
+/// form.
+pub trait Opaque: Any + fmt::Debug + Send + Sync {
+    /// The CEL type name (`kubernetes.Quantity`, `net.IP`), as `type(x)` answers it.
+    fn type_name(&self) -> &'static str;
+
+    /// CEL equality with another library value (of any type).
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        std::ptr::addr_eq(self as *const Self, other as *const dyn Opaque)
+    }
+
+    /// The order for `<`, `<=`, `>`, `>=`, when the type has one.
+    fn compare(&self, _other: &dyn Opaque) -> Option<Ordering> {
+        None
+    }
+
+    /// The string form, for `string(x)` and [`Value::to_json`], when the type has one.
+    fn to_display(&self) -> Option<String> {
+        None
     }
 }
 
-impl fmt::Debug for Value {
+/// A type value: its CEL name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Type(&'static str);
+
+impl Type {
+    pub const NULL: Type = Type("null_type");
+    pub const BOOL: Type = Type("bool");
+    pub const INT: Type = Type("int");
+    pub const UINT: Type = Type("uint");
+    pub const DOUBLE: Type = Type("double");
+    pub const STRING: Type = Type("string");
+    pub const BYTES: Type = Type("bytes");
+    pub const LIST: Type = Type("list");
+    pub const MAP: Type = Type("map");
+    pub const TIMESTAMP: Type = Type("google.protobuf.Timestamp");
+    pub const DURATION: Type = Type("google.protobuf.Duration");
+    pub const TYPE: Type = Type("type");
+    pub const OPTIONAL: Type = Type("optional_type");
+    pub const DYN: Type = Type("dyn");
+
+    /// A type of the given name (for library types).
+    pub const fn named(name: &'static str) -> Type {
+        Type(name)
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.to_json() {
-            Ok(json) => write!(f, "Value({}: {json})", self.type_name()),
-            Err(_) => write!(f, "Value({:?})", self.0),
+        f.write_str(self.0)
+    }
+}
+
+/// A map key: CEL keys are `bool`, `int`, `uint` or `string`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    String(Arc<str>),
+}
+
+impl Key {
+    /// The key a value is, if it can be one.
+    pub fn from_value(value: &Value) -> Option<Key> {
+        match value {
+            Value::Bool(b) => Some(Key::Bool(*b)),
+            Value::Int(i) => Some(Key::Int(*i)),
+            Value::Uint(u) => Some(Key::Uint(*u)),
+            Value::String(s) => Some(Key::String(Arc::clone(s))),
+            _ => None,
+        }
+    }
+
+    pub fn to_value(&self) -> Value {
+        match self {
+            Key::Bool(b) => Value::Bool(*b),
+            Key::Int(i) => Value::Int(*i),
+            Key::Uint(u) => Value::Uint(*u),
+            Key::String(s) => Value::String(Arc::clone(s)),
+        }
+    }
+
+    /// The string form, as a JSON object key.
+    pub fn to_json_key(&self) -> String {
+        match self {
+            Key::Bool(b) => b.to_string(),
+            Key::Int(i) => i.to_string(),
+            Key::Uint(u) => u.to_string(),
+            Key::String(s) => s.to_string(),
+        }
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Key::String(s) => format!("'{s}'"),
+            Key::Uint(u) => format!("{u}u"),
+            other => other.to_json_key(),
         }
     }
 }
 
-impl PartialEq for Value {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.equals(other.0.as_ref())
+/// An immutable map, its entries sorted by key (and so iterated in key order).
+#[derive(Clone, Default)]
+pub struct Map {
+    entries: Vec<(Key, Value)>,
+    /// The keys as values, built on first iteration by a comprehension.
+    keys: std::sync::OnceLock<Arc<[Value]>>,
+}
+
+impl Map {
+    /// A map from entries; a repeated key is an error naming it.
+    pub fn from_entries(mut entries: Vec<(Key, Value)>) -> Result<Map, EvalError> {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(EvalError::new(format!(
+                "repeated map key: {}",
+                w[0].0.shown()
+            )));
+        }
+        Ok(Map {
+            entries,
+            keys: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// A map from entries already sorted and unique.
+    fn from_sorted(entries: Vec<(Key, Value)>) -> Map {
+        Map {
+            entries,
+            keys: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entries in key order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&Key, &Value)> {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    /// The keys in order, as values (shared: built once per map).
+    pub fn keys(&self) -> &Arc<[Value]> {
+        self.keys
+            .get_or_init(|| self.entries.iter().map(|(k, _)| k.to_value()).collect())
+    }
+
+    /// The value under a string key.
+    pub fn get_str(&self, key: &str) -> Option<&Value> {
+        // Strings sort after every other key: search the string part only.
+        let start = self
+            .entries
+            .partition_point(|(k, _)| !matches!(k, Key::String(_)));
+        let strings = &self.entries[start..];
+        strings
+            .binary_search_by(|(k, _)| match k {
+                Key::String(s) => (**s).cmp(key),
+                _ => Ordering::Less,
+            })
+            .ok()
+            .map(|i| &strings[i].1)
+    }
+
+    fn get_key(&self, key: &Key) -> Option<&Value> {
+        self.entries
+            .binary_search_by(|(k, _)| k.cmp(key))
+            .ok()
+            .map(|i| &self.entries[i].1)
+    }
+
+    /// The value under `key`, with CEL's numeric key equality (`m[1]`, `m[1u]` and `m[1.0]`
+    /// find the same entry). `None` also for a value that cannot be a key.
+    pub fn get(&self, key: &Value) -> Option<&Value> {
+        match key {
+            Value::String(s) => self.get_str(s),
+            Value::Bool(b) => self.get_key(&Key::Bool(*b)),
+            Value::Int(i) => self.get_key(&Key::Int(*i)).or_else(|| {
+                u64::try_from(*i)
+                    .ok()
+                    .and_then(|u| self.get_key(&Key::Uint(u)))
+            }),
+            Value::Uint(u) => self.get_key(&Key::Uint(*u)).or_else(|| {
+                i64::try_from(*u)
+                    .ok()
+                    .and_then(|i| self.get_key(&Key::Int(i)))
+            }),
+            Value::Double(d) => {
+                if d.fract() != 0.0 || !d.is_finite() {
+                    return None;
+                }
+                let as_int = (*d >= -TWO_POW_63 && *d < TWO_POW_63).then_some(*d as i64);
+                let as_uint = (*d >= 0.0 && *d < TWO_POW_64).then_some(*d as u64);
+                as_int
+                    .and_then(|i| self.get_key(&Key::Int(i)))
+                    .or_else(|| as_uint.and_then(|u| self.get_key(&Key::Uint(u))))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn contains(&self, key: &Value) -> bool {
+        self.get(key).is_some()
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -56,7 +273,32 @@ impl Value {
     /// Converts JSON with Kubernetes conventions: integers become `int` (a `u64` beyond
     /// `i64::MAX` becomes `uint`), other numbers `double`, objects maps with string keys.
     pub fn from_json(json: &serde_json::Value) -> Value {
-        Value::from_boxed(json_to_val(json))
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(*b),
+            serde_json::Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Value::Uint(u)
+                } else {
+                    Value::Double(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            serde_json::Value::String(s) => Value::String(Arc::from(s.as_str())),
+            serde_json::Value::Array(items) => {
+                Value::List(items.iter().map(Value::from_json).collect())
+            }
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<(Key, Value)> = map
+                    .iter()
+                    .map(|(k, v)| (Key::String(Arc::from(k.as_str())), Value::from_json(v)))
+                    .collect();
+                // JSON object keys are unique; sorting is all that is needed.
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Map(Arc::new(Map::from_sorted(entries)))
+            }
+        }
     }
 
     /// Converts back to JSON:
@@ -71,67 +313,79 @@ impl Value {
     /// - an optional becomes its value, or `null` when it has none;
     /// - a `double` stays a JSON float (`3.0`, not `3`); NaN and the infinities, which JSON
     ///   numbers cannot hold, become the strings `"NaN"`, `"Infinity"` and `"-Infinity"`, as in
-    ///   the protobuf JSON mapping.
+    ///   the protobuf JSON mapping;
+    /// - a library value (quantity, IP, ...) becomes its string form.
     ///
     /// Type values (`type(x)`) have no JSON form and are an error.
     pub fn to_json(&self) -> Result<serde_json::Value, EvalError> {
-        val_to_json(self.0.as_ref())
+        value_to_json(self)
             .map_err(|e| EvalError::new(format!("the result cannot be represented as JSON: {e}")))
     }
 
     /// The value if it is a `bool`.
     pub fn as_bool(&self) -> Option<bool> {
-        self.0.downcast_ref::<CelBool>().map(|b| *b.inner())
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
     }
 
     /// `null`.
     pub fn null() -> Value {
-        Value(Box::new(CelNull))
+        Value::Null
     }
 
-    /// A map with string keys.
+    /// A map with string keys (a later entry replaces an earlier one of the same key).
     pub fn map<I: IntoIterator<Item = (String, Value)>>(entries: I) -> Value {
-        let map: HashMap<CelMapKey<'static>, Box<dyn Val>> = entries
+        let mut entries: Vec<(Key, Value)> = entries
             .into_iter()
-            .map(|(k, v)| (CelMapKey::from(k), v.0))
+            .map(|(k, v)| (Key::String(Arc::from(k)), v))
             .collect();
-        Value::shared(CelMap::from(map))
+        // stable: equal keys keep their order, and the last one wins
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut unique: Vec<(Key, Value)> = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            match unique.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => unique.push((k, v)),
+            }
+        }
+        Value::Map(Arc::new(Map::from_sorted(unique)))
     }
 
     /// A list.
     pub fn list<I: IntoIterator<Item = Value>>(items: I) -> Value {
-        let items: Vec<Box<dyn Val>> = items.into_iter().map(|v| v.0).collect();
-        Value::shared(CelList::from(items))
+        Value::List(items.into_iter().collect())
     }
 
     /// A `bool`.
     pub fn bool(value: bool) -> Value {
-        Value(Box::new(CelBool::from(value)))
+        Value::Bool(value)
     }
 
     /// An `int`.
     pub fn int(value: i64) -> Value {
-        Value(Box::new(CelInt::from(value)))
+        Value::Int(value)
     }
 
     /// A `uint`, which JSON cannot express below `2^63`.
     pub fn uint(value: u64) -> Value {
-        Value(Box::new(CelUInt::from(value)))
+        Value::Uint(value)
     }
 
     /// A `double`, also when it is integral (JSON `3` would be an `int`).
     pub fn double(value: f64) -> Value {
-        Value(Box::new(CelDouble::from(value)))
+        Value::Double(value)
     }
 
     /// A `string`.
     pub fn string(value: impl Into<String>) -> Value {
-        Value::shared(CelString::from(value.into()))
+        Value::String(Arc::from(value.into()))
     }
 
     /// A `bytes` value.
     pub fn bytes(value: impl Into<Vec<u8>>) -> Value {
-        Value::shared(CelBytes::from(value.into()))
+        Value::Bytes(Arc::from(value.into()))
     }
 
     /// A map with keys of any of CEL's key types (`int`, `uint`, `bool`, `string`).
@@ -140,50 +394,99 @@ impl Value {
     pub fn map_from_entries<I: IntoIterator<Item = (Value, Value)>>(
         entries: I,
     ) -> Result<Value, EvalError> {
-        let mut map: HashMap<CelMapKey<'static>, Box<dyn Val>> = HashMap::new();
+        let mut out = Vec::new();
         for (k, v) in entries {
-            let type_name = k.type_name();
-            let key = CelMapKey::try_from(k.0)
-                .map_err(|_| EvalError::new(format!("a map key cannot be of type {type_name}")))?;
-            let shown = key_to_string(&key);
-            if map.insert(key, v.0).is_some() {
-                return Err(EvalError::new(format!("repeated map key: {shown}")));
-            }
+            let key = Key::from_value(&k).ok_or_else(|| {
+                EvalError::new(format!("a map key cannot be of type {}", k.type_name()))
+            })?;
+            out.push((key, v));
         }
-        Ok(Value::shared(CelMap::from(map)))
+        Ok(Value::Map(Arc::new(Map::from_entries(out)?)))
     }
 
     /// The CEL type name of this value (`int`, `double`, `string`, `list`, `map`,
     /// `google.protobuf.Duration`, ...), for messages.
     pub fn type_name(&self) -> String {
-        self.0.get_type().name().to_string()
+        self.cel_type().name().to_string()
+    }
+
+    /// The CEL type of this value.
+    pub fn cel_type(&self) -> Type {
+        match self {
+            Value::Null => Type::NULL,
+            Value::Bool(_) => Type::BOOL,
+            Value::Int(_) => Type::INT,
+            Value::Uint(_) => Type::UINT,
+            Value::Double(_) => Type::DOUBLE,
+            Value::String(_) => Type::STRING,
+            Value::Bytes(_) => Type::BYTES,
+            Value::List(_) => Type::LIST,
+            Value::Map(_) => Type::MAP,
+            Value::Timestamp(_) => Type::TIMESTAMP,
+            Value::Duration(_) => Type::DURATION,
+            Value::Type(_) => Type::TYPE,
+            Value::Optional(_) => Type::OPTIONAL,
+            Value::Opaque(o) => Type(o.type_name()),
+        }
+    }
+
+    /// The library value inside, if it is one of type `T`.
+    pub fn downcast_opaque<T: Opaque>(&self) -> Option<&T> {
+        match self {
+            Value::Opaque(o) => (&**o as &dyn Any).downcast_ref::<T>(),
+            _ => None,
+        }
     }
 
     /// A structural view of the value, for tests that must tell `1`, `1u` and `1.0` apart.
     #[doc(hidden)]
     pub fn inspect(&self) -> Inspect {
-        inspect(self.0.as_ref())
-    }
-
-    /// Wraps a non-scalar value so that clones share it.
-    fn shared<T: Val + 'static>(value: T) -> Value {
-        Value(Box::new(Shared(Arc::new(value))))
-    }
-
-    /// Takes an evaluation result (or any value) as a [`Value`], sharing it unless it is a
-    /// scalar or already shared.
-    pub(crate) fn from_boxed(value: Box<dyn Val + 'static>) -> Value {
-        if value.as_any().is_some() {
-            // A scalar (they are `Any`), or already a `Shared` (which answers `Any` too).
-            Value(value)
-        } else {
-            Value(Box::new(Shared(Arc::from(value))))
+        match self {
+            Value::Null => Inspect::Null,
+            Value::Bool(b) => Inspect::Bool(*b),
+            Value::Int(i) => Inspect::Int(*i),
+            Value::Uint(u) => Inspect::Uint(*u),
+            Value::Double(d) => Inspect::Double(*d),
+            Value::String(s) => Inspect::String(s.to_string()),
+            Value::Bytes(b) => Inspect::Bytes(b.to_vec()),
+            Value::List(items) => Inspect::List(items.iter().map(Value::inspect).collect()),
+            Value::Map(map) => Inspect::Map(
+                map.iter()
+                    .map(|(k, v)| (k.to_value().inspect(), v.inspect()))
+                    .collect(),
+            ),
+            Value::Type(t) => Inspect::Type(t.name().to_string()),
+            Value::Duration(d) => Inspect::Duration(d.num_seconds(), d.subsec_nanos()),
+            Value::Timestamp(ts) => Inspect::Timestamp(ts.timestamp(), ts.timestamp_subsec_nanos()),
+            Value::Optional(o) => Inspect::Optional(o.as_ref().map(|v| Box::new(v.inspect()))),
+            Value::Opaque(o) => Inspect::Other(o.type_name().to_string()),
         }
     }
 
-    /// A clone of the value, boxed for binding into an evaluation.
-    pub(crate) fn to_boxed(&self) -> Box<dyn Val + 'static> {
-        self.0.clone_as_boxed()
+    /// The size of a string (in code points), bytes, list or map.
+    pub(crate) fn size(&self) -> Option<usize> {
+        match self {
+            Value::String(s) => Some(s.chars().count()),
+            Value::Bytes(b) => Some(b.len()),
+            Value::List(l) => Some(l.len()),
+            Value::Map(m) => Some(m.len()),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_json() {
+            Ok(json) => write!(f, "Value({}: {json})", self.type_name()),
+            Err(_) => write!(f, "Value({})", self.type_name()),
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        equals(self, other)
     }
 }
 
@@ -212,205 +515,179 @@ pub enum Inspect {
     Other(String),
 }
 
-fn inspect(v: &dyn Val) -> Inspect {
-    let t = v.get_type();
-    match t.kind() {
-        Kind::NullType => Inspect::Null,
-        Kind::Boolean => v
-            .downcast_ref::<CelBool>()
-            .map_or(Inspect::Other(t.name().into()), |b| {
-                Inspect::Bool(*b.inner())
-            }),
-        Kind::Int => v
-            .downcast_ref::<CelInt>()
-            .map_or(Inspect::Other(t.name().into()), |i| {
-                Inspect::Int(*i.inner())
-            }),
-        Kind::UInt => v
-            .downcast_ref::<CelUInt>()
-            .map_or(Inspect::Other(t.name().into()), |u| {
-                Inspect::Uint(*u.inner())
-            }),
-        Kind::Double => v
-            .downcast_ref::<CelDouble>()
-            .map_or(Inspect::Other(t.name().into()), |d| {
-                Inspect::Double(*d.inner())
-            }),
-        Kind::String => v
-            .downcast_ref::<CelString>()
-            .map_or(Inspect::Other(t.name().into()), |s| {
-                Inspect::String(s.inner().to_string())
-            }),
-        Kind::Bytes => v
-            .downcast_ref::<CelBytes>()
-            .map_or(Inspect::Other(t.name().into()), |b| {
-                Inspect::Bytes(b.inner().to_vec())
-            }),
-        Kind::Duration => {
-            v.downcast_ref::<CelDuration>()
-                .map_or(Inspect::Other(t.name().into()), |d| {
-                    let d = d.inner();
-                    Inspect::Duration(d.num_seconds(), d.subsec_nanos())
-                })
+// ---- equality and order ---------------------------------------------------------------
+
+/// CEL equality (heterogeneous: values of different types are not equal, numbers compare
+/// by value across `int`, `uint` and `double`).
+pub fn equals(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Int(_) | Value::Uint(_) | Value::Double(_), _) => {
+            compare_numbers(a, b) == Some(Ordering::Equal)
         }
-        Kind::Timestamp => {
-            v.downcast_ref::<CelTimestamp>()
-                .map_or(Inspect::Other(t.name().into()), |ts| {
-                    let ts = ts.inner();
-                    Inspect::Timestamp(ts.timestamp(), ts.timestamp_subsec_nanos())
-                })
+        (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::List(x), Value::List(y)) => {
+            Arc::ptr_eq(x, y)
+                || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)))
         }
-        Kind::Type => v
-            .downcast_ref::<CelType>()
-            .map_or(Inspect::Other(t.name().into()), |ty| {
-                Inspect::Type(ty.name().to_string())
-            }),
-        Kind::List => match v.as_iterable() {
-            Some(items) => {
-                let mut out = Vec::new();
-                let mut it = items.iter();
-                while let Some(item) = it.next() {
-                    out.push(inspect(item));
-                }
-                Inspect::List(out)
-            }
-            None => Inspect::Other(t.name().into()),
+        (Value::Map(x), Value::Map(y)) => {
+            Arc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, v)| y.get(&k.to_value()).is_some_and(|w| equals(v, w))))
+        }
+        (Value::Timestamp(x), Value::Timestamp(y)) => x == y,
+        (Value::Duration(x), Value::Duration(y)) => x == y,
+        (Value::Type(x), Value::Type(y)) => x == y,
+        (Value::Optional(x), Value::Optional(y)) => match (x, y) {
+            (None, None) => true,
+            (Some(p), Some(q)) => equals(p, q),
+            _ => false,
         },
-        Kind::Map => match v.downcast_ref::<CelMap>() {
-            Some(map) => Inspect::Map(
-                map.inner()
-                    .iter()
-                    .map(|(k, v)| (inspect(k.inner()), inspect(v.as_ref())))
-                    .collect(),
-            ),
-            None => Inspect::Other(t.name().into()),
-        },
-        _ => match v.downcast_ref::<CelOptional>() {
-            Some(opt) => Inspect::Optional(opt.option().map(|v| Box::new(inspect(v)))),
-            None => Inspect::Other(t.name().into()),
-        },
+        (Value::Opaque(x), Value::Opaque(y)) => x.equals(&**y),
+        _ => false,
     }
 }
 
-fn json_to_val(json: &serde_json::Value) -> Box<dyn Val + 'static> {
-    match json {
-        serde_json::Value::Null => Box::new(CelNull),
-        serde_json::Value::Bool(b) => Box::new(CelBool::from(*b)),
-        serde_json::Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Box::new(CelInt::from(i))
-            } else if let Some(u) = n.as_u64() {
-                Box::new(CelUInt::from(u))
-            } else {
-                Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN)))
-            }
-        }
-        serde_json::Value::String(s) => Box::new(CelString::from(s.clone())),
-        serde_json::Value::Array(items) => {
-            let items: Vec<Box<dyn Val>> = items.iter().map(json_to_val).collect();
-            Box::new(Shared(Arc::new(CelList::from(items))))
-        }
-        serde_json::Value::Object(map) => {
-            let map: HashMap<CelMapKey<'static>, Box<dyn Val>> = map
+/// The order of two numbers of any numeric types; `None` when either is NaN or not a
+/// number.
+pub fn compare_numbers(a: &Value, b: &Value) -> Option<Ordering> {
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        (Value::Uint(x), Value::Uint(y)) => Some(x.cmp(y)),
+        (Value::Double(x), Value::Double(y)) => x.partial_cmp(y),
+        (Value::Int(x), Value::Uint(y)) => Some(cmp_int_uint(*x, *y)),
+        (Value::Uint(x), Value::Int(y)) => Some(cmp_int_uint(*y, *x).reverse()),
+        (Value::Int(x), Value::Double(y)) => cmp_int_double(*x, *y),
+        (Value::Double(x), Value::Int(y)) => cmp_int_double(*y, *x).map(Ordering::reverse),
+        (Value::Uint(x), Value::Double(y)) => cmp_uint_double(*x, *y),
+        (Value::Double(x), Value::Uint(y)) => cmp_uint_double(*y, *x).map(Ordering::reverse),
+        _ => None,
+    }
+}
+
+fn cmp_int_uint(i: i64, u: u64) -> Ordering {
+    match u64::try_from(i) {
+        Ok(i) => i.cmp(&u),
+        Err(_) => Ordering::Less,
+    }
+}
+
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+
+fn cmp_int_double(i: i64, d: f64) -> Option<Ordering> {
+    if d.is_nan() {
+        return None;
+    }
+    if d >= TWO_POW_63 {
+        return Some(Ordering::Less);
+    }
+    if d < -TWO_POW_63 {
+        return Some(Ordering::Greater);
+    }
+    let t = d.trunc();
+    // in range: the truncation is exact
+    let ti = t as i64;
+    Some(
+        i.cmp(&ti)
+            .then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)),
+    )
+}
+
+fn cmp_uint_double(u: u64, d: f64) -> Option<Ordering> {
+    if d.is_nan() {
+        return None;
+    }
+    if d >= TWO_POW_64 {
+        return Some(Ordering::Less);
+    }
+    if d < 0.0 {
+        return Some(Ordering::Greater);
+    }
+    let t = d.trunc();
+    let tu = t as u64;
+    Some(
+        u.cmp(&tu)
+            .then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)),
+    )
+}
+
+/// The order of two values for `<` and the like: numbers (across types), strings, bytes,
+/// bools, timestamps, durations, and library values that have one. `Err(())` when the types
+/// have no order between them; `Ok(None)` when they are unordered (NaN).
+pub fn compare(a: &Value, b: &Value) -> Result<Option<Ordering>, ()> {
+    match (a, b) {
+        (
+            Value::Int(_) | Value::Uint(_) | Value::Double(_),
+            Value::Int(_) | Value::Uint(_) | Value::Double(_),
+        ) => Ok(compare_numbers(a, b)),
+        (Value::String(x), Value::String(y)) => Ok(Some(x.cmp(y))),
+        (Value::Bytes(x), Value::Bytes(y)) => Ok(Some(x.cmp(y))),
+        (Value::Bool(x), Value::Bool(y)) => Ok(Some(x.cmp(y))),
+        (Value::Timestamp(x), Value::Timestamp(y)) => Ok(Some(x.cmp(y))),
+        (Value::Duration(x), Value::Duration(y)) => Ok(Some(x.cmp(y))),
+        (Value::Opaque(x), Value::Opaque(y)) => match x.compare(&**y) {
+            Some(o) => Ok(Some(o)),
+            None => Err(()),
+        },
+        _ => Err(()),
+    }
+}
+
+// ---- JSON -----------------------------------------------------------------------------
+
+fn value_to_json(v: &Value) -> Result<serde_json::Value, String> {
+    Ok(match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Int(i) => serde_json::Value::from(*i),
+        Value::Uint(u) => serde_json::Value::from(*u),
+        Value::Double(d) => match serde_json::Number::from_f64(*d) {
+            Some(n) => serde_json::Value::Number(n),
+            None if d.is_nan() => serde_json::Value::String("NaN".into()),
+            None if *d > 0.0 => serde_json::Value::String("Infinity".into()),
+            None => serde_json::Value::String("-Infinity".into()),
+        },
+        Value::String(s) => serde_json::Value::String(s.to_string()),
+        Value::Bytes(b) => serde_json::Value::String(base64_encode(b)),
+        Value::Duration(d) => serde_json::Value::String(format_duration(d)),
+        Value::Timestamp(ts) => serde_json::Value::String(format_timestamp(ts)),
+        Value::List(items) => serde_json::Value::Array(
+            items
                 .iter()
-                .map(|(k, v)| (CelMapKey::from(k.clone()), json_to_val(v)))
-                .collect();
-            Box::new(Shared(Arc::new(CelMap::from(map))))
-        }
-    }
-}
-
-/// Converts a CEL value to JSON; the error names what could not be converted.
-pub(crate) fn val_to_json(v: &dyn Val) -> Result<serde_json::Value, String> {
-    let t = v.get_type();
-    let unexpected = || format!("a value of type {} has no JSON form", t.name());
-    Ok(match t.kind() {
-        Kind::NullType => serde_json::Value::Null,
-        Kind::Boolean => {
-            serde_json::Value::Bool(*v.downcast_ref::<CelBool>().ok_or_else(unexpected)?.inner())
-        }
-        Kind::Int => {
-            serde_json::Value::from(*v.downcast_ref::<CelInt>().ok_or_else(unexpected)?.inner())
-        }
-        Kind::UInt => {
-            serde_json::Value::from(*v.downcast_ref::<CelUInt>().ok_or_else(unexpected)?.inner())
-        }
-        Kind::Double => {
-            let d = *v
-                .downcast_ref::<CelDouble>()
-                .ok_or_else(unexpected)?
-                .inner();
-            match serde_json::Number::from_f64(d) {
-                Some(n) => serde_json::Value::Number(n),
-                None if d.is_nan() => serde_json::Value::String("NaN".into()),
-                None if d > 0.0 => serde_json::Value::String("Infinity".into()),
-                None => serde_json::Value::String("-Infinity".into()),
-            }
-        }
-        Kind::String => serde_json::Value::String(
-            v.downcast_ref::<CelString>()
-                .ok_or_else(unexpected)?
-                .inner()
-                .to_string(),
+                .map(value_to_json)
+                .collect::<Result<Vec<_>, _>>()?,
         ),
-        Kind::Bytes => serde_json::Value::String(base64_encode(
-            v.downcast_ref::<CelBytes>().ok_or_else(unexpected)?.inner(),
-        )),
-        Kind::Duration => serde_json::Value::String(format_duration(
-            v.downcast_ref::<CelDuration>()
-                .ok_or_else(unexpected)?
-                .inner(),
-        )),
-        Kind::Timestamp => serde_json::Value::String(format_timestamp(
-            v.downcast_ref::<CelTimestamp>()
-                .ok_or_else(unexpected)?
-                .inner(),
-        )),
-        Kind::List => {
-            let items = v.as_iterable().ok_or_else(unexpected)?;
-            let mut out = Vec::new();
-            let mut it = items.iter();
-            while let Some(item) = it.next() {
-                out.push(val_to_json(item)?);
-            }
-            serde_json::Value::Array(out)
-        }
-        Kind::Map => {
-            let map = v.downcast_ref::<CelMap>().ok_or_else(unexpected)?;
+        Value::Map(map) => {
             let mut out = serde_json::Map::new();
-            for (k, v) in map.inner() {
-                out.insert(key_to_string(k), val_to_json(v.as_ref())?);
+            for (k, v) in map.iter() {
+                out.insert(k.to_json_key(), value_to_json(v)?);
             }
             serde_json::Value::Object(out)
         }
-        Kind::Type => {
-            let name = v
-                .downcast_ref::<CelType>()
-                .map_or_else(|| t.name().to_string(), |ty| ty.name().to_string());
-            return Err(format!("the type value {name} has no JSON form"));
-        }
-        _ => match v.downcast_ref::<CelOptional>() {
-            Some(opt) => match opt.option() {
-                Some(inner) => val_to_json(inner)?,
-                None => serde_json::Value::Null,
-            },
-            None => return Err(unexpected()),
+        Value::Type(t) => return Err(format!("the type value {t} has no JSON form")),
+        Value::Optional(o) => match o {
+            Some(inner) => value_to_json(inner)?,
+            None => serde_json::Value::Null,
+        },
+        Value::Opaque(o) => match o.to_display() {
+            Some(s) => serde_json::Value::String(s),
+            None => {
+                return Err(format!(
+                    "a value of type {} has no JSON form",
+                    o.type_name()
+                ));
+            }
         },
     })
 }
 
-/// The string form of a map key, as a JSON object key.
-fn key_to_string(key: &CelMapKey<'_>) -> String {
-    match key {
-        CelMapKey::Bool(b) => b.inner().to_string(),
-        CelMapKey::Int(i) => i.inner().to_string(),
-        CelMapKey::UInt(u) => u.inner().to_string(),
-        CelMapKey::String(s) => s.inner().to_string(),
-    }
-}
-
 /// CEL's `string(duration)`: whole seconds, a trimmed fractional part when not zero, `s`.
-pub(crate) fn format_duration(d: &chrono::Duration) -> String {
+pub(crate) fn format_duration(d: &Duration) -> String {
     let secs = d.num_seconds();
     let nanos = d.subsec_nanos();
     let sign = if secs < 0 || nanos < 0 { "-" } else { "" };
@@ -424,10 +701,9 @@ pub(crate) fn format_duration(d: &chrono::Duration) -> String {
 }
 
 /// CEL's `string(timestamp)`: RFC 3339 in UTC, a trimmed fractional part when not zero.
-pub(crate) fn format_timestamp(ts: &chrono::DateTime<chrono::FixedOffset>) -> String {
-    let utc = ts.with_timezone(&chrono::Utc);
-    let nanos = utc.timestamp_subsec_nanos() % 1_000_000_000;
-    let base = utc.format("%Y-%m-%dT%H:%M:%S");
+pub(crate) fn format_timestamp(ts: &Timestamp) -> String {
+    let nanos = ts.timestamp_subsec_nanos() % 1_000_000_000;
+    let base = ts.format("%Y-%m-%dT%H:%M:%S");
     if nanos == 0 {
         format!("{base}Z")
     } else {
@@ -456,138 +732,6 @@ pub(crate) fn base64_encode(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-/// A non-scalar value shared between clones: it answers every operation as the value it
-/// wraps does, so the interpreter cannot tell them apart, but cloning it (to bind it, to
-/// bind a comprehension variable to a list element, or to return it) copies an `Arc`.
-#[derive(Debug, Clone)]
-pub(crate) struct Shared(Arc<dyn Val + 'static>);
-
-impl StaticVal for Shared {}
-
-impl Val for Shared {
-    fn get_type(&self) -> &Type {
-        self.0.get_type()
-    }
-
-    fn cel_type() -> &'static Type
-    where
-        Self: Sized,
-    {
-        // Only reached through the overload macros, which never name `Shared`.
-        &DYN_TYPE
-    }
-
-    fn as_adder<'b, 'v>(&'b self) -> Option<&'b (dyn Adder + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_adder()
-    }
-
-    fn as_comparer(&self) -> Option<&dyn Comparer> {
-        self.0.as_comparer()
-    }
-
-    fn as_container(&self) -> Option<&dyn Container> {
-        self.0.as_container()
-    }
-
-    fn as_divider<'b, 'v>(&'b self) -> Option<&'b (dyn Divider + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_divider()
-    }
-
-    fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_indexer()
-    }
-
-    fn into_indexer<'v>(self: Box<Self>) -> Option<Box<dyn Indexer + 'v>>
-    where
-        Self: 'v,
-    {
-        // The interpreter steals from a built-in container it owns alone: hand it a copy
-        // of this level (nested containers stay shared).
-        self.0.clone_as_boxed().into_indexer()
-    }
-
-    fn as_iterable<'b, 'v>(&'b self) -> Option<&'b (dyn Iterable + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_iterable()
-    }
-
-    fn as_modder<'b, 'v>(&'b self) -> Option<&'b (dyn Modder + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_modder()
-    }
-
-    fn as_multiplier<'b, 'v>(&'b self) -> Option<&'b (dyn Multiplier + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_multiplier()
-    }
-
-    fn as_negator<'b, 'v>(&'b self) -> Option<&'b (dyn Negator + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_negator()
-    }
-
-    fn as_sizer(&self) -> Option<&dyn Sizer> {
-        self.0.as_sizer()
-    }
-
-    fn as_subtractor<'b, 'v>(&'b self) -> Option<&'b (dyn Subtractor + 'v)>
-    where
-        Self: 'v,
-    {
-        self.0.as_subtractor()
-    }
-
-    fn as_zeroer(&self) -> Option<&dyn Zeroer> {
-        self.0.as_zeroer()
-    }
-
-    fn equals(&self, other: &dyn Val) -> bool {
-        self.0.equals(other)
-    }
-
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v>
-    where
-        Self: 'v,
-    {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-
-    fn as_builtin<'b, 'v>(&'b self) -> BuiltinRef<'b, 'v>
-    where
-        Self: 'v,
-    {
-        self.0.as_builtin()
-    }
-
-    fn into_builtin<'v>(self: Box<Self>) -> Option<Builtin<'v>>
-    where
-        Self: 'v,
-    {
-        self.0.clone_as_boxed().into_builtin()
-    }
 }
 
 #[cfg(test)]
@@ -648,6 +792,25 @@ mod tests {
     }
 
     #[test]
+    fn map_lookups_cross_numeric_types() {
+        let value = Value::map_from_entries([
+            (Value::int(1), Value::string("one")),
+            (Value::uint(2), Value::string("two")),
+            (Value::string("a"), Value::string("A")),
+            (Value::bool(false), Value::string("F")),
+        ])
+        .unwrap();
+        let Value::Map(m) = value else { panic!() };
+        assert_eq!(m.get(&Value::uint(1)), Some(&Value::string("one")));
+        assert_eq!(m.get(&Value::double(1.0)), Some(&Value::string("one")));
+        assert_eq!(m.get(&Value::int(2)), Some(&Value::string("two")));
+        assert_eq!(m.get(&Value::double(2.5)), None);
+        assert_eq!(m.get_str("a"), Some(&Value::string("A")));
+        assert_eq!(m.get_str("b"), None);
+        assert_eq!(m.get(&Value::bool(false)), Some(&Value::string("F")));
+    }
+
+    #[test]
     fn bytes_are_base64() {
         assert_eq!(Value::bytes(b"".to_vec()).to_json().unwrap(), json!(""));
         assert_eq!(
@@ -673,22 +836,13 @@ mod tests {
     #[test]
     fn durations_and_timestamps_use_cel_string_forms() {
         use chrono::TimeZone;
-        assert_eq!(format_duration(&chrono::Duration::seconds(5400)), "5400s");
-        assert_eq!(
-            format_duration(&chrono::Duration::milliseconds(1500)),
-            "1.5s"
-        );
-        assert_eq!(
-            format_duration(&chrono::Duration::milliseconds(-1500)),
-            "-1.5s"
-        );
-        assert_eq!(format_duration(&chrono::Duration::zero()), "0s");
-        let ts = chrono::FixedOffset::east_opt(3600)
-            .unwrap()
-            .with_ymd_and_hms(2024, 1, 2, 4, 4, 5)
-            .unwrap();
+        assert_eq!(format_duration(&Duration::seconds(5400)), "5400s");
+        assert_eq!(format_duration(&Duration::milliseconds(1500)), "1.5s");
+        assert_eq!(format_duration(&Duration::milliseconds(-1500)), "-1.5s");
+        assert_eq!(format_duration(&Duration::zero()), "0s");
+        let ts = chrono::Utc.with_ymd_and_hms(2024, 1, 2, 3, 4, 5).unwrap();
         assert_eq!(format_timestamp(&ts), "2024-01-02T03:04:05Z");
-        let ts = ts + chrono::Duration::milliseconds(250);
+        let ts = ts + Duration::milliseconds(250);
         assert_eq!(format_timestamp(&ts), "2024-01-02T03:04:05.25Z");
     }
 
@@ -696,13 +850,10 @@ mod tests {
     fn clones_share_lists_and_maps() {
         let value = Value::from_json(&json!({"items": [1, 2, 3]}));
         let clone = value.clone();
-        let (Some(a), Some(b)) = (
-            value.0.downcast_ref::<Shared>(),
-            clone.0.downcast_ref::<Shared>(),
-        ) else {
-            panic!("maps are shared");
+        let (Value::Map(a), Value::Map(b)) = (&value, &clone) else {
+            panic!("maps");
         };
-        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(Arc::ptr_eq(a, b));
         assert_eq!(value, clone);
     }
 
@@ -710,6 +861,7 @@ mod tests {
     fn equality_is_cel_equality() {
         assert_eq!(Value::int(1), Value::double(1.0));
         assert_eq!(Value::int(1), Value::uint(1));
+        assert_ne!(Value::int(-1), Value::uint(u64::MAX));
         assert_ne!(Value::double(f64::NAN), Value::double(f64::NAN));
         assert_eq!(
             Value::from_json(&json!({"a": [1, "x"]})),
@@ -719,6 +871,15 @@ mod tests {
             )])
         );
         assert_ne!(Value::string("1"), Value::int(1));
+        assert_eq!(
+            compare(&Value::int(1), &Value::double(1.5)),
+            Ok(Some(Ordering::Less))
+        );
+        assert_eq!(
+            compare(&Value::uint(u64::MAX), &Value::double(1e30)),
+            Ok(Some(Ordering::Less))
+        );
+        assert_eq!(compare(&Value::int(1), &Value::string("a")), Err(()));
     }
 
     #[test]

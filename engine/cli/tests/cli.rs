@@ -117,3 +117,193 @@ fn shipped_packs_check_clean() {
     let out = switchyard(&args);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
+
+const EXAMPLES: &[&str] = &[
+    "--input",
+    "rules/kcp-karmada/examples",
+    "--clock",
+    "2026-01-01T00:00:00Z",
+];
+
+fn args<'a>(head: &[&'a str]) -> Vec<&'a str> {
+    let mut all = head.to_vec();
+    all.extend_from_slice(EXAMPLES);
+    all
+}
+
+/// `render` prints exactly the reviewed golden file of the examples.
+#[test]
+fn render_examples_matches_golden() {
+    let out = switchyard(&args(&["render", "--pack", "rules/kcp-karmada"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let golden =
+        std::fs::read_to_string(root().join("rules/kcp-karmada/tests/golden/examples.yaml.golden"))
+            .unwrap();
+    assert_eq!(stdout(&out), golden);
+}
+
+#[test]
+fn render_json_lists_outputs_with_clusters_and_status() {
+    let out = switchyard(&args(&[
+        "render",
+        "--pack",
+        "rules/kcp-karmada",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let outputs = plan["outputs"].as_array().unwrap();
+    assert!(!outputs.is_empty());
+    assert!(outputs.iter().all(|o| o["cluster"] == "karmada"));
+    let triggers = plan["triggers"].as_array().unwrap();
+    assert!(
+        triggers
+            .iter()
+            .all(|t| t["status"]["conditions"][0]["type"] == "Synced")
+    );
+    assert!(
+        triggers
+            .iter()
+            .all(|t| t["finalizer"] == "switchyard.dev/kcp-karmada")
+    );
+}
+
+#[test]
+fn explain_traces_guards_lookups_and_outputs() {
+    let out = switchyard(&args(&["explain", "--pack", "rules/kcp-karmada"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("source:FleetWorkload.platform.edge-portal.eu:default/web\n"),
+        "{text}"
+    );
+    assert!(text.contains("  [fleet-workload] lookup fleet: `self.spec.fleetRef.name` => platform.edge-portal.eu/v1alpha1 Fleet default/"), "{text}");
+    assert!(
+        text.contains("  condition Synced=True (Synced): rendered by fleet-workload (4 outputs)"),
+        "{text}"
+    );
+}
+
+/// Copies a pack into a fresh temporary folder.
+fn copy_pack(from: &str, to: &Path) {
+    for entry in walk(&root().join(from)) {
+        let relative = entry.strip_prefix(root().join(from)).unwrap();
+        let target = to.join(relative);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &target).unwrap();
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("switchyard-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn diff_reports_changed_objects_and_exit_codes() {
+    let same = switchyard(&args(&[
+        "diff",
+        "--base",
+        "rules/kcp-karmada",
+        "--head",
+        "rules/kcp-karmada",
+    ]));
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert_eq!(stdout(&same), "");
+
+    let dir = temp_dir("diff");
+    let head = dir.join("kcp-karmada");
+    copy_pack("rules/kcp-karmada", &head);
+    let template = head.join("templates/service.yaml.hbs");
+    let text = std::fs::read_to_string(&template).unwrap();
+    std::fs::write(
+        &template,
+        text.replace("spec:\n", "spec:\n  sessionAffinity: ClientIP\n"),
+    )
+    .unwrap();
+    let partials = root().join("templates");
+    let head_arg = head.to_string_lossy().into_owned();
+    let partials_arg = partials.to_string_lossy().into_owned();
+    let mut cmd = args(&[
+        "diff",
+        "--base",
+        "rules/kcp-karmada",
+        "--head",
+        &head_arg,
+        "--partials",
+        &partials_arg,
+    ]);
+    let changed = switchyard(&cmd);
+    assert_eq!(changed.status.code(), Some(1), "{}", stderr(&changed));
+    let text = stdout(&changed);
+    assert!(
+        text.starts_with("changed v1 Service kcp-50bdde6c6b56/web (cluster karmada)\n"),
+        "{text}"
+    );
+    assert!(text.contains("+  sessionAffinity: ClientIP\n"), "{text}");
+    assert_eq!(
+        text.matches("changed ").count(),
+        2,
+        "two Services change: {text}"
+    );
+
+    cmd.extend(["-o", "markdown"]);
+    let markdown = stdout(&switchyard(&cmd));
+    assert!(markdown.starts_with("### switchyard diff: `kcp-karmada 0.1.0` → `kcp-karmada 0.1.0`\n\n0 added, 0 removed, 2 changed.\n"), "{markdown}");
+    assert!(markdown.contains("```diff\n"), "{markdown}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn test_writes_junit_and_fails_on_a_wrong_golden() {
+    let dir = temp_dir("junit");
+    let pack = dir.join("kcp-karmada");
+    copy_pack("rules/kcp-karmada", &pack);
+    let golden = pack.join("tests/golden/service.yaml.golden");
+    let text = std::fs::read_to_string(&golden).unwrap();
+    std::fs::write(
+        &golden,
+        text.replacen("    port: 80\n", "    port: 81\n", 1),
+    )
+    .unwrap();
+    let junit = dir.join("junit.xml");
+    let out = switchyard(&[
+        "test",
+        &pack.to_string_lossy(),
+        "--partials",
+        &root().join("templates").to_string_lossy(),
+        "--junit",
+        &junit.to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("FAIL kcp-karmada service: "), "{text}");
+    assert!(
+        text.contains("-    port: 81\n") && text.contains("+    port: 80\n"),
+        "{text}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testsuite name=\"kcp-karmada\""), "{xml}");
+    assert!(
+        xml.contains("<failure message=\"rendered output differs from golden file"),
+        "{xml}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
