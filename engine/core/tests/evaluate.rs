@@ -453,3 +453,70 @@ fn inputs_name_their_cluster_with_an_annotation() {
         "in.yaml:1:1: error[input::object]: object has no `apiVersion`"
     );
 }
+
+#[test]
+fn tables_are_data_in_cel_and_templates_and_decide_evaluates_them() {
+    let table = r#"
+apiVersion: switchyard.dev/v1alpha1
+kind: DecisionTable
+metadata: {name: regions}
+spec:
+  hitPolicy: first
+  inputs: [{name: city, type: string}]
+  outputs: [{name: region, type: string}]
+  rows:
+    - when: {city: [ber, muc]}
+      then: {region: eu-central}
+    - when: {city: sfo}
+      then: {region: us-west}
+  default: {region: unknown}
+"#;
+    let rule = RULE.replace(
+        "  outputs:\n",
+        "    - name: regions\n      expression: \"self.spec.cities.map(c, decide('regions', {'city': c}).region)\"\n    - name: known\n      expression: tables.regions.map(r, r.region)\n  outputs:\n",
+    );
+    let city = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{self.metadata.name}}-{{item}}\n  namespace: {{vars.namespace}}\ndata:\n  regions: {{vars.regions}}\n  first: {{tables.regions.[0].region}}\n";
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            ("tables/regions.yaml".to_string(), table.to_string()),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), city.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let result = load(&files);
+    let pack = result
+        .pack
+        .unwrap_or_else(|| panic!("{:#?}", result.diagnostics));
+    let trigger = app("web", &["ber", "sfo", "xyz"], "n");
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let cm = &outcome.desired[0].object;
+    assert_eq!(
+        cm["data"]["regions"],
+        json!(["eu-central", "us-west", "unknown"])
+    );
+    assert_eq!(cm["data"]["first"], "eu-central");
+    let known = outcome
+        .trace
+        .iter()
+        .find(|t| t.step == "vars.known")
+        .unwrap();
+    assert_eq!(known.result, r#"["eu-central","us-west"]"#);
+}
