@@ -55,6 +55,8 @@ mod analysis;
 mod env;
 mod error;
 mod functions;
+#[cfg_attr(not(test), allow(dead_code))]
+mod k8s;
 mod legacy_value;
 // The evaluator's value model and function registry (being switched over to).
 #[allow(dead_code, unused_imports)]

@@ -22,6 +22,7 @@ macro_rules! outln {
     }};
 }
 
+mod cel_command;
 mod commands;
 mod files;
 
@@ -121,6 +122,16 @@ enum Command {
         #[arg(long)]
         partials: Option<PathBuf>,
     },
+    /// Evaluate a CEL expression the way rules do (no expression: read one per line).
+    Cel {
+        expression: Option<String>,
+        /// A YAML or JSON map from variable name to value.
+        #[arg(long)]
+        bindings: Option<PathBuf>,
+        /// Bind one variable: NAME=JSON (repeatable).
+        #[arg(long = "var", value_name = "NAME=JSON")]
+        vars: Vec<String>,
+    },
     /// Print the JSON Schema of the pack format.
     Schema,
 }
@@ -212,6 +223,11 @@ fn main() -> ExitCode {
             clock,
             partials,
         } => commands::explain(&pack, &inputs, clock.as_deref(), partials.as_deref()),
+        Command::Cel {
+            expression,
+            bindings,
+            vars,
+        } => cel_command::run(expression.as_deref(), bindings.as_deref(), &vars),
         Command::Schema => commands::schema(),
     };
     match result {

@@ -307,3 +307,59 @@ fn test_writes_junit_and_fails_on_a_wrong_golden() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn cel_prints_results_as_json() {
+    let out = switchyard(&[
+        "cel",
+        "self.spec.replicas * 2 > 5",
+        "--var",
+        r#"self={"spec":{"replicas":3}}"#,
+    ]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "true\n")
+    );
+    let out = switchyard(&[
+        "cel",
+        "{'b': b'hi', 't': timestamp('2026-01-01T00:00:00Z'), 'd': duration('90m'), 'o': optional.of(1), 'n': optional.none()}",
+    ]);
+    assert_eq!(
+        stdout(&out),
+        "{\n  \"b\": \"aGk=\",\n  \"d\": \"5400s\",\n  \"n\": null,\n  \"o\": 1,\n  \"t\": \"2026-01-01T00:00:00Z\"\n}\n"
+    );
+}
+
+#[test]
+fn cel_reports_syntax_errors_with_a_caret() {
+    let out = switchyard(&["cel", "self.spec.replicas >"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:21: unexpected end of input\n  | self.spec.replicas >\n  |                     ^\n"
+    );
+}
+
+#[test]
+fn cel_reads_bindings_from_a_file() {
+    let dir = temp_dir("cel");
+    let file = dir.join("bindings.yaml");
+    std::fs::write(
+        &file,
+        "self:\n  metadata:\n    labels: {tier: edge}\nlimit: 2\n",
+    )
+    .unwrap();
+    let out = switchyard(&[
+        "cel",
+        "self.metadata.labels.tier == 'edge' && limit == 2",
+        "--bindings",
+        &file.to_string_lossy(),
+    ]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "true\n"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,135 @@
+//! `switchyard cel`: evaluate one CEL expression, or a prompt of them, the way rules do.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+
+use switchyard_cel as cel;
+use switchyard_core::yaml;
+
+use crate::CliError;
+
+/// Variables for the expression: a bindings file (a YAML or JSON map) then `--var` pairs.
+fn bindings(
+    file: Option<&Path>,
+    vars: &[String],
+) -> Result<BTreeMap<String, serde_json::Value>, CliError> {
+    let mut out = BTreeMap::new();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
+        let shown = crate::files::display(path);
+        let documents = yaml::parse_documents(&text).map_err(|e| {
+            CliError::Input(format!(
+                "{shown}:{}:{}: invalid YAML: {}",
+                e.pos.line, e.pos.column, e.message
+            ))
+        })?;
+        match documents.first().map(yaml::Node::to_json) {
+            Some(serde_json::Value::Object(map)) => out.extend(map),
+            None => {}
+            Some(_) => {
+                return Err(CliError::Input(format!(
+                    "{shown}: bindings must be a map from variable name to value"
+                )));
+            }
+        }
+    }
+    for pair in vars {
+        let Some((name, json)) = pair.split_once('=') else {
+            return Err(CliError::Usage(format!("--var `{pair}` must be NAME=JSON")));
+        };
+        let value: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| CliError::Usage(format!("--var {name}: `{json}` is not JSON: {e}")))?;
+        out.insert(name.to_string(), value);
+    }
+    Ok(out)
+}
+
+/// Evaluates `source`; the result as JSON, or the error text (with a caret for syntax errors).
+fn evaluate(
+    env: &cel::Env,
+    source: &str,
+    bound: &BTreeMap<String, cel::Value>,
+) -> Result<serde_json::Value, String> {
+    let program = env.compile(source).map_err(|e| {
+        format!(
+            "{}:{}: {}\n  | {}",
+            e.line,
+            e.column,
+            e.message,
+            e.caret(source).replace('\n', "\n  | ")
+        )
+    })?;
+    let mut activation = cel::Activation::new(env);
+    for (name, value) in bound {
+        activation.bind(name, value.clone());
+    }
+    let value = program.eval(&activation).map_err(|e| e.message)?;
+    value.to_json().map_err(|e| e.message)
+}
+
+pub fn run(expression: Option<&str>, file: Option<&Path>, vars: &[String]) -> Result<u8, CliError> {
+    let env = cel::Env::kubernetes();
+    let mut bound: BTreeMap<String, cel::Value> = bindings(file, vars)?
+        .iter()
+        .map(|(k, v)| (k.clone(), cel::Value::from_json(v)))
+        .collect();
+    if let Some(source) = expression {
+        return Ok(match evaluate(&env, source, &bound) {
+            Ok(json) => {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&json).unwrap_or_default()
+                );
+                0
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                1
+            }
+        });
+    }
+    eprintln!(
+        "switchyard cel: one expression per line; `:let NAME = JSON` binds a variable, `:vars` lists them, `:quit` ends"
+    );
+    let stdin = std::io::stdin();
+    let mut failed = false;
+    for line in stdin.lock().lines() {
+        let line = line.map_err(|e| CliError::Input(format!("reading stdin: {e}")))?;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line == ":quit" || line == ":q" {
+            break;
+        }
+        if line == ":vars" {
+            for name in bound.keys() {
+                outln!("{name}");
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(":let ") {
+            match rest.split_once('=') {
+                Some((name, json)) => {
+                    match serde_json::from_str::<serde_json::Value>(json.trim()) {
+                        Ok(value) => {
+                            bound.insert(name.trim().to_string(), cel::Value::from_json(&value));
+                        }
+                        Err(e) => eprintln!("error: `{}` is not JSON: {e}", json.trim()),
+                    }
+                }
+                None => eprintln!("error: use `:let NAME = JSON`"),
+            }
+            continue;
+        }
+        match evaluate(&env, line, &bound) {
+            Ok(json) => outln!("{}", serde_json::to_string(&json).unwrap_or_default()),
+            Err(message) => {
+                failed = true;
+                eprintln!("error: {message}");
+            }
+        }
+    }
+    Ok(u8::from(failed))
+}
