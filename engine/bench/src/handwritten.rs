@@ -869,7 +869,7 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
         constraint.insert("maxGroups".into(), max_groups.clone());
         constraint.insert("minGroups".into(), min_groups.clone());
         spread_constraints.push(Value::Object(constraint));
-        if by_field.is_some_and(|f| f.as_str() != Some("cluster")) {
+        if by_field.is_some_and(|f| f.as_str() != Some("region")) {
             spread_constraints.push(json!({"spreadByField": "cluster",
                 "maxGroups": max_groups, "minGroups": min_groups}));
         }
