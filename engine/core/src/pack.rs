@@ -383,15 +383,8 @@ impl<'a> Loader<'a> {
             };
             for node in &parsed.nodes {
                 if let Some(rule) = self.decode::<RuleDocument>(&parsed.file, node)
-                    && let Some(compiled) = self.compile_rule(
-                        &document,
-                        &env,
-                        &templates,
-                        &tables,
-                        &parsed.file,
-                        node,
-                        rule,
-                    )
+                    && let Some(compiled) =
+                        self.compile_rule(&document, &env, &templates, &parsed.file, node, rule)
                 {
                     rules.push(compiled);
                 }
@@ -675,7 +668,6 @@ impl<'a> Loader<'a> {
         pack: &PackDocument,
         env: &cel::Env,
         templates: &TemplateSet,
-        tables: &BTreeMap<String, Table>,
         file: &str,
         node: &Node,
         document: RuleDocument,
@@ -1017,7 +1009,7 @@ impl<'a> Loader<'a> {
         }
 
         // Templates may read only what exists.
-        for (i, output) in outputs.iter().enumerate() {
+        for output in &outputs {
             if !templates.has_template(&output.template) {
                 continue;
             }
@@ -1058,11 +1050,9 @@ impl<'a> Loader<'a> {
                         )
                         .in_rule(&rule),
                     );
-                    let _ = i;
                 }
             }
         }
-        let _ = tables;
 
         let steps = match order_steps(&lookups, &guards, &vars) {
             Ok(steps) => steps,

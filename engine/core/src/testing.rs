@@ -194,15 +194,7 @@ fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut Ca
 
 fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport) {
     let selector = &expected.trigger;
-    let Some(outcome) = plan.outcomes.iter().find(|o| {
-        o.trigger.kind == selector.kind
-            && o.trigger.name == selector.name
-            && o.trigger.namespace == selector.namespace
-            && selector
-                .cluster
-                .as_ref()
-                .is_none_or(|c| *c == o.trigger.cluster)
-    }) else {
+    let Some(outcome) = plan.outcomes.iter().find(|o| selects(selector, &o.trigger)) else {
         report
             .failures
             .push(format!("no trigger {} was evaluated", describe(selector)));
@@ -290,16 +282,16 @@ fn selector_of(cluster: &str, object: &Value) -> Result<ObjectSelector, String> 
 fn find_output<'p>(plan: &'p Plan, selector: &ObjectSelector) -> Option<&'p Value> {
     plan.objects
         .iter()
-        .find(|d| {
-            d.key.kind == selector.kind
-                && d.key.name == selector.name
-                && d.key.namespace == selector.namespace
-                && selector
-                    .cluster
-                    .as_ref()
-                    .is_none_or(|c| *c == d.key.cluster)
-        })
+        .find(|d| selects(selector, &d.key))
         .map(|d| &d.object)
+}
+
+/// Does a test's selector name this object? (The cluster only when the selector gives one.)
+fn selects(selector: &ObjectSelector, key: &crate::object::ObjectKey) -> bool {
+    key.kind == selector.kind
+        && key.name == selector.name
+        && key.namespace == selector.namespace
+        && selector.cluster.as_ref().is_none_or(|c| *c == key.cluster)
 }
 
 fn describe(selector: &ObjectSelector) -> String {

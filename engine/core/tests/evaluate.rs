@@ -67,17 +67,26 @@ const NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{v
 const CITY: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{self.metadata.name}}-{{item}}\n  namespace: {{vars.namespace}}\n  labels:\n    city: {{item}}\ndata:\n  app: {{self.metadata.name}}\n  note: {{self.spec.note}}\n  index: {{index}}\n";
 
 fn pack_with(rule: &str) -> Pack {
+    pack_with_files(rule, &[])
+}
+
+/// The demo pack with `rule`, plus files that replace or add to the default ones.
+fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
+    let mut files = BTreeMap::from([
+        ("pack.yaml".to_string(), PACK.to_string()),
+        ("rules/app.yaml".to_string(), rule.to_string()),
+        (
+            "templates/namespace.yaml.hbs".to_string(),
+            NAMESPACE.to_string(),
+        ),
+        ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+    ]);
+    for (path, text) in extra {
+        files.insert((*path).to_string(), (*text).to_string());
+    }
     let files = PackFiles {
         root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule.to_string()),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
+        files,
         shared_partials: BTreeMap::new(),
     };
     let result = load(&files);
@@ -476,24 +485,13 @@ spec:
         "    - name: regions\n      expression: \"self.spec.cities.map(c, decide('regions', {'city': c}).region)\"\n    - name: known\n      expression: tables.regions.map(r, r.region)\n  outputs:\n",
     );
     let city = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{self.metadata.name}}-{{item}}\n  namespace: {{vars.namespace}}\ndata:\n  regions: {{vars.regions}}\n  first: {{tables.regions.[0].region}}\n";
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            ("tables/regions.yaml".to_string(), table.to_string()),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), city.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
-    let pack = result
-        .pack
-        .unwrap_or_else(|| panic!("{:#?}", result.diagnostics));
+    let pack = pack_with_files(
+        &rule,
+        &[
+            ("tables/regions.yaml", table),
+            ("templates/city.yaml.hbs", city),
+        ],
+    );
     let trigger = app("web", &["ber", "sfo", "xyz"], "n");
     let w = world(&[trigger.clone(), team()]);
     let outcome = evaluate(
