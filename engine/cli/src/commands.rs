@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use switchyard_core::diagnostic::Severity;
 use switchyard_core::{Pack, diff, model, plan, testing};
 
-use crate::files::{read_inputs, read_pack};
-use crate::{CliError, DiffFormat, RenderFormat};
+use crate::files::{read_crds, read_inputs, read_pack};
+use crate::{CliError, DiffFormat, RenderFormat, Sources};
 
 fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
     match text {
@@ -19,10 +19,22 @@ fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
     }
 }
 
+/// Reads a pack and the CRDs it is checked against, and loads it.
+fn load_files(
+    dir: &Path,
+    sources: &Sources,
+) -> Result<(switchyard_core::PackFiles, switchyard_core::LoadResult), CliError> {
+    let files = read_pack(dir, sources.partials.as_deref())?;
+    let options = switchyard_core::LoadOptions {
+        crds: read_crds(dir, &sources.crds)?,
+    };
+    let result = switchyard_core::load_with(&files, &options);
+    Ok((files, result))
+}
+
 /// Loads a pack, printing its diagnostics to stderr.
-fn load_pack(dir: &Path, partials: Option<&Path>) -> Result<Pack, CliError> {
-    let files = read_pack(dir, partials)?;
-    let result = switchyard_core::load(&files);
+fn load_pack(dir: &Path, sources: &Sources) -> Result<Pack, CliError> {
+    let (files, result) = load_files(dir, sources)?;
     for d in &result.diagnostics {
         eprintln!("{d}");
     }
@@ -50,9 +62,9 @@ pub fn render(
     inputs: &[PathBuf],
     format: RenderFormat,
     clock_text: Option<&str>,
-    partials: Option<&Path>,
+    sources: &Sources,
 ) -> Result<u8, CliError> {
-    let pack = load_pack(pack_dir, partials)?;
+    let pack = load_pack(pack_dir, sources)?;
     let plan = plan_for(&pack, inputs, clock(clock_text)?)?;
     match format {
         RenderFormat::Yaml => out!("{}", plan::to_yaml(&plan)),
@@ -68,9 +80,9 @@ pub fn explain(
     pack_dir: &Path,
     inputs: &[PathBuf],
     clock_text: Option<&str>,
-    partials: Option<&Path>,
+    sources: &Sources,
 ) -> Result<u8, CliError> {
-    let pack = load_pack(pack_dir, partials)?;
+    let pack = load_pack(pack_dir, sources)?;
     let plan = plan_for(&pack, inputs, clock(clock_text)?)?;
     if plan.outcomes.is_empty() {
         let watched: Vec<String> = pack
@@ -118,12 +130,11 @@ pub fn explain(
     Ok(report_errors(&plan))
 }
 
-pub fn check(packs: &[PathBuf], json: bool, partials: Option<&Path>) -> Result<u8, CliError> {
+pub fn check(packs: &[PathBuf], json: bool, sources: &Sources) -> Result<u8, CliError> {
     let mut failed = false;
     let mut all = Vec::new();
     for dir in packs {
-        let files = read_pack(dir, partials)?;
-        let result = switchyard_core::load(&files);
+        let (files, result) = load_files(dir, sources)?;
         failed |= result.has_errors();
         let errors = result
             .diagnostics
@@ -161,7 +172,7 @@ pub fn test(
     packs: &[PathBuf],
     junit: Option<&Path>,
     update: bool,
-    partials: Option<&Path>,
+    sources: &Sources,
 ) -> Result<u8, CliError> {
     let packs: Vec<PathBuf> = if packs.is_empty() {
         let rules = Path::new("rules");
@@ -180,7 +191,7 @@ pub fn test(
     let mut failed = 0;
     let mut passed = 0;
     for dir in &packs {
-        let pack = load_pack(dir, partials)?;
+        let pack = load_pack(dir, sources)?;
         let reports = testing::run_tests(&pack);
         if reports.is_empty() {
             outln!("{}: no test cases", dir.display());
@@ -260,11 +271,11 @@ pub fn diff(
     inputs: &[PathBuf],
     format: DiffFormat,
     clock_text: Option<&str>,
-    partials: Option<&Path>,
+    sources: &Sources,
 ) -> Result<u8, CliError> {
     let now = clock(clock_text)?;
-    let base = load_pack(base_dir, partials)?;
-    let head = load_pack(head_dir, partials)?;
+    let base = load_pack(base_dir, sources)?;
+    let head = load_pack(head_dir, sources)?;
     let base_plan = plan_for(&base, inputs, now)?;
     let head_plan = plan_for(&head, inputs, now)?;
     let changes = diff::diff_plans(&base_plan, &head_plan);

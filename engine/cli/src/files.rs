@@ -62,12 +62,62 @@ pub fn read_pack(dir: &Path, partials: Option<&Path>) -> Result<PackFiles, CliEr
 /// The repository's shared `templates/` folder: the first ancestor of the pack's parent that
 /// has one.
 fn find_shared_templates(pack: &Path) -> Option<PathBuf> {
+    find_above(pack, "templates")
+}
+
+/// The first ancestor of the pack's parent that has the folder `relative`.
+fn find_above(pack: &Path, relative: &str) -> Option<PathBuf> {
     let absolute = pack.canonicalize().ok()?;
     absolute
         .parent()?
         .ancestors()
-        .map(|a| a.join("templates"))
+        .map(|a| a.join(relative))
         .find(|t| t.is_dir())
+}
+
+/// Reads CustomResourceDefinitions from files and folders (`*.yaml`, `*.yml`, `*.json`),
+/// default the nearest `config/crds/` above the pack. Documents of other kinds are skipped.
+pub fn read_crds(pack: &Path, paths: &[PathBuf]) -> Result<Vec<serde_json::Value>, CliError> {
+    let paths: Vec<PathBuf> = if paths.is_empty() {
+        find_above(pack, "config/crds").into_iter().collect()
+    } else {
+        paths.to_vec()
+    };
+    let mut crds = Vec::new();
+    for path in paths {
+        let files = if path.is_dir() {
+            walk(&path)?
+        } else {
+            vec![path.clone()]
+        };
+        for file in files {
+            if !matches!(
+                file.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml" | "json")
+            ) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).map_err(|e| CliError::io(&file, e))?;
+            let documents = switchyard_core::yaml::parse_documents(&text).map_err(|e| {
+                CliError::Input(format!(
+                    "{}:{}:{}: invalid YAML: {}",
+                    display(&file),
+                    e.pos.line,
+                    e.pos.column,
+                    e.message
+                ))
+            })?;
+            crds.extend(
+                documents
+                    .iter()
+                    .map(switchyard_core::yaml::Node::to_json)
+                    .filter(|d| {
+                        d.get("kind").and_then(|k| k.as_str()) == Some("CustomResourceDefinition")
+                    }),
+            );
+        }
+    }
+    Ok(crds)
 }
 
 /// Reads input objects from files and folders (recursively, `*.yaml` and `*.yml`, in name

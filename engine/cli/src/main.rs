@@ -42,6 +42,19 @@ struct Cli {
     command: Command,
 }
 
+/// Where a pack's shared partials and the CRDs its expressions are type-checked against
+/// come from.
+#[derive(clap::Args, Clone, Default)]
+pub struct Sources {
+    /// The shared partials folder; default the nearest `templates/` above the pack.
+    #[arg(long)]
+    pub partials: Option<PathBuf>,
+    /// A folder (or file) of CustomResourceDefinitions to type-check expressions against;
+    /// repeatable. Default the nearest `config/crds/` above the pack.
+    #[arg(long = "crds")]
+    pub crds: Vec<PathBuf>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum RenderFormat {
     Yaml,
@@ -70,9 +83,8 @@ enum Command {
         /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
-        /// The shared partials folder; default the nearest `templates/` above the pack.
-        #[arg(long)]
-        partials: Option<PathBuf>,
+        #[command(flatten)]
+        sources: Sources,
     },
     /// Run the test cases of packs (default: every pack under ./rules).
     Test {
@@ -83,8 +95,8 @@ enum Command {
         /// Rewrite golden files with what the pack renders now.
         #[arg(long)]
         update: bool,
-        #[arg(long)]
-        partials: Option<PathBuf>,
+        #[command(flatten)]
+        sources: Sources,
     },
     /// Validate packs: every error with file, line and column.
     Check {
@@ -93,8 +105,8 @@ enum Command {
         /// Print diagnostics as JSON.
         #[arg(long)]
         json: bool,
-        #[arg(long)]
-        partials: Option<PathBuf>,
+        #[command(flatten)]
+        sources: Sources,
     },
     /// Compare what two versions of a pack render for the same inputs.
     Diff {
@@ -108,8 +120,8 @@ enum Command {
         format: DiffFormat,
         #[arg(long)]
         clock: Option<String>,
-        #[arg(long)]
-        partials: Option<PathBuf>,
+        #[command(flatten)]
+        sources: Sources,
     },
     /// Trace why each rule did or did not fire for the input objects.
     Explain {
@@ -119,8 +131,8 @@ enum Command {
         inputs: Vec<PathBuf>,
         #[arg(long)]
         clock: Option<String>,
-        #[arg(long)]
-        partials: Option<PathBuf>,
+        #[command(flatten)]
+        sources: Sources,
     },
     /// Evaluate a CEL expression the way rules do (no expression: read one per line).
     Cel {
@@ -183,46 +195,33 @@ fn main() -> ExitCode {
             inputs,
             format,
             clock,
-            partials,
-        } => commands::render(
-            &pack,
-            &inputs,
-            format,
-            clock.as_deref(),
-            partials.as_deref(),
-        ),
+            sources,
+        } => commands::render(&pack, &inputs, format, clock.as_deref(), &sources),
         Command::Test {
             packs,
             junit,
             update,
-            partials,
-        } => commands::test(&packs, junit.as_deref(), update, partials.as_deref()),
+            sources,
+        } => commands::test(&packs, junit.as_deref(), update, &sources),
         Command::Check {
             packs,
             json,
-            partials,
-        } => commands::check(&packs, json, partials.as_deref()),
+            sources,
+        } => commands::check(&packs, json, &sources),
         Command::Diff {
             base,
             head,
             inputs,
             format,
             clock,
-            partials,
-        } => commands::diff(
-            &base,
-            &head,
-            &inputs,
-            format,
-            clock.as_deref(),
-            partials.as_deref(),
-        ),
+            sources,
+        } => commands::diff(&base, &head, &inputs, format, clock.as_deref(), &sources),
         Command::Explain {
             pack,
             inputs,
             clock,
-            partials,
-        } => commands::explain(&pack, &inputs, clock.as_deref(), partials.as_deref()),
+            sources,
+        } => commands::explain(&pack, &inputs, clock.as_deref(), &sources),
         Command::Cel {
             expression,
             bindings,

@@ -34,8 +34,8 @@ fn check_reports_every_error_of_a_broken_pack_with_positions() {
         "\
 tests/fixtures/packs/broken/rules/config.yaml:11:39: error[cel::syntax]: invalid CEL expression: unexpected end of input
   in rule `config`
-  | self.spec.replicas >
-  |                     ^
+  |     - expression: self.spec.replicas >
+  |                                       ^
 tests/fixtures/packs/broken/rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected `name` or `expression` at `spec.vars[0].replicsa`
 tests/fixtures/packs/broken/tables/sizes.yaml:17:7: error[table::lint]: rows 1 and 2 overlap: both match replicas=3
 tests/fixtures/packs/broken/templates/config.yaml.hbs:8:9: error[template::unknown-variable]: variable `vars.size` is not defined (template `config.yaml.hbs` used by output `config`)
@@ -360,6 +360,53 @@ fn cel_reads_bindings_from_a_file() {
         (Some(0), "true\n"),
         "{}",
         stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A misspelled field and a type mismatch in a kcp-karmada guard are reported at their
+/// positions in the file, inside a folded (`>-`) YAML block, before anything runs.
+#[test]
+fn check_type_checks_guards_against_the_crds() {
+    let dir = temp_dir("typecheck");
+    let pack = dir.join("kcp-karmada");
+    copy_pack("rules/kcp-karmada", &pack);
+    let rule = pack.join("rules/fleet-workload.yaml");
+    let text = std::fs::read_to_string(&rule).unwrap();
+    let text = text
+        .replacen(
+            "        && (size(self.spec.?service.?ports.orValue([])) == 0",
+            "        && self.spec.replicas == 'three' && (size(self.spec.?service.?ports.orValue([])) == 0",
+            1,
+        )
+        .replacen("            || self.metadata.name.matches(", "            || self.metadata.nmae.matches(", 1);
+    std::fs::write(&rule, text).unwrap();
+    let out = switchyard(&[
+        "check",
+        &pack.to_string_lossy(),
+        "--partials",
+        &root().join("templates").to_string_lossy(),
+        "--crds",
+        &root().join("config/crds").to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = rule.to_string_lossy().into_owned();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "\
+{shown}:42:31: error[cel::type]: found no matching overload for '_==_' applied to '(int, string)'
+  in rule `fleet-workload`
+  |         && self.spec.replicas == 'three' && (size(self.spec.?service.?ports.orValue([])) == 0
+  |                               ^
+{shown}:43:34: error[cel::type]: undefined field 'nmae' (did you mean 'name'?)
+  in rule `fleet-workload`
+  |             || self.metadata.nmae.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))
+  |                                  ^
+{}: 2 errors, 0 warnings
+",
+            pack.to_string_lossy()
+        )
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

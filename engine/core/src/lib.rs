@@ -23,5 +23,5 @@ pub mod yaml;
 pub use diagnostic::{Diagnostic, Severity};
 pub use evaluate::{DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate};
 pub use object::{MemoryWorld, ObjectKey, World};
-pub use pack::{LoadResult, Pack, PackFiles, load};
+pub use pack::{LoadOptions, LoadResult, Pack, PackFiles, load, load_with};
 pub use plan::{Plan, plan};

@@ -222,11 +222,27 @@ impl LoadResult {
     }
 }
 
+/// What a pack is checked against besides its own files.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// CustomResourceDefinitions (as JSON) of the kinds rules watch and look up: expressions
+    /// are type-checked against their OpenAPI schemas. Kinds without one are typed loosely
+    /// (metadata typed, everything else `dyn`).
+    pub crds: Vec<serde_json::Value>,
+}
+
 /// Loads and validates a pack.
 pub fn load(files: &PackFiles) -> LoadResult {
+    load_with(files, &LoadOptions::default())
+}
+
+/// Loads and validates a pack, type-checking its expressions against `options.crds`.
+pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
     let mut loader = Loader {
         files,
+        crds: &options.crds,
         diagnostics: Vec::new(),
+        texts: BTreeMap::new(),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -240,7 +256,10 @@ pub fn load(files: &PackFiles) -> LoadResult {
 
 struct Loader<'a> {
     files: &'a PackFiles,
+    crds: &'a [serde_json::Value],
     diagnostics: Vec<Diagnostic>,
+    /// Displayed file name -> text, for mapping positions inside scalars back to the file.
+    texts: BTreeMap<String, &'a str>,
 }
 
 /// A file's parsed YAML documents.
@@ -256,7 +275,9 @@ impl<'a> Loader<'a> {
 
     fn parse_file(&mut self, relative: &str) -> Option<Parsed> {
         let file = self.files.display(relative);
-        let text = self.files.files.get(relative)?;
+        let files: &'a PackFiles = self.files;
+        let text = files.files.get(relative)?;
+        self.texts.insert(file.clone(), text.as_str());
         match yaml::parse_documents(text) {
             Ok(nodes) => Some(Parsed {
                 file,
@@ -628,6 +649,30 @@ impl<'a> Loader<'a> {
         set
     }
 
+    /// A diagnostic about position (`line`, `column`) of the expression at `path` of `node`:
+    /// located in the file, with the file's line and a caret as the snippet.
+    #[allow(clippy::too_many_arguments)]
+    fn expression_diagnostic(
+        &self,
+        code: &'static str,
+        message: String,
+        file: &str,
+        rule: &str,
+        node: &Node,
+        path: &str,
+        line: usize,
+        column: usize,
+    ) -> Diagnostic {
+        let at = node.closest(&yaml::parse_path(path));
+        let text = self.texts.get(file).copied().unwrap_or("");
+        let pos = yaml::value_position(text, at, line, column);
+        let source_line = text.lines().nth(pos.line.saturating_sub(1)).unwrap_or("");
+        Diagnostic::error(code, message)
+            .at(file, pos)
+            .in_rule(rule)
+            .with_snippet(source_line, pos.column)
+    }
+
     /// Compiles a CEL expression found at `path` of `node`; reports a syntax error with its
     /// position in the file and a caret under it.
     fn compile_expr(
@@ -645,18 +690,17 @@ impl<'a> Loader<'a> {
                 path: path.to_string(),
             }),
             Err(e) => {
-                let at = node.closest(&yaml::parse_path(path));
-                let pos = at.offset_pos(e.line, e.column);
-                let line = source.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
-                self.error(
-                    Diagnostic::error(
-                        "cel::syntax",
-                        format!("invalid CEL expression: {}", e.message),
-                    )
-                    .at(file, pos)
-                    .in_rule(rule)
-                    .with_snippet(line, e.column),
+                let d = self.expression_diagnostic(
+                    "cel::syntax",
+                    format!("invalid CEL expression: {}", e.message),
+                    file,
+                    rule,
+                    node,
+                    path,
+                    e.line,
+                    e.column,
                 );
+                self.error(d);
                 None
             }
         }
@@ -996,16 +1040,18 @@ impl<'a> Loader<'a> {
             }
         }
         for (path, source, message, needle) in reference_errors {
-            let at_node = node.closest(&yaml::parse_path(&path));
             let (line, column) = find_in_source(&source, &needle);
-            let pos = at_node.offset_pos(line, column);
-            let text = source.lines().nth(line - 1).unwrap_or("").to_string();
-            self.error(
-                Diagnostic::error("cel::unknown-variable", message)
-                    .at(file, pos)
-                    .in_rule(&rule)
-                    .with_snippet(&text, column),
+            let d = self.expression_diagnostic(
+                "cel::unknown-variable",
+                message,
+                file,
+                &rule,
+                node,
+                &path,
+                line,
+                column,
             );
+            self.error(d);
         }
 
         // Templates may read only what exists.
@@ -1075,15 +1121,31 @@ impl<'a> Loader<'a> {
         if self.error_count() > errors_before {
             return None;
         }
+        let watch = CompiledWatch {
+            cluster: watch_cluster,
+            api_version: spec.watch.api_version.clone(),
+            kind: spec.watch.kind.clone(),
+            selector: spec.watch.selector.clone(),
+        };
+        self.type_check(
+            &rule,
+            file,
+            node,
+            &watch,
+            &lookups,
+            &guards,
+            &vars,
+            &steps,
+            &outputs,
+            status.as_ref(),
+        );
+        if self.error_count() > errors_before {
+            return None;
+        }
         Some(CompiledRule {
             name: rule,
             file: file.to_string(),
-            watch: CompiledWatch {
-                cluster: watch_cluster,
-                api_version: spec.watch.api_version.clone(),
-                kind: spec.watch.kind.clone(),
-                selector: spec.watch.selector.clone(),
-            },
+            watch,
             lookups,
             guards,
             vars,
@@ -1092,6 +1154,129 @@ impl<'a> Loader<'a> {
             status,
             deletion: spec.deletion,
         })
+    }
+
+    /// Type-checks every expression of a rule against the CRD schemas, in evaluation order,
+    /// so each variable's type is known where later expressions read it.
+    #[allow(clippy::too_many_arguments)]
+    fn type_check(
+        &mut self,
+        rule: &str,
+        file: &str,
+        node: &Node,
+        watch: &CompiledWatch,
+        lookups: &[CompiledLookup],
+        guards: &[CompiledGuard],
+        vars: &[CompiledVar],
+        steps: &[Step],
+        outputs: &[CompiledOutput],
+        status: Option<&CompiledStatus>,
+    ) {
+        use cel::check::{ObjectType, Type, TypeEnv};
+        let object_type = |api_version: &str, kind: &str| {
+            cel::check::object_type_for_kind(self.crds, api_version, kind)
+                .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
+        };
+        let mut env = TypeEnv::new()
+            .with_function("decide")
+            .with_variable("self", object_type(&watch.api_version, &watch.kind))
+            .with_variable(
+                "cluster",
+                Type::object(ObjectType::new("cluster").with_field("name", Type::String)),
+            )
+            .with_variable("now", Type::String)
+            .with_variable("tables", Type::map(Type::String, Type::list(Type::Dyn)));
+        for lookup in lookups {
+            let ty = object_type(&lookup.api_version, &lookup.kind);
+            let ty = match lookup.key {
+                LookupKey::Name(_) => ty,
+                LookupKey::Labels(_) => Type::list(ty),
+            };
+            env.add_variable(&lookup.name, ty);
+        }
+        let mut vars_type = ObjectType::new("vars");
+        env.add_variable("vars", Type::object(vars_type.clone()));
+        // (path, message, line, column)
+        let mut issues: Vec<(String, String, usize, usize)> = Vec::new();
+        let mut check = |env: &TypeEnv, expr: &Expr, want_bool: bool| -> Type {
+            let (ty, found) = cel::check::check(&expr.program, env);
+            let at = |message: String, line: usize, column: usize| {
+                (expr.path.clone(), message, line, column)
+            };
+            for issue in found {
+                issues.push(at(issue.message, issue.line, issue.column));
+            }
+            if want_bool && !ty.is_assignable_to(&Type::Bool) {
+                issues.push(at(
+                    format!("expected a bool, the expression gives {ty}"),
+                    1,
+                    1,
+                ));
+            }
+            ty
+        };
+        for step in steps {
+            match *step {
+                Step::Guard(i) => {
+                    check(&env, &guards[i].expr, true);
+                    if let Some(m) = &guards[i].message_expr {
+                        check(&env, m, false);
+                    }
+                }
+                Step::Lookup(i) => {
+                    let l = &lookups[i];
+                    for e in l.namespace.iter() {
+                        check(&env, e, false);
+                    }
+                    if let Some(e) = &l.when {
+                        check(&env, e, true);
+                    }
+                    match &l.key {
+                        LookupKey::Name(e) | LookupKey::Labels(e) => {
+                            check(&env, e, false);
+                        }
+                    }
+                }
+                Step::Var(i) => {
+                    let ty = check(&env, &vars[i].expr, false);
+                    vars_type = vars_type.with_field(vars[i].name.clone(), ty);
+                    env.add_variable("vars", Type::object(vars_type.clone()));
+                }
+            }
+        }
+        for output in outputs {
+            if let Some(e) = &output.when {
+                check(&env, e, true);
+            }
+            if let Some(e) = &output.for_each {
+                check(&env, e, false);
+            }
+        }
+        if let Some(status) = status {
+            for (_, e) in &status.fields {
+                check(&env, e, false);
+            }
+            for c in &status.conditions {
+                check(&env, &c.status, false);
+                check(&env, &c.reason, false);
+                if let Some(m) = &c.message {
+                    check(&env, m, false);
+                }
+            }
+        }
+        for (path, message, line, column) in issues {
+            let d = self.expression_diagnostic(
+                "cel::type",
+                message,
+                file,
+                rule,
+                node,
+                &path,
+                line,
+                column,
+            );
+            self.error(d);
+        }
     }
 
     fn compile_condition(

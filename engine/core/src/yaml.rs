@@ -165,6 +165,80 @@ impl Node {
     }
 }
 
+/// Maps a 1-based (line, column) inside a scalar's value to its position in `text`, the
+/// file the scalar was parsed from. Literal blocks map line for line; folded blocks, plain
+/// and quoted scalars that span lines are followed through YAML's line folding by reading
+/// the source lines again. Escapes in quoted scalars are not undone, so a column after an
+/// escape is approximate.
+pub fn value_position(text: &str, node: &Node, line: usize, column: usize) -> Pos {
+    let NodeValue::Scalar(Value::String(value), style) = &node.value else {
+        return node.pos;
+    };
+    if *style == ScalarStyle::Literal {
+        return node.offset_pos(line, column);
+    }
+    // The character offset of (line, column) in the value.
+    let offset: usize = value
+        .split('\n')
+        .take(line.saturating_sub(1))
+        .map(|l| l.chars().count() + 1)
+        .sum::<usize>()
+        + column.saturating_sub(1);
+    let source: Vec<&str> = text.lines().collect();
+    let Some(first) = source.get(node.pos.line.saturating_sub(1)) else {
+        return node.offset_pos(line, column);
+    };
+    // (offset in the value where a source line's text starts, line, column of that text)
+    let mut segments: Vec<(usize, usize, usize)> = Vec::new();
+    let mut cursor = 0usize;
+    let mut pending_join = false;
+    let start_column = match style {
+        ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted => node.pos.column + 1,
+        _ => node.pos.column,
+    };
+    let block = *style == ScalarStyle::Folded;
+    let indent = node.pos.column.saturating_sub(1);
+    for (i, raw) in source.iter().enumerate().skip(node.pos.line - 1) {
+        let (col, content) = if i + 1 == node.pos.line {
+            let skip = start_column.saturating_sub(1);
+            (start_column, first.chars().skip(skip).collect::<String>())
+        } else {
+            let trimmed = raw.trim_start();
+            let lead = raw.chars().count() - trimmed.chars().count();
+            if !trimmed.is_empty() && block && lead < indent {
+                break;
+            }
+            if !trimmed.is_empty() && !block && lead < indent.min(1) {
+                break;
+            }
+            (lead + 1, trimmed.to_string())
+        };
+        let content = content.trim_end().to_string();
+        if content.is_empty() && i + 1 != node.pos.line {
+            // An empty line is a newline in the value, and cancels the pending join.
+            pending_join = false;
+            cursor += 1;
+            continue;
+        }
+        if pending_join {
+            cursor += 1;
+        }
+        segments.push((cursor, i + 1, col));
+        cursor += content.chars().count();
+        pending_join = true;
+        if cursor > value.chars().count() + 1 {
+            break;
+        }
+    }
+    match segments.iter().rev().find(|(start, _, _)| *start <= offset) {
+        Some((start, line, col)) => Pos {
+            line: *line,
+            column: col + (offset - start),
+        },
+        None => node.offset_pos(line, column),
+    }
+}
+
 fn key_string(node: &Node) -> String {
     match &node.value {
         NodeValue::Scalar(Value::String(s), _) => s.clone(),
@@ -672,6 +746,22 @@ mod tests {
             text,
             "apiVersion: v1\ndata:\n  empty: \"\"\n  script: |\n    echo hi\n    exit 0\nkind: ConfigMap\nlist:\n- name: a\n  ports:\n  - port: 80\n- plain\nmetadata:\n  labels:\n    a: \"true\"\n    b: \"1.0\"\n  name: x\n"
         );
+    }
+
+    #[test]
+    fn positions_inside_folded_and_plain_scalars() {
+        let text = "a: >-\n  one two\n  three four\n\n  five\nb: x y\n   z w\n";
+        let docs = parse_documents(text).unwrap();
+        let a = docs[0].get(&parse_path("a")).unwrap();
+        assert_eq!(a.to_json(), json!("one two three four\nfive"));
+        // `three` starts at character 9 of the first value line.
+        assert_eq!(value_position(text, a, 1, 9), Pos { line: 3, column: 3 });
+        assert_eq!(value_position(text, a, 1, 1), Pos { line: 2, column: 3 });
+        assert_eq!(value_position(text, a, 2, 1), Pos { line: 5, column: 3 });
+        let b = docs[0].get(&parse_path("b")).unwrap();
+        assert_eq!(b.to_json(), json!("x y z w"));
+        assert_eq!(value_position(text, b, 1, 5), Pos { line: 7, column: 4 });
+        assert_eq!(value_position(text, b, 1, 3), Pos { line: 6, column: 6 });
     }
 
     #[test]
