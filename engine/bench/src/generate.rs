@@ -77,7 +77,7 @@ fn insert(world: &mut MemoryWorld, cluster: &str, object: Value) {
 /// Builds the world of `n` FleetWorkloads (see the module documentation).
 pub fn generate(n: usize) -> MemoryWorld {
     let mut world = MemoryWorld::new();
-    let mut lcg = Lcg(0x5eed_0f_5717_c4ad);
+    let mut lcg = Lcg(0x5eed_0f57_17c4_ad00);
     let workspaces = n.div_ceil(PER_WORKSPACE).max(1);
     let names: Vec<String> = (0..workspaces)
         .map(|w| format!("{:04x}{}", w, lcg.word(12)))
@@ -92,7 +92,10 @@ pub fn generate(n: usize) -> MemoryWorld {
         let w = i / PER_WORKSPACE;
         let j = i % PER_WORKSPACE;
         let workspace = &names[w];
-        let namespace = format!("team-{}-{w:04}", if j % 2 == 0 { "a" } else { "b" });
+        let namespace = format!(
+            "team-{}-{w:04}",
+            if j.is_multiple_of(2) { "a" } else { "b" }
+        );
         // A conflict: in one workspace in ten, app-007 (team b) takes app-006's name.
         let name = if w % 10 == 3 && j == 7 {
             "app-006".to_string()
@@ -102,7 +105,7 @@ pub fn generate(n: usize) -> MemoryWorld {
         let tag = lcg.word(7);
         let fw = fleet_workload(i, &name, &namespace, workspace, &tag);
         insert(&mut world, "source", fw);
-        if i % 4 == 0 {
+        if i.is_multiple_of(4) {
             let binding = resource_binding(i, &name, &karmada_namespace(workspace));
             insert(&mut world, "karmada", binding);
         }
@@ -244,7 +247,7 @@ fn fleet_workload(i: usize, name: &str, namespace: &str, workspace: &str, tag: &
     let tier = ["web", "api", "worker"][i % 3];
     let mut pod_labels = json!({"app": name, "tier": tier});
     let mut with_pod_metadata = i % 5 != 4;
-    let mut service = (i % 3 == 0).then(
+    let mut service = i.is_multiple_of(3).then(
         || json!({"ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]}),
     );
     if i % 21 == 1 {

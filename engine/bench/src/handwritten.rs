@@ -256,6 +256,16 @@ fn status_patch(
 
 // --- JSON access with CEL's semantics for the pack's expressions ---------------------------
 
+/// A JSON object from its entries (moved in, not copied through serde as `json!` would).
+fn obj<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
 /// `v.?key` (CEL: selecting on a non-map is an error).
 fn opt<'a>(v: &'a Value, key: &str) -> Result<Option<&'a Value>, Stop> {
     match v {
@@ -869,7 +879,7 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
         constraint.insert("maxGroups".into(), max_groups.clone());
         constraint.insert("minGroups".into(), min_groups.clone());
         spread_constraints.push(Value::Object(constraint));
-        if by_field.is_some_and(|f| f.as_str() != Some("region")) {
+        if by_field.is_some_and(|f| f.as_str() != Some("cluster")) {
             spread_constraints.push(json!({"spreadByField": "cluster",
                 "maxGroups": max_groups, "minGroups": min_groups}));
         }
@@ -879,8 +889,19 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
     // vars.readyMessage, status.clusters.
     let (placements, clusters, ready) = binding_status(binding.as_deref())?;
 
-    // Outputs, in key order: Deployment, PropagationPolicy, Namespace, Service.
-    let source_labels = json!({LABEL_WORKSPACE: workspace, LABEL_NAME: name});
+    // Outputs, in key order: Deployment, PropagationPolicy, Namespace, Service. Built from
+    // maps directly: `json!` would copy embedded values through serde.
+    let source_labels = obj([
+        (LABEL_WORKSPACE, workspace.into()),
+        (LABEL_NAME, name.into()),
+    ]);
+    let metadata_of = |labels: Value| {
+        obj([
+            ("name", name.into()),
+            ("namespace", namespace.as_str().into()),
+            ("labels", labels),
+        ])
+    };
     let mut outputs = Vec::with_capacity(4);
     let key = |api_version: &str, kind: &str, namespace: Option<&str>, name: &str| ObjectKey {
         cluster: KARMADA.to_string(),
@@ -890,8 +911,8 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
         name: name.to_string(),
     };
 
-    let mut template_labels = match &pod_labels {
-        Value::Object(m) => m.clone(),
+    let mut template_labels = match pod_labels {
+        Value::Object(m) => m,
         _ => Map::new(),
     };
     template_labels.insert(LABEL_WORKSPACE.into(), workspace.into());
@@ -904,22 +925,37 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
     outputs.push((
         key("apps/v1", "Deployment", Some(&namespace), name),
         "deployment",
-        json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "namespace": namespace, "labels": source_labels},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": source_labels},
-                "template": {"metadata": template_metadata, "spec": pod_spec},
-            },
-        }),
+        obj([
+            ("apiVersion", "apps/v1".into()),
+            ("kind", "Deployment".into()),
+            ("metadata", metadata_of(source_labels.clone())),
+            (
+                "spec",
+                obj([
+                    ("replicas", replicas),
+                    ("selector", obj([("matchLabels", source_labels.clone())])),
+                    (
+                        "template",
+                        obj([
+                            ("metadata", Value::Object(template_metadata)),
+                            ("spec", pod_spec.clone()),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]),
     ));
 
-    let mut resource_selectors =
-        vec![json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": name})];
+    let selector = |api_version: &str, kind: &str| {
+        obj([
+            ("apiVersion", api_version.into()),
+            ("kind", kind.into()),
+            ("name", name.into()),
+        ])
+    };
+    let mut resource_selectors = vec![selector("apps/v1", "Deployment")];
     if emit_service {
-        resource_selectors.push(json!({"apiVersion": "v1", "kind": "Service", "name": name}));
+        resource_selectors.push(selector("v1", "Service"));
     }
     let mut cluster_affinity = Map::new();
     if !cluster_names.is_empty() {
@@ -931,7 +967,7 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
     if !field_expressions.is_empty() {
         cluster_affinity.insert(
             "fieldSelector".into(),
-            json!({"matchExpressions": field_expressions}),
+            obj([("matchExpressions", Value::Array(field_expressions))]),
         );
     }
     let mut replica_scheduling = Map::new();
@@ -969,34 +1005,49 @@ fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
             name,
         ),
         "propagation-policy",
-        json!({
-            "apiVersion": "policy.karmada.io/v1alpha1",
-            "kind": "PropagationPolicy",
-            "metadata": {"name": name, "namespace": namespace, "labels": source_labels},
-            "spec": {"resourceSelectors": resource_selectors, "placement": placement},
-        }),
+        obj([
+            ("apiVersion", "policy.karmada.io/v1alpha1".into()),
+            ("kind", "PropagationPolicy".into()),
+            ("metadata", metadata_of(source_labels.clone())),
+            (
+                "spec",
+                obj([
+                    ("resourceSelectors", Value::Array(resource_selectors)),
+                    ("placement", Value::Object(placement)),
+                ]),
+            ),
+        ]),
     ));
 
     outputs.push((
         key("v1", "Namespace", None, &namespace),
         "namespace",
-        json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {"name": namespace, "labels": {LABEL_WORKSPACE: workspace}},
-        }),
+        obj([
+            ("apiVersion", "v1".into()),
+            ("kind", "Namespace".into()),
+            (
+                "metadata",
+                obj([
+                    ("name", namespace.as_str().into()),
+                    ("labels", obj([(LABEL_WORKSPACE, workspace.into())])),
+                ]),
+            ),
+        ]),
     ));
 
     if emit_service && let Some(ports) = ports {
         outputs.push((
             key("v1", "Service", Some(&namespace), name),
             "service",
-            json!({
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": name, "namespace": namespace, "labels": source_labels},
-                "spec": {"selector": source_labels, "ports": ports},
-            }),
+            obj([
+                ("apiVersion", "v1".into()),
+                ("kind", "Service".into()),
+                ("metadata", metadata_of(source_labels.clone())),
+                (
+                    "spec",
+                    obj([("selector", source_labels), ("ports", ports.clone())]),
+                ),
+            ]),
         ));
     }
 

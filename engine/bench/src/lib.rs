@@ -92,12 +92,15 @@ pub fn load_pack() -> Result<Pack, String> {
     }
 }
 
+/// Input objects as `(cluster role, object)`.
+pub type Objects = Vec<(String, serde_json::Value)>;
+
 /// Every input file of the pack's `examples/` and `fixtures/` folders: (path relative to
 /// the pack, objects as `(cluster role, object)`), in path order.
 ///
 /// # Errors
 /// A file that cannot be read or parsed.
-pub fn example_inputs() -> Result<Vec<(String, Vec<(String, serde_json::Value)>)>, String> {
+pub fn example_inputs() -> Result<Vec<(String, Objects)>, String> {
     let dir = repo_root().join(PACK_DIR);
     let mut out = Vec::new();
     for folder in ["examples", "fixtures"] {

@@ -6,6 +6,7 @@ use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 
 use crate::References;
+use crate::registry::Registry;
 
 /// Functions the `cel` crate ships in a library we enable, which Kubernetes' CEL environment
 /// does not have: a call is a compile error, so that rules stay portable.
@@ -30,9 +31,14 @@ pub(crate) struct Analysis {
 
 /// Walks `expr`. `namespaces` are the first segments of the qualified function names
 /// (`optional` of `optional.of`): `optional.of(x)` reads no variable `optional`.
-pub(crate) fn analyse(expr: &IdedExpr, namespaces: &BTreeSet<String>) -> Analysis {
+pub(crate) fn analyse(
+    expr: &IdedExpr,
+    namespaces: &BTreeSet<String>,
+    registry: &Registry,
+) -> Analysis {
     let mut walker = Walker {
         namespaces,
+        registry,
         bound: Vec::new(),
         analysis: Analysis::default(),
     };
@@ -42,6 +48,9 @@ pub(crate) fn analyse(expr: &IdedExpr, namespaces: &BTreeSet<String>) -> Analysi
 
 struct Walker<'a> {
     namespaces: &'a BTreeSet<String>,
+    /// A function of [`NOT_IN_KUBERNETES`] that the registry has after all (a list
+    /// library's `reverse`) is not refused.
+    registry: &'a Registry,
     /// Comprehension variables in scope, innermost last.
     bound: Vec<&'a str>,
     analysis: Analysis,
@@ -90,6 +99,7 @@ impl<'a> Walker<'a> {
                     && let Some((_, message)) = NOT_IN_KUBERNETES
                         .iter()
                         .find(|(f, _)| *f == name && call.args.is_empty())
+                    && self.registry.lookup(name, true).is_none()
                 {
                     self.analysis.unavailable =
                         Some((expr.id, name.to_string(), (*message).to_string()));

@@ -2,12 +2,13 @@ use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use cel::FunctionContext;
-use cel::common::value::CowVal;
+use cel::common::ast::SourceInfo;
 
 use crate::analysis::analyse;
-use crate::error::{compile_error, eval_error, position_of_byte};
-use crate::legacy_value::val_to_json;
+use crate::error::{compile_error, position_of_byte};
+use crate::eval::{Cx, Scope, eval, to_eval_error};
+use crate::plan::{Lowering, Plan};
+use crate::registry::Registry;
 use crate::{CompileError, EvalError, Value};
 
 /// A function the engine adds to the environment (for example `decide`, which reads the
@@ -22,8 +23,8 @@ pub type CustomFunction =
 /// Expressions longer than this many operators are refused (see [`Env::compile`]).
 pub const MAX_OPERATORS: usize = 1000;
 
-/// The stack the parser runs on: the `cel` parser recurses deeply (about 64 KiB per level of
-/// nesting in debug builds), so it never runs on the caller's stack.
+/// The stack the parser and the planner run on: the `cel` parser recurses deeply (about
+/// 64 KiB per level of nesting in debug builds), so it never runs on the caller's stack.
 const PARSE_STACK: usize = 256 * 1024 * 1024;
 
 /// Stack an evaluation needs at least, and per level of AST depth, before it starts: when
@@ -31,10 +32,62 @@ const PARSE_STACK: usize = 256 * 1024 * 1024;
 const EVAL_STACK_BASE: usize = 256 * 1024;
 const EVAL_STACK_PER_LEVEL: usize = 64 * 1024;
 
+/// Names the evaluator implements itself: a custom function cannot take them.
+const BUILTIN_NAMES: &[&str] = &[
+    "size",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bool",
+    "bytes",
+    "dyn",
+    "type",
+    "hasValue",
+    "value",
+    "or",
+    "orValue",
+    "optional.of",
+    "optional.none",
+    "optional.ofNonZeroValue",
+    "has",
+    "all",
+    "exists",
+    "exists_one",
+    "existsOne",
+    "map",
+    "filter",
+    "optMap",
+    "optFlatMap",
+    "transformList",
+    "transformMap",
+    "transformMapEntry",
+    "cel.bind",
+];
+
+/// Cost limits of evaluations (see [`Program::eval_with_cost`] for the units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most one evaluation of one expression may cost; default 1,000,000.
+    pub per_expression: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            per_expression: 1_000_000,
+        }
+    }
+}
+
 /// The functions expressions may call. Build once per pack; cheap to clone.
 ///
-/// The `cel` context holding the standard library, the extensions and the custom
-/// functions is built once here; every evaluation only adds a scope with its variables.
+/// The parser (with its macros) and the function registry are built once here; every
+/// compile lowers an expression against them, and every evaluation only reads its plan.
 #[derive(Clone)]
 pub struct Env {
     inner: Arc<EnvInner>,
@@ -42,24 +95,26 @@ pub struct Env {
 
 struct EnvInner {
     custom: Vec<(String, CustomFunction)>,
+    limits: Limits,
     /// The environment, or why it could not be built (a custom function whose name is
     /// taken by a built-in one): every compile reports it.
     built: Result<Built, String>,
 }
 
 struct Built {
-    cel: Arc<cel::Env>,
-    root: cel::Context<'static, 'static>,
+    /// The `cel` environment, for its parser and macros only.
+    parser: cel::Env,
+    registry: Registry,
     /// First segments of qualified function names (`optional`, `strings`).
     namespaces: BTreeSet<String>,
 }
 
 impl Env {
     /// The standard environment: CEL's standard library with optional values, the
-    /// Kubernetes libraries the `cel` crate implements (see the crate documentation) and the
+    /// Kubernetes libraries implemented so far (see the crate documentation) and the
     /// engine's own functions.
     pub fn kubernetes() -> Env {
-        Env::build(Vec::new())
+        Env::build(Vec::new(), Limits::default())
     }
 
     /// Adds a function callable as `name(args...)`, replacing a custom function of the
@@ -72,13 +127,28 @@ impl Env {
         let mut custom = self.inner.custom.clone();
         custom.retain(|(n, _)| n != name);
         custom.push((name.to_string(), function));
-        Env::build(custom)
+        Env::build(custom, self.inner.limits)
     }
 
-    fn build(custom: Vec<(String, CustomFunction)>) -> Env {
+    /// The cost limits of the programs this environment compiles.
+    #[must_use]
+    pub fn with_limits(self, limits: Limits) -> Env {
+        Env::build(self.inner.custom.clone(), limits)
+    }
+
+    /// The cost limits in force.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    fn build(custom: Vec<(String, CustomFunction)>, limits: Limits) -> Env {
         let built = build(&custom);
         Env {
-            inner: Arc::new(EnvInner { custom, built }),
+            inner: Arc::new(EnvInner {
+                custom,
+                limits,
+                built,
+            }),
         }
     }
 
@@ -89,7 +159,7 @@ impl Env {
             .map_err(|e| CompileError::new(e.clone(), 1, 1))
     }
 
-    /// Parses `source` once; the program is evaluated many times.
+    /// Parses `source` once and plans its evaluation; the program is evaluated many times.
     ///
     /// Besides syntax errors, refuses an expression with more than [`MAX_OPERATORS`]
     /// operators, nested more than 96 levels deep, or calling a function of the `cel`
@@ -106,19 +176,22 @@ impl Env {
                 1,
             ));
         }
+        let custom = &self.inner.custom;
         let parse = || {
             stacker::grow(PARSE_STACK, || {
-                let (mut expression, source_info) = built
-                    .cel
+                let (expression, source_info) = built
+                    .parser
                     .parser()
                     .parse_with_source_info(source)
                     .map_err(|errors| compile_error(source, &errors))?;
-                let analysis = analyse(&expression, &built.namespaces);
-                crate::functions::normalize_timestamps(&mut expression);
-                Ok::<_, CompileError>((expression, source_info, analysis))
+                let analysis = analyse(&expression, &built.namespaces, &built.registry);
+                let plan = Lowering::new(&built.registry, custom).plan(&expression);
+                // The AST is dropped here, on the big stack.
+                drop(expression);
+                Ok::<_, CompileError>((plan, source_info, analysis))
             })
         };
-        let (expression, source_info, analysis) =
+        let (plan, source_info, analysis) =
             catch_unwind(AssertUnwindSafe(parse)).map_err(|panic| {
                 CompileError::new(
                     format!(
@@ -138,9 +211,10 @@ impl Env {
         }
         Ok(Program {
             source: source.into(),
-            expression: Arc::new(expression),
+            plan: Arc::new(plan),
+            source_info: Arc::new(source_info),
             references: analysis.references,
-            env: self.clone(),
+            limit: self.inner.limits.per_expression,
             red_zone: EVAL_STACK_BASE
                 .saturating_add(analysis.depth.saturating_mul(EVAL_STACK_PER_LEVEL)),
         })
@@ -148,52 +222,34 @@ impl Env {
 }
 
 fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
-    let mut env = cel::Env::stdlib();
-    env.add_extension(cel::extensions::strings)
-        .and_then(|()| crate::functions::register(&mut env))
+    let mut parser = cel::Env::stdlib();
+    // The lists extension for its `sortBy` macro (its functions are the registry's).
+    parser
+        .add_extension(cel::extensions::lists)
+        .and_then(|()| crate::macros::register(&mut parser))
         .map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
-    let env = Arc::new(env);
-    let mut root = cel::Context::with_env(Arc::clone(&env));
-    let mut namespaces: BTreeSet<String> = ["optional", "strings"].map(String::from).into();
-    for (name, function) in custom {
-        root.add_function(name, custom_function(name, Arc::clone(function)))
-            .map_err(|_| {
-                format!("the function '{name}' cannot be added: a built-in function has that name")
-            })?;
+    let mut registry = Registry::default();
+    crate::stdlib::register(&mut registry);
+    registry.add_all(crate::k8s::overloads());
+    for t in crate::k8s::types() {
+        registry.add_type(t);
+    }
+    let mut namespaces: BTreeSet<String> = ["optional", "strings", "cel"].map(String::from).into();
+    namespaces.extend(registry.namespaces().map(String::from));
+    for (name, _) in custom {
+        if registry.has_name(name) || BUILTIN_NAMES.contains(&name.as_str()) {
+            return Err(format!(
+                "the function '{name}' cannot be added: a built-in function has that name"
+            ));
+        }
         if let Some((namespace, _)) = name.split_once('.') {
             namespaces.insert(namespace.to_string());
         }
     }
     Ok(Built {
-        cel: env,
-        root,
+        parser,
+        registry,
         namespaces,
-    })
-}
-
-/// The boxed function `cel` calls: it passes the receiver (`a` of `a.f(b)`) and the
-/// arguments as JSON and takes the result back from JSON.
-type CelFunction = Box<
-    dyn for<'c, 'k> Fn(&mut FunctionContext<'c, 'k>) -> Result<CowVal<'c, 'k>, cel::ExecutionError>
-        + Send
-        + Sync,
->;
-
-fn custom_function(name: &str, function: CustomFunction) -> CelFunction {
-    let name = name.to_string();
-    Box::new(move |ftx: &mut FunctionContext<'_, '_>| {
-        let mut args = Vec::with_capacity(ftx.args.len() + 1);
-        for (i, arg) in ftx.this.iter().chain(ftx.args.iter()).enumerate() {
-            let json = val_to_json(arg.as_ref()).map_err(|reason| {
-                cel::ExecutionError::function_error(
-                    &name,
-                    format!("argument {} cannot be passed as JSON: {reason}", i + 1),
-                )
-            })?;
-            args.push(json);
-        }
-        let result = function(&args).map_err(|e| cel::ExecutionError::function_error(&name, e))?;
-        Ok(CowVal::Owned(Value::from_json(&result).0))
     })
 }
 
@@ -256,13 +312,15 @@ fn count_operators(source: &str) -> usize {
     count
 }
 
-/// A compiled expression.
+/// A compiled expression: its evaluation plan. Cheap to clone.
 #[derive(Clone)]
 pub struct Program {
     source: Arc<str>,
-    expression: Arc<cel::IdedExpr>,
+    plan: Arc<Plan>,
+    source_info: Arc<SourceInfo>,
     references: References,
-    env: Env,
+    /// The cost limit when the activation sets none.
+    limit: u64,
     /// The stack an evaluation wants left before it starts.
     red_zone: usize,
 }
@@ -295,6 +353,7 @@ impl std::fmt::Debug for Env {
         let custom: Vec<&str> = self.inner.custom.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("Env")
             .field("custom_functions", &custom)
+            .field("limits", &self.inner.limits)
             .finish_non_exhaustive()
     }
 }
@@ -313,25 +372,57 @@ impl Program {
     /// Evaluates the expression with the variables of `activation`, and the functions of
     /// the environment that compiled it.
     pub fn eval(&self, activation: &Activation) -> Result<Value, EvalError> {
-        let built = self.env.built().map_err(|e| EvalError::new(e.message))?;
-        let mut scope = built.root.new_inner_scope();
-        for (name, value) in &activation.variables {
-            scope.add_variable_as_val(name.as_str(), value.to_boxed());
-        }
-        let expression = &*self.expression;
+        self.eval_with_cost(activation).map(|(value, _)| value)
+    }
+
+    /// Evaluates the expression, and says what the evaluation cost.
+    ///
+    /// Cost units, as Kubernetes' runtime cost counts them: 1 per expression node evaluated
+    /// (a literal, a variable, a field selection, an operator, a call), 1 per iteration of
+    /// a comprehension (`all`, `exists`, `map`, ...), and for the operations whose work
+    /// grows with their operands (string, bytes and list concatenation, `contains`,
+    /// `startsWith`, `endsWith`, `matches`, `in` on a list, the strings library) 1 more per
+    /// 10 bytes or elements of the operands.
+    ///
+    /// The limit is the activation's budget ([`Activation::with_budget`]), else the
+    /// environment's [`Limits::per_expression`]. When the cost passes it the evaluation
+    /// stops at once with the error `cost limit exceeded: <cost> > <limit>`.
+    pub fn eval_with_cost(&self, activation: &Activation) -> Result<(Value, u64), EvalError> {
+        let limit = activation.budget.unwrap_or(self.limit);
+        let plan = &*self.plan;
         let run = || {
             stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
-                cel::Value::resolve_val(expression, &scope).map(CowVal::into_owned)
+                let mut cx = Cx { cost: 0, limit };
+                let scope = Scope::root(&activation.variables);
+                eval(&plan.root, &scope, &mut cx).map(|v| (v.into_owned(), cx.cost))
             })
         };
-        // The interpreter has `expect`s of its own: a panic fails this evaluation only.
+        // A custom function may panic: that fails this evaluation only.
         match catch_unwind(AssertUnwindSafe(run)) {
-            Ok(result) => result.map(Value::from_boxed).map_err(|e| eval_error(&e)),
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(fault)) => Err(to_eval_error(&fault, |id| self.position(id))),
             Err(panic) => Err(EvalError::new(format!(
                 "internal error in the CEL interpreter: {}",
                 panic_message(&*panic)
             ))),
         }
+    }
+
+    /// An upper bound of the cost of any evaluation, known without evaluating: `Some` only
+    /// when no node can run more than once and none costs by the size of its operands (no
+    /// comprehension, no string concatenation, ...). For a static cost estimator to build
+    /// on.
+    pub fn static_cost_bound(&self) -> Option<u64> {
+        self.plan.static_cost
+    }
+
+    /// The 1-based line and column (in characters) of the AST node `id`.
+    fn position(&self, id: u64) -> Option<(usize, usize)> {
+        let (start, _) = self.source_info.offset_for(id)?;
+        Some(position_of_byte(
+            &self.source,
+            usize::try_from(start).unwrap_or(0),
+        ))
     }
 }
 
@@ -342,6 +433,7 @@ pub struct Activation<'e> {
     #[allow(dead_code)]
     env: &'e Env,
     variables: Vec<(String, Value)>,
+    budget: Option<u64>,
 }
 
 impl<'e> Activation<'e> {
@@ -349,6 +441,7 @@ impl<'e> Activation<'e> {
         Activation {
             env,
             variables: Vec::new(),
+            budget: None,
         }
     }
 
@@ -359,5 +452,12 @@ impl<'e> Activation<'e> {
         } else {
             self.variables.push((name.to_string(), value));
         }
+    }
+
+    /// Limits the cost of each evaluation with this activation to `limit` (see
+    /// [`Program::eval_with_cost`]), instead of the environment's [`Limits`].
+    pub fn with_budget(&mut self, limit: u64) -> &mut Self {
+        self.budget = Some(limit);
+        self
     }
 }

@@ -41,116 +41,28 @@ impl CompileError {
 }
 
 /// An evaluation that failed: a missing field, a type without the called overload, an
-/// error from a function.
+/// error from a function, a cost limit passed.
+///
+/// `message` never includes the position; `line` and `column` (1-based, in characters,
+/// within the expression) point at the expression node that failed, when known.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{message}")]
 pub struct EvalError {
     pub message: String,
+    /// 1-based line within the expression of the node that failed.
+    pub line: Option<usize>,
+    /// 1-based column (in characters) within that line.
+    pub column: Option<usize>,
 }
 
 impl EvalError {
+    /// An error without a position.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            line: None,
+            column: None,
         }
-    }
-}
-
-/// The message of an interpreter error, worded for a rule author.
-pub(crate) fn eval_error(error: &cel::ExecutionError) -> EvalError {
-    use cel::ExecutionError as E;
-    let message = match error {
-        E::NoSuchKey(key) => format!("no such key: {key}"),
-        E::NoSuchOverload(overload) => {
-            let types = overload.argument_types();
-            let signature = match types.split_first() {
-                Some((target, rest)) if overload.is_member_function() => {
-                    format!("{target}.({})", rest.join(", "))
-                }
-                _ => format!("({})", types.join(", ")),
-            };
-            format!(
-                "no matching overload for '{}' applied to {signature}",
-                operator_name(overload.function())
-            )
-        }
-        E::UndeclaredReference(name) => format!("undeclared reference to '{name}'"),
-        E::InvalidArgumentCount { expected, actual } => {
-            format!("wrong number of arguments: expected {expected}, got {actual}")
-        }
-        E::UnsupportedTargetType { target } => {
-            format!("unsupported target of type {}", type_of(target))
-        }
-        E::NotSupportedAsMethod { method, target } => format!(
-            "'{method}' cannot be called as a method of a {}",
-            type_of(target)
-        ),
-        E::UnsupportedKeyType(value) => {
-            format!("a map key cannot be of type {}", type_of(value))
-        }
-        E::UnexpectedType { got, want } => format!("expected {want}, got {got}"),
-        E::MissingArgumentOrTarget => "missing argument or target".to_string(),
-        E::ValuesNotComparable(a, b) => {
-            format!("cannot compare {} with {}", type_of(a), type_of(b))
-        }
-        E::UnsupportedBinaryOperator(op, a, b) => format!(
-            "no matching overload for '{}' applied to ({}, {})",
-            operator_name(op),
-            type_of(a),
-            type_of(b)
-        ),
-        E::UnsupportedIndex(index, target) => format!(
-            "cannot index a {} with a {}",
-            type_of(target),
-            type_of(index)
-        ),
-        E::FunctionError { function, message } => {
-            format!("{function}: {}", lowercase_first(message))
-        }
-        E::DivisionByZero(_) => "division by zero".to_string(),
-        E::RemainderByZero(_) => "modulus by zero".to_string(),
-        E::Overflow(..) => "integer overflow".to_string(),
-        E::IndexOutOfBounds(index) => format!("index out of bounds: {}", show(index)),
-        E::DuplicateKey(key) => format!("repeated map key: {}", show(key)),
-        E::InternalError(message) => format!("internal error: {message}"),
-        other => lowercase_first(&other.to_string()),
-    };
-    EvalError::new(message)
-}
-
-/// The interpreter names arithmetic operators by what they do: CEL names them `_+_`, ...
-fn operator_name(function: &str) -> &str {
-    match function {
-        "add" => "_+_",
-        "sub" => "_-_",
-        "mul" => "_*_",
-        "div" => "_/_",
-        "rem" => "_%_",
-        other => other,
-    }
-}
-
-/// The CEL type name of a value of the interpreter's `Value` form.
-fn type_of(value: &cel::Value) -> String {
-    match value {
-        cel::Value::Float(_) => "double".to_string(),
-        cel::Value::Null => "null_type".to_string(),
-        cel::Value::Duration(_) => "google.protobuf.Duration".to_string(),
-        cel::Value::Timestamp(_) => "google.protobuf.Timestamp".to_string(),
-        other => other.type_of().to_string(),
-    }
-}
-
-/// A short rendering of a value for a message.
-fn show(value: &cel::Value) -> String {
-    match value {
-        cel::Value::Int(i) => i.to_string(),
-        cel::Value::UInt(u) => format!("{u}u"),
-        cel::Value::Float(f) => f.to_string(),
-        cel::Value::String(s) => format!("'{s}'"),
-        cel::Value::Bool(b) => b.to_string(),
-        cel::Value::Null => "null".to_string(),
-        other => format!("a {}", type_of(other)),
     }
 }
 

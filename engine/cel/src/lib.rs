@@ -1,75 +1,95 @@
 //! Switchyard's CEL environment.
 //!
 //! Every guard, variable and key expression of a rule pack is compiled and evaluated through
-//! this crate, so the interpreter behind it can change without touching rules or the engine.
+//! this crate. The `cel` crate is its parser only (grammar, macro expansion, source
+//! positions, optional syntax); the evaluator is the crate's own.
 //! Values cross the boundary as JSON ([`Value::from_json`], [`Value::to_json`]) with
 //! Kubernetes conventions: JSON integers are CEL `int`, never `uint`.
 //!
 //! The API (stable for the engine):
 //! - [`Env`]: the functions available to expressions (standard library, Kubernetes
-//!   libraries, engine functions such as `sha256`), plus custom functions the engine adds.
-//! - [`Env::compile`] -> [`Program`]: parse once at load; errors carry line and column.
-//! - [`Activation`]: the variables of one evaluation.
-//! - [`Program::eval`] -> [`Value`] or [`EvalError`].
+//!   libraries, engine functions such as `sha256`), plus custom functions the engine adds,
+//!   and the cost [`Limits`].
+//! - [`Env::compile`] -> [`Program`]: parse and plan once at load; errors carry line and
+//!   column.
+//! - [`Activation`]: the variables of one evaluation (and optionally its cost budget).
+//! - [`Program::eval`] -> [`Value`] or [`EvalError`] (with the position of the failing
+//!   node); [`Program::eval_with_cost`] also says what the evaluation cost.
+//!
+//! # Evaluation
+//!
+//! [`Env::compile`] lowers the parsed expression into a plan (`plan.rs`): variables resolved
+//! to scope slots, function calls to their overloads, literals and constant operations
+//! folded, macros to loops; [`Program::eval`] walks it (`eval.rs`). Values ([`Value`]) are
+//! cheap to clone (strings, lists, maps and library values are shared), and an evaluation
+//! borrows what it reads: a Kubernetes object converted once with [`Value::from_json`] is
+//! bound into every evaluation by cloning an `Arc`, and comprehensions iterate over
+//! borrowed elements. Maps iterate in key order.
 //!
 //! # Functions
 //!
 //! [`Env::kubernetes`] has:
 //!
 //! - CEL's standard library (operators, `size`, `contains`, `startsWith`, `endsWith`,
-//!   `matches`, conversions, `duration`/`timestamp` and their accessors, the macros `has`,
-//!   `all`, `exists`, `exists_one`, `map`, `filter`);
+//!   `matches` (RE2 syntax, via the `regex` crate), conversions, `duration`/`timestamp`
+//!   and their accessors, the macros `has`, `all`, `exists`, `exists_one`, `map`,
+//!   `filter`);
 //! - optional values, as Kubernetes enables them (`cel.OptionalTypes`): `optional.of`,
 //!   `optional.none`, `optional.ofNonZeroValue`, `hasValue`, `value`, `or`, `orValue`,
 //!   `optMap`, `optFlatMap`, and the syntax `a.?b`, `a[?b]`, `[?a]`, `{?k: v}`;
+//! - two-variable comprehensions (cel-go `ext.TwoVarComprehensions`, Kubernetes 1.32):
+//!   `all(k, v, p)`, `exists(k, v, p)`, `existsOne(k, v, p)`, `transformList`,
+//!   `transformMap`, `transformMapEntry`; and `cel.bind(name, init, expr)`;
 //! - the strings library, as Kubernetes enables it (cel-go `ext.Strings` version 2):
 //!   `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`, `split`,
-//!   `substring`, `trim`, `join`, `format`, `strings.quote`. Its `reverse` (version 3) is
-//!   refused at compile time, as Kubernetes does not have it;
+//!   `substring`, `trim`, `join`, `format`, `strings.quote` (not `reverse`, of version 3);
+//! - Kubernetes' libraries (`k8s/`): quantity, URL, IP, CIDR, semver, format, sets, the
+//!   lists library and regex `find`/`findAll` (see its documentation for the list);
 //! - the engine's functions: `sha256(string|bytes) -> string` (lowercase hex),
 //!   `isDNS1123Label(string) -> bool`, `isDNS1123Subdomain(string) -> bool` and
 //!   `dns1123Label(string) -> string` (see [`dns1123_label`] for the algorithm);
 //! - the custom functions added with [`Env::with_function`].
 //!
-//! The `cel` crate's lists, math and encoders libraries are not enabled: Kubernetes' base
-//! environment has none of them (its `lists` library is its own: `isSorted`, `sum`, `min`,
-//! `max`, `indexOf`, `lastIndexOf`). Kubernetes' own libraries (`quantity`, `url`, `ip`,
-//! `cidr`, `semver`, `format`, `authz`, `sets`, regex `find`/`findAll`) are not implemented
-//! by the `cel` crate and not available yet.
+//! The math and encoders libraries are not enabled: Kubernetes' base environment has
+//! neither.
 //!
 //! # Kubernetes settings
 //!
 //! As in Kubernetes: timestamps are in UTC (`cel.DefaultUTCTimeZone`: `getHours()` and the
 //! other accessors answer in UTC unless given a time zone), numbers of different types
-//! compare (`1 < 2.5`), and JSON integers are `int`. Kubernetes' type checker is not run:
-//! heterogeneous list and map literals are accepted, and a type error surfaces when the
-//! expression is evaluated.
+//! compare (`1 < 2.5`), and JSON integers are `int`. Kubernetes' type checker is not run
+//! at compile time (see [`check`] for one): heterogeneous list and map literals are
+//! accepted, and a type error surfaces when the expression is evaluated.
 //!
 //! # Limits
 //!
 //! The parser runs on a stack of its own; an expression with more than
 //! [`MAX_OPERATORS`] operators or nested more than 96 levels deep does not compile. An
 //! evaluation that needs more stack than its thread has left runs on a new stack segment.
+//! Each evaluation is metered as Kubernetes' runtime cost is (see
+//! [`Program::eval_with_cost`] for the units) and stops at [`Limits::per_expression`]
+//! (1,000,000 by default) or the activation's budget.
 
 mod analysis;
+pub mod check;
 mod env;
 mod error;
+mod eval;
+mod format;
 mod functions;
-#[cfg_attr(not(test), allow(dead_code))]
 mod k8s;
-mod legacy_value;
-// The evaluator's value model and function registry (being switched over to).
-#[allow(dead_code, unused_imports)]
-mod registry;
-#[allow(dead_code)]
+mod macros;
+mod plan;
+pub(crate) mod registry;
+mod stdlib;
 mod value;
 
 #[cfg(test)]
 mod tests;
 
-pub use env::{Activation, CustomFunction, Env, MAX_OPERATORS, Program, References};
+pub use env::{Activation, CustomFunction, Env, Limits, MAX_OPERATORS, Program, References};
 pub use error::{CompileError, EvalError};
 pub use functions::{dns1123_label, is_dns1123_label, is_dns1123_subdomain, sha256_hex};
 #[doc(hidden)]
-pub use legacy_value::Inspect;
-pub use legacy_value::Value;
+pub use value::Inspect;
+pub use value::{Duration, Key, Map, Opaque, Timestamp, Type, Value};

@@ -55,6 +55,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::EvalError;
+#[allow(unused_imports)]
 pub(crate) use crate::value::{Key, Map, Opaque, Type, Value, compare, equals};
 
 /// A library function's implementation: the arguments (receiver first) to a result.

@@ -147,14 +147,22 @@ fn compile_error_for_deep_nesting_and_long_expressions() {
 }
 
 #[test]
-fn compile_error_for_a_function_kubernetes_lacks() {
-    let source = "'é' + self.name.reverse()";
-    let e = compile_err(source);
+fn reverse_is_the_list_library_s_only() {
+    // Kubernetes' strings library is version 2, without `reverse`; its lists library
+    // (version 3) has one, for lists.
+    assert_eq!(eval_json("[1, 2, 3].reverse()"), json!([3, 2, 1]));
+    let env = Env::kubernetes();
+    let e = eval_with(
+        &env,
+        "'é' + self.name.reverse()",
+        &[("self", json!({"name": "ab"}))],
+    )
+    .unwrap_err();
     assert_eq!(
         e.message,
-        "'reverse' is not available: Kubernetes' strings library (version 2) does not have it"
+        "no matching overload for 'reverse' applied to string.()"
     );
-    assert_eq!((e.line, e.column), (1, 17));
+    assert_eq!((e.line, e.column), (Some(1), Some(24)));
 }
 
 // ---- 2. references --------------------------------------------------------------------
@@ -594,17 +602,41 @@ fn libraries_kubernetes_lacks_are_not_enabled() {
         "undeclared reference to 'math'"
     );
     assert_eq!(
-        eval_err("lists.range(3)"),
-        "undeclared reference to 'lists'"
-    );
-    assert_eq!(
         eval_err("base64.encode(b'a')"),
         "undeclared reference to 'base64'"
     );
-    assert_eq!(
-        eval_err("[1, 2].distinct()"),
-        "undeclared reference to 'distinct'"
-    );
+    assert_eq!(eval_err("'a'.upper()"), "undeclared reference to 'upper'");
+}
+
+#[test]
+fn kubernetes_libraries_are_registered() {
+    for (source, expected) in [
+        (
+            "quantity('1Gi').isGreaterThan(quantity('100Mi'))",
+            json!(true),
+        ),
+        ("isQuantity('1x')", json!(false)),
+        ("string(ip('10.0.0.1'))", json!("10.0.0.1")),
+        ("type(ip('10.0.0.1')) == net.IP", json!(true)),
+        ("cidr('10.0.0.0/8').containsIP(ip('10.1.2.3'))", json!(true)),
+        ("ip.isCanonical('10.0.0.1')", json!(true)),
+        (
+            "url('https://example.com/x').getHost()",
+            json!("example.com"),
+        ),
+        ("semver('1.2.3').major()", json!(1)),
+        ("[1, 2, 3].sum()", json!(6)),
+        ("[3, 1, 2].sortBy(x, -x)", json!([3, 2, 1])),
+        ("lists.range(3)", json!([0, 1, 2])),
+        ("[1, 2, 2].distinct()", json!([1, 2])),
+        ("sets.contains([1, 2, 3], [2])", json!(true)),
+        ("'abc 123'.find('[0-9]+')", json!("123")),
+        ("'hello'.indexOf('l')", json!(2)),
+        ("[1, 2, 1].lastIndexOf(1)", json!(2)),
+        ("quantity('1.5Gi') == quantity('1536Mi')", json!(true)),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
 }
 
 // ---- 6. evaluation errors ---------------------------------------------------------------
@@ -692,4 +724,321 @@ fn a_panicking_custom_function_fails_only_its_evaluation() {
         "internal error in the CEL interpreter: kaboom"
     );
     assert_eq!(eval_with(&env, "1 + 1", &[]).unwrap(), Value::int(2));
+}
+
+// ---- the evaluator: new language features ------------------------------------------------
+
+#[test]
+fn two_variable_comprehensions() {
+    for (source, expected) in [
+        ("[1, 2, 3].all(i, v, i < v)", json!(true)),
+        (
+            "{'hello': 'world', 'taco': 'taco'}.all(k, v, k != v)",
+            json!(false),
+        ),
+        (
+            "{'h': ['hello', 'hi'], 'j': ['joke', 'jog']}.all(k, vals, vals.all(v, v.startsWith(k)))",
+            json!(true),
+        ),
+        (
+            "{'greeting': 'hello', 'farewell': 'goodbye'}.exists(k, v, k.startsWith('good') || v.endsWith('bye'))",
+            json!(true),
+        ),
+        (
+            "[1, 2, 4, 8, 16].exists(i, v, v == 1024 && i == 10)",
+            json!(false),
+        ),
+        (
+            "[1, 2, 1, 3, 1, 4].existsOne(i, v, i == 1 || v == 1)",
+            json!(false),
+        ),
+        (
+            "[1, 1, 2, 2, 3, 3].existsOne(i, v, i == 2 && v == 2)",
+            json!(true),
+        ),
+        (
+            "{'i': 0, 'j': 1, 'k': 2}.exists_one(i, v, i == 'l' || v == 1)",
+            json!(true),
+        ),
+        (
+            "[1, 2, 3].transformList(i, v, (i * v) + v)",
+            json!([1, 4, 9]),
+        ),
+        (
+            "[1, 2, 3].transformList(i, v, i % 2 == 0, (i * v) + v)",
+            json!([1, 9]),
+        ),
+        (
+            "{'greeting': 'hello', 'farewell': 'goodbye'}.transformList(k, _, k)",
+            json!(["farewell", "greeting"]),
+        ),
+        (
+            "[1, 2, 3].transformMap(i, v, (i * v) + v)",
+            json!({"0": 1, "1": 4, "2": 9}),
+        ),
+        (
+            "[1, 2, 3].transformMap(i, v, i % 2 == 0, (i * v) + v)",
+            json!({"0": 1, "2": 9}),
+        ),
+        (
+            "{'greeting': 'hello'}.transformMap(k, v, v + '!')",
+            json!({"greeting": "hello!"}),
+        ),
+        (
+            "{'greeting': 'hello'}.transformMapEntry(k, v, {v: k})",
+            json!({"hello": "greeting"}),
+        ),
+        (
+            "[1, 2, 3].transformMapEntry(i, v, i > 0, {string(v): i})",
+            json!({"2": 1, "3": 2}),
+        ),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    assert_eq!(
+        eval_err("{'greeting': 'aloha', 'farewell': 'aloha'}.transformMapEntry(k, v, {v: k})"),
+        "repeated map key: 'aloha'"
+    );
+    let e = compile_err("[1].all(i, i, true)");
+    assert_eq!(e.message, "duplicate variable name: i");
+    let e = compile_err("[1].transformList(i, 1, true)");
+    assert_eq!(e.message, "argument must be a simple name");
+}
+
+#[test]
+fn cel_bind() {
+    assert_eq!(eval_json("cel.bind(x, 'a', x + x)"), json!("aa"));
+    assert_eq!(
+        eval_json("cel.bind(t1, true, cel.bind(t2, false, t1 && !t2))"),
+        json!(true)
+    );
+    assert_eq!(
+        eval_json("cel.bind(v, [1, 2, 3], [3, 4].filter(e, e in v))"),
+        json!([3])
+    );
+    // shadowing, and a bound name is no free variable
+    assert_eq!(eval_json("cel.bind(x, 1, cel.bind(x, x + 1, x))"), json!(2));
+    assert_eq!(refs("cel.bind(x, y, x + 1)"), (strings(&["y"]), vec![]));
+    // another target's `bind` is a plain method call
+    assert_eq!(
+        eval_err("[1].bind(1, 1, 1)"),
+        "undeclared reference to 'bind'"
+    );
+}
+
+#[test]
+fn maps_iterate_in_key_order() {
+    assert_eq!(
+        eval_json("{'b': 1, 'a': 2, 'c': 3}.map(k, k)"),
+        json!(["a", "b", "c"])
+    );
+    assert_eq!(
+        eval("{'b': 1, 'a': 2}")
+            .unwrap()
+            .to_json()
+            .unwrap()
+            .to_string(),
+        r#"{"a":2,"b":1}"#
+    );
+    assert_eq!(eval_json("{2: 'x', 1: 'y'}.map(k, k)"), json!([1, 2]));
+}
+
+#[test]
+fn short_circuits_absorb_errors_on_either_side() {
+    for (source, expected) in [
+        ("1 / 0 == 1 || true", json!(true)),
+        ("true || 1 / 0 == 1", json!(true)),
+        ("1 / 0 == 1 && false", json!(false)),
+        ("false && 1 / 0 == 1", json!(false)),
+        ("[1, 0].exists(x, 1 / x == 1)", json!(true)),
+        ("[0, 1].all(x, 1 / x == 2)", json!(false)),
+        ("optional.of(1).or(optional.of(1 / 0))", json!(1)),
+        ("optional.of(1).orValue(1 / 0)", json!(1)),
+        ("true ? 1 : 1 / 0", json!(1)),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    assert_eq!(eval_err("1 / 0 == 1 || false"), "division by zero");
+    assert_eq!(eval_err("[0, 1].all(x, 1 / x == 1)"), "division by zero");
+}
+
+#[test]
+fn evaluation_errors_point_at_the_failing_node() {
+    let env = Env::kubernetes();
+    let object = json!({"spec": {"replicas": 3, "name": "x"}});
+    let err = |source: &str| eval_with(&env, source, &[("self", object.clone())]).unwrap_err();
+    let e = err("self.spec.name > 1");
+    assert_eq!(
+        e.message,
+        "no matching overload for '_>_' applied to (string, int)"
+    );
+    assert_eq!((e.line, e.column), (Some(1), Some(16)));
+    let e = err("self.spec.replicas > 1 &&\n  self.spec.nope == 2");
+    assert_eq!(e.message, "no such key: nope");
+    assert_eq!(e.line, Some(2));
+    let e = err("[1, 2].map(x, x / (x - 1))");
+    assert_eq!(e.message, "division by zero");
+    assert_eq!((e.line, e.column), (Some(1), Some(17)));
+    assert_eq!(e.to_string(), "division by zero");
+    // errors from functions and conversions too
+    let e = err("'abc'.charAt(9)");
+    assert_eq!((e.line, e.column), (Some(1), Some(13)));
+    let e = EvalError::new("x");
+    assert_eq!((e.line, e.column), (None, None));
+}
+
+#[test]
+fn evaluation_cost_is_metered() {
+    let env = Env::kubernetes();
+    let mut activation = Activation::new(&env);
+    activation.bind("self", Value::from_json(&json!({"items": [1, 2, 3]})));
+    let program = env.compile("self.items.exists(x, x == 3)").unwrap();
+    let (value, cost) = program.eval_with_cost(&activation).unwrap();
+    assert_eq!(value, Value::bool(true));
+    // exists 1 + range 2 (self, .items) + 3 iterations of (1 + 3 nodes)
+    assert_eq!(cost, 15);
+    assert_eq!(program.static_cost_bound(), None);
+
+    let program = env.compile("self.items[0] + 1 > 1 && true").unwrap();
+    let (_, cost) = program.eval_with_cost(&activation).unwrap();
+    let bound = program.static_cost_bound().unwrap();
+    assert!(cost <= bound, "{cost} <= {bound}");
+    // constants are folded
+    assert_eq!(
+        env.compile("1 + 2 * 3 == 7").unwrap().static_cost_bound(),
+        Some(1)
+    );
+
+    // a budget stops the evaluation at once, with the exact message
+    activation.with_budget(10);
+    let e = env
+        .compile("self.items.exists(x, x == 3)")
+        .unwrap()
+        .eval(&activation)
+        .unwrap_err();
+    assert_eq!(e.message, "cost limit exceeded: 11 > 10");
+    // no operator absorbs it
+    let e = env
+        .compile("true || self.items.exists(x, x == 3)")
+        .unwrap()
+        .eval(&activation);
+    assert_eq!(e.unwrap(), Value::bool(true));
+    let e = env
+        .compile("self.items.exists(x, x == 3) || true")
+        .unwrap()
+        .eval(&activation)
+        .unwrap_err();
+    assert!(
+        e.message.starts_with("cost limit exceeded: "),
+        "{}",
+        e.message
+    );
+    // sizes count: concatenating long strings costs more
+    activation.with_budget(1_000_000);
+    let long = "x".repeat(1000);
+    activation.bind("s", Value::string(long));
+    let (_, cost) = env
+        .compile("s + s")
+        .unwrap()
+        .eval_with_cost(&activation)
+        .unwrap();
+    assert_eq!(cost, 3 + 200);
+}
+
+#[test]
+fn a_quadratic_comprehension_is_stopped_by_the_default_limit() {
+    let env = Env::kubernetes();
+    assert_eq!(
+        env.limits(),
+        crate::Limits {
+            per_expression: 1_000_000
+        }
+    );
+    let items: Vec<serde_json::Value> = (0..10_000).map(|i| json!(i)).collect();
+    let program = env
+        .compile("self.items.all(x, self.items.exists(y, y == x))")
+        .unwrap();
+    let mut activation = Activation::new(&env);
+    activation.bind("self", Value::from_json(&json!({ "items": items })));
+    let started = std::time::Instant::now();
+    let e = program.eval(&activation).unwrap_err();
+    assert_eq!(e.message, "cost limit exceeded: 1000001 > 1000000");
+    println!("stopped after {:?}", started.elapsed());
+    // a lower limit from the environment
+    let env = env.with_limits(crate::Limits {
+        per_expression: 500,
+    });
+    let program = env.compile("[1, 2, 3].map(x, x * 2)").unwrap();
+    assert!(program.eval(&Activation::new(&env)).is_ok());
+    let program = env.compile("self.items.all(x, x >= 0)").unwrap();
+    let mut activation = Activation::new(&env);
+    activation.bind(
+        "self",
+        Value::from_json(&json!({ "items": (0..1000).collect::<Vec<_>>() })),
+    );
+    assert_eq!(
+        program.eval(&activation).unwrap_err().message,
+        "cost limit exceeded: 501 > 500"
+    );
+}
+
+#[test]
+fn values_are_shared_not_copied() {
+    let env = Env::kubernetes();
+    let object = Value::from_json(&json!({"spec": {"items": [{"a": 1}, {"a": 2}]}}));
+    let mut activation = Activation::new(&env);
+    activation.bind("self", object.clone());
+    let items = env
+        .compile("self.spec.items")
+        .unwrap()
+        .eval(&activation)
+        .unwrap();
+    let Value::Map(root) = &object else { panic!() };
+    let Some(Value::Map(spec)) = root.get_str("spec") else {
+        panic!()
+    };
+    let (Some(Value::List(original)), Value::List(returned)) = (spec.get_str("items"), &items)
+    else {
+        panic!()
+    };
+    assert!(Arc::ptr_eq(original, returned));
+    let filtered = env
+        .compile("self.spec.items.filter(i, i.a > 1)")
+        .unwrap()
+        .eval(&activation)
+        .unwrap();
+    let (Value::List(f), Value::Map(first)) = (&filtered, &original[1]) else {
+        panic!()
+    };
+    let Value::Map(kept) = &f[0] else { panic!() };
+    assert!(Arc::ptr_eq(first, kept));
+}
+
+#[test]
+fn chains_of_additions_behave_as_the_additions_one_by_one() {
+    let env = Env::kubernetes();
+    let vars = [("s", json!("x")), ("n", json!(2)), ("l", json!([1]))];
+    for (source, expected) in [
+        ("s + '/' + s + ':' + string(n)", json!("x/x:2")),
+        ("n + 1 + n + 3", json!(8)),
+        ("l + [2] + l", json!([1, 2, 1])),
+        ("s + s + s + s + s", json!("xxxxx")),
+    ] {
+        let v = eval_with(&env, source, &vars).unwrap();
+        assert_eq!(v.to_json().unwrap(), expected, "{source}");
+    }
+    let e = eval_with(&env, "s + s + n + s", &vars).unwrap_err();
+    assert_eq!(
+        e.message,
+        "no matching overload for '_+_' applied to (string, int)"
+    );
+    assert_eq!((e.line, e.column), (Some(1), Some(7)));
+    // the same cost as three separate additions: 4 operands + 3 `+`
+    let program = env.compile("s + s + s + s").unwrap();
+    let mut activation = Activation::new(&env);
+    activation.bind("s", Value::string("y".repeat(100)));
+    assert_eq!(
+        program.eval_with_cost(&activation).unwrap().1,
+        7 + 20 + 30 + 40
+    );
 }

@@ -158,6 +158,8 @@ impl Key {
 #[derive(Clone, Default)]
 pub struct Map {
     entries: Vec<(Key, Value)>,
+    /// The index of the first string key (they sort last).
+    first_string: usize,
     /// The keys as values, built on first iteration by a comprehension.
     keys: std::sync::OnceLock<Arc<[Value]>>,
 }
@@ -172,15 +174,24 @@ impl Map {
                 w[0].0.shown()
             )));
         }
-        Ok(Map {
-            entries,
-            keys: std::sync::OnceLock::new(),
-        })
+        // `1` and `1u` are the same key
+        for (k, _) in &entries {
+            if let Key::Uint(u) = k
+                && let Ok(i) = i64::try_from(*u)
+                && entries
+                    .binary_search_by(|(other, _)| other.cmp(&Key::Int(i)))
+                    .is_ok()
+            {
+                return Err(EvalError::new(format!("repeated map key: {}", k.shown())));
+            }
+        }
+        Ok(Map::from_sorted(entries))
     }
 
     /// A map from entries already sorted and unique.
     fn from_sorted(entries: Vec<(Key, Value)>) -> Map {
         Map {
+            first_string: entries.partition_point(|(k, _)| !matches!(k, Key::String(_))),
             entries,
             keys: std::sync::OnceLock::new(),
         }
@@ -205,13 +216,22 @@ impl Map {
             .get_or_init(|| self.entries.iter().map(|(k, _)| k.to_value()).collect())
     }
 
+    /// The value of the `i`-th entry in key order (the `i`-th of [`Map::keys`]).
+    pub(crate) fn value_at(&self, i: usize) -> Option<&Value> {
+        self.entries.get(i).map(|(_, v)| v)
+    }
+
     /// The value under a string key.
     pub fn get_str(&self, key: &str) -> Option<&Value> {
         // Strings sort after every other key: search the string part only.
-        let start = self
-            .entries
-            .partition_point(|(k, _)| !matches!(k, Key::String(_)));
-        let strings = &self.entries[start..];
+        let strings = &self.entries[self.first_string..];
+        if strings.len() <= 8 {
+            // Few keys: compare lengths before bytes, which rules most keys out at once.
+            return strings
+                .iter()
+                .find(|(k, _)| matches!(k, Key::String(s) if s.len() == key.len() && **s == *key))
+                .map(|(_, v)| v);
+        }
         strings
             .binary_search_by(|(k, _)| match k {
                 Key::String(s) => (**s).cmp(key),
@@ -579,41 +599,32 @@ fn cmp_int_uint(i: i64, u: u64) -> Ordering {
 const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
 
+/// As cel-go: out of the `int` range the double decides, else the int is compared as a
+/// double (lossily, as cel-go does).
 fn cmp_int_double(i: i64, d: f64) -> Option<Ordering> {
     if d.is_nan() {
         return None;
     }
-    if d >= TWO_POW_63 {
-        return Some(Ordering::Less);
-    }
     if d < -TWO_POW_63 {
         return Some(Ordering::Greater);
     }
-    let t = d.trunc();
-    // in range: the truncation is exact
-    let ti = t as i64;
-    Some(
-        i.cmp(&ti)
-            .then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)),
-    )
+    if d > TWO_POW_63 {
+        return Some(Ordering::Less);
+    }
+    (i as f64).partial_cmp(&d)
 }
 
 fn cmp_uint_double(u: u64, d: f64) -> Option<Ordering> {
     if d.is_nan() {
         return None;
     }
-    if d >= TWO_POW_64 {
-        return Some(Ordering::Less);
-    }
     if d < 0.0 {
         return Some(Ordering::Greater);
     }
-    let t = d.trunc();
-    let tu = t as u64;
-    Some(
-        u.cmp(&tu)
-            .then_with(|| 0.0f64.partial_cmp(&(d - t)).unwrap_or(Ordering::Equal)),
-    )
+    if d > TWO_POW_64 {
+        return Some(Ordering::Less);
+    }
+    (u as f64).partial_cmp(&d)
 }
 
 /// The order of two values for `<` and the like: numbers (across types), strings, bytes,

@@ -80,6 +80,7 @@ impl Nat {
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn to_u128(&self) -> Option<u128> {
         if self.limbs.len() > 5 {
             return None;
@@ -355,6 +356,7 @@ impl Dec {
     }
 
     /// The value as an `i64` when it is one exactly.
+    #[cfg(test)]
     pub(crate) fn to_i64_exact(&self) -> Option<i64> {
         if self.scale > 0 {
             let (q, exact) = self.unscaled.div_pow10(self.scale.unsigned_abs());

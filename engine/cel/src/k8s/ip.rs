@@ -452,6 +452,28 @@ mod tests {
     }
 
     #[test]
+    fn upstream_test_cases() {
+        let e = |s: &str| Ip::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            e("192.168.0.1.0"),
+            r#"IP Address "192.168.0.1.0" parse error during conversion from string: ParseAddr("192.168.0.1.0"): IPv4 address too long"#
+        );
+        assert_eq!(
+            is_canonical("127.0.0.1.0").unwrap_err().to_string(),
+            r#"IP Address "127.0.0.1.0" parse error during conversion from string: ParseAddr("127.0.0.1.0"): IPv4 address too long"#
+        );
+        assert_eq!(
+            e("2001:db8:::68"),
+            r#"IP Address "2001:db8:::68" parse error during conversion from string: ParseAddr("2001:db8:::68"): each colon-separated field must have at least one digit (at ":68")"#
+        );
+        assert_eq!(is_canonical("2001:db8::68"), Ok(true));
+        assert_eq!(is_canonical("2001:DB8::68"), Ok(false));
+        assert_eq!(ip("2001:db8::68").family(), 6);
+        assert!(!ip("1.2.3.4").is_loopback());
+        assert_eq!(ip("192.168.0.1").to_string(), "192.168.0.1");
+    }
+
+    #[test]
     fn go_formatting() {
         assert_eq!(ip("2001:0db8:0:0:1:0:0:1").to_string(), "2001:db8::1:0:0:1");
         assert_eq!(ip("1:0:0:2:0:0:0:3").to_string(), "1:0:0:2::3");

@@ -193,6 +193,7 @@ impl Quantity {
         }
     }
 
+    #[allow(dead_code)] // API: the format the canonical form is written in
     pub fn format(&self) -> Format {
         self.format
     }
@@ -736,6 +737,8 @@ mod tests {
         assert!(is_quantity("1.3Gi") && is_quantity("10000k") && !is_quantity("200K"));
         // Go's own scanner accepts a bare suffix as zero, whatever the library doc says.
         assert!(is_quantity("Mi"));
+        assert_eq!(q("Mi").format(), Format::BinarySI);
+        assert_eq!(q("1e3").format(), Format::DecimalExponent);
     }
 
     #[test]

@@ -344,6 +344,28 @@ mod tests {
     }
 
     #[test]
+    fn upstream_test_cases() {
+        assert_eq!(e("v1.0"), "No Major.Minor.Patch elements found");
+        assert!(is_semver("1.2.3-beta.1+build.1"));
+        for bad in [
+            "", "v1.0.0", " 1.0.0", "1. 0.0", "1.0.0 ", "01.01.01", "1", "1.1",
+        ] {
+            assert!(!is_semver(bad), "{bad:?}");
+        }
+        for bad in ["", " 1.0.0", "1. 0.0", "1.0.0 "] {
+            assert!(!is_semver_normalized(bad, true), "{bad:?}");
+        }
+        for good in ["v1.0.0", "01.01.01", "1", "1.1"] {
+            assert!(is_semver_normalized(good, true), "{good:?}");
+        }
+        assert_eq!(Semver::parse_normalized("v01.01").unwrap(), v("1.1.0"));
+        assert_ne!(v("1.2.3"), v("1.0.0"));
+        assert!(!v("1.0.0").is_less_than(&v("1.0.0")));
+        assert!(!v("1.0.0").is_greater_than(&v("1.0.0")));
+        assert_eq!(v("1.0.0").compare_to(&v("1.2.3")), -1);
+    }
+
+    #[test]
     fn precedence() {
         let order = [
             "1.0.0-alpha",

@@ -185,9 +185,9 @@ impl std::fmt::Display for Url {
         if !self.opaque.is_empty() {
             buf.extend_from_slice(&self.opaque);
         } else {
-            if (!self.scheme.is_empty() || !self.host.is_empty() || self.user.is_some())
-                && !(self.omit_host && self.host.is_empty() && self.user.is_none())
-            {
+            let authority = !self.scheme.is_empty() || !self.host.is_empty() || self.user.is_some();
+            let omitted = self.omit_host && self.host.is_empty() && self.user.is_none();
+            if authority && !omitted {
                 if !self.host.is_empty() || !self.path.is_empty() || self.user.is_some() {
                     buf.extend_from_slice(b"//");
                 }

@@ -1,0 +1,509 @@
+//! The functions the checker knows, declared as cel-go declares them (its standard
+//! library, the strings extension, optionals, Kubernetes' list and regex libraries, cel-go's
+//! lists extension, the engine's functions), and overload resolution.
+//!
+//! A function not declared here is `dyn` and never an error: custom functions, Kubernetes
+//! libraries with types of their own (`quantity`, `url`, `ip`, `cidr`, `semver`, `format`,
+//! `authz`), namespaced functions other than `optional.*`, `strings.*`, `lists.range`,
+//! `sets.*`. The operators `==`, `!=`, `in`, `&&`, `||`, `?:`, indexing and `.?` are typed
+//! by the checker itself.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use super::types::Type;
+
+/// A parameter or result of a declaration: a type, or one containing type parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Pattern {
+    Is(Type),
+    /// A type parameter (`A`, `B`).
+    Param(usize),
+    List(Box<Pattern>),
+    Map(Box<Pattern>, Box<Pattern>),
+    Optional(Box<Pattern>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Overload {
+    /// Called as `receiver.f(args)`: the receiver is the first parameter.
+    pub member: bool,
+    pub params: Vec<Pattern>,
+    pub result: Pattern,
+}
+
+/// Number of type parameters a declaration may use.
+pub(super) const PARAMS: usize = 2;
+
+const COMPARABLE: [&str; 8] = [
+    "bool",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "timestamp",
+    "duration",
+];
+
+/// `receiver.name(params) -> result` or `name(params) -> result`, one a line. `A` and `B`
+/// are type parameters.
+const SIGNATURES: &str = "
+!_(bool) -> bool
+-_(int) -> int
+-_(double) -> double
+_+_(int, int) -> int
+_+_(uint, uint) -> uint
+_+_(double, double) -> double
+_+_(string, string) -> string
+_+_(bytes, bytes) -> bytes
+_+_(list(A), list(A)) -> list(A)
+_+_(timestamp, duration) -> timestamp
+_+_(duration, timestamp) -> timestamp
+_+_(duration, duration) -> duration
+_-_(int, int) -> int
+_-_(uint, uint) -> uint
+_-_(double, double) -> double
+_-_(timestamp, timestamp) -> duration
+_-_(timestamp, duration) -> timestamp
+_-_(duration, duration) -> duration
+_*_(int, int) -> int
+_*_(uint, uint) -> uint
+_*_(double, double) -> double
+_/_(int, int) -> int
+_/_(uint, uint) -> uint
+_/_(double, double) -> double
+_%_(int, int) -> int
+_%_(uint, uint) -> uint
+@not_strictly_false(bool) -> bool
+dyn(A) -> dyn
+type(A) -> type
+int(int) -> int
+int(uint) -> int
+int(double) -> int
+int(string) -> int
+int(timestamp) -> int
+uint(uint) -> uint
+uint(int) -> uint
+uint(double) -> uint
+uint(string) -> uint
+double(double) -> double
+double(int) -> double
+double(uint) -> double
+double(string) -> double
+string(string) -> string
+string(bool) -> string
+string(int) -> string
+string(uint) -> string
+string(double) -> string
+string(bytes) -> string
+string(timestamp) -> string
+string(duration) -> string
+bytes(bytes) -> bytes
+bytes(string) -> bytes
+bool(bool) -> bool
+bool(string) -> bool
+timestamp(timestamp) -> timestamp
+timestamp(string) -> timestamp
+timestamp(int) -> timestamp
+duration(duration) -> duration
+duration(string) -> duration
+size(string) -> int
+size(bytes) -> int
+size(list(A)) -> int
+size(map(A, B)) -> int
+string.size() -> int
+bytes.size() -> int
+list(A).size() -> int
+map(A, B).size() -> int
+string.contains(string) -> bool
+string.startsWith(string) -> bool
+string.endsWith(string) -> bool
+string.matches(string) -> bool
+matches(string, string) -> bool
+timestamp.getFullYear() -> int
+timestamp.getFullYear(string) -> int
+timestamp.getMonth() -> int
+timestamp.getMonth(string) -> int
+timestamp.getDayOfYear() -> int
+timestamp.getDayOfYear(string) -> int
+timestamp.getDayOfMonth() -> int
+timestamp.getDayOfMonth(string) -> int
+timestamp.getDate() -> int
+timestamp.getDate(string) -> int
+timestamp.getDayOfWeek() -> int
+timestamp.getDayOfWeek(string) -> int
+timestamp.getHours() -> int
+timestamp.getHours(string) -> int
+timestamp.getMinutes() -> int
+timestamp.getMinutes(string) -> int
+timestamp.getSeconds() -> int
+timestamp.getSeconds(string) -> int
+timestamp.getMilliseconds() -> int
+timestamp.getMilliseconds(string) -> int
+duration.getHours() -> int
+duration.getMinutes() -> int
+duration.getSeconds() -> int
+duration.getMilliseconds() -> int
+string.charAt(int) -> string
+string.indexOf(string) -> int
+string.indexOf(string, int) -> int
+string.lastIndexOf(string) -> int
+string.lastIndexOf(string, int) -> int
+string.lowerAscii() -> string
+string.upperAscii() -> string
+string.replace(string, string) -> string
+string.replace(string, string, int) -> string
+string.split(string) -> list(string)
+string.split(string, int) -> list(string)
+string.substring(int) -> string
+string.substring(int, int) -> string
+string.trim() -> string
+string.reverse() -> string
+string.format(list(dyn)) -> string
+list(string).join() -> string
+list(string).join(string) -> string
+strings.quote(string) -> string
+string.find(string) -> string
+string.findAll(string) -> list(string)
+string.findAll(string, int) -> list(string)
+list(A).isSorted() -> bool
+list(A).sum() -> A
+list(A).min() -> A
+list(A).max() -> A
+list(A).indexOf(A) -> int
+list(A).lastIndexOf(A) -> int
+list(A).slice(int, int) -> list(A)
+list(A).flatten() -> list(dyn)
+list(A).flatten(int) -> list(dyn)
+list(A).distinct() -> list(A)
+list(A).reverse() -> list(A)
+list(A).sort() -> list(A)
+list(A).@sortByAssociatedKeys(list(B)) -> list(A)
+lists.range(int) -> list(int)
+sets.contains(list(A), list(B)) -> bool
+sets.equivalent(list(A), list(B)) -> bool
+sets.intersects(list(A), list(B)) -> bool
+optional.of(A) -> optional(A)
+optional.ofNonZeroValue(A) -> optional(A)
+optional.none() -> optional(dyn)
+optional(A).hasValue() -> bool
+optional(A).value() -> A
+optional(A).or(optional(A)) -> optional(A)
+optional(A).orValue(A) -> A
+sha256(string) -> string
+sha256(bytes) -> string
+isDNS1123Label(string) -> bool
+isDNS1123Subdomain(string) -> bool
+dns1123Label(string) -> string
+@utc(timestamp) -> timestamp
+";
+
+/// The functions whose name (with its namespace, `optional.of`) has declarations.
+pub(super) static DECLARATIONS: LazyLock<BTreeMap<String, Vec<Overload>>> = LazyLock::new(|| {
+    let mut table: BTreeMap<String, Vec<Overload>> = BTreeMap::new();
+    for (name, overload) in SIGNATURES.lines().filter_map(parse_signature) {
+        table.entry(name).or_default().push(overload);
+    }
+    // Ordering: every comparable type with itself, and numbers across types.
+    for op in ["_<_", "_<=_", "_>_", "_>=_"] {
+        let overloads = table.entry(op.to_string()).or_default();
+        let numbers = ["int", "uint", "double"];
+        let pairs = COMPARABLE.iter().map(|t| (*t, *t)).chain(
+            numbers
+                .iter()
+                .flat_map(|a| numbers.iter().map(move |b| (*a, *b)))
+                .filter(|(a, b)| a != b),
+        );
+        for (a, b) in pairs {
+            if let (Some(a), Some(b)) = (parse_pattern(a), parse_pattern(b)) {
+                overloads.push(Overload {
+                    member: false,
+                    params: vec![a, b],
+                    result: Pattern::Is(Type::Bool),
+                });
+            }
+        }
+    }
+    table
+});
+
+/// `(name, overload)` of a line of [`SIGNATURES`]; `None` for a blank or malformed line.
+fn parse_signature(line: &str) -> Option<(String, Overload)> {
+    let (call, result) = line.trim().split_once(" -> ")?;
+    let call = call.strip_suffix(')')?;
+    // The parameter list starts at the last `(` whose parentheses balance to the end.
+    let mut depth = 0usize;
+    let mut open = None;
+    for (i, c) in call.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth == 0 => {
+                open = Some(i);
+                break;
+            }
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    let open = open?;
+    let (head, params) = (&call[..open], &call[open + 1..]);
+    let mut patterns = Vec::new();
+    let (name, member) = match head.rsplit_once('.') {
+        Some((receiver, name)) if parse_pattern(receiver).is_some() => {
+            patterns.push(parse_pattern(receiver)?);
+            (name, true)
+        }
+        _ => (head, false),
+    };
+    for param in split_top(params) {
+        patterns.push(parse_pattern(param)?);
+    }
+    Some((
+        name.to_string(),
+        Overload {
+            member,
+            params: patterns,
+            result: parse_pattern(result)?,
+        },
+    ))
+}
+
+/// Splits `a, list(b), map(c, d)` at its top-level commas; nothing for an empty list.
+fn split_top(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    let last = text[start..].trim();
+    if !last.is_empty() || !parts.is_empty() {
+        parts.push(last);
+    }
+    parts
+}
+
+fn parse_pattern(text: &str) -> Option<Pattern> {
+    let text = text.trim();
+    if let Some(inner) = text.strip_suffix(')') {
+        let (name, args) = inner.split_once('(')?;
+        let args: Vec<Pattern> = split_top(args)
+            .into_iter()
+            .map(parse_pattern)
+            .collect::<Option<_>>()?;
+        return match (name, args.as_slice()) {
+            ("list", [e]) => Some(Pattern::List(Box::new(e.clone()))),
+            ("optional", [e]) => Some(Pattern::Optional(Box::new(e.clone()))),
+            ("map", [k, v]) => Some(Pattern::Map(Box::new(k.clone()), Box::new(v.clone()))),
+            _ => None,
+        };
+    }
+    Some(match text {
+        "A" => Pattern::Param(0),
+        "B" => Pattern::Param(1),
+        "dyn" => Pattern::Is(Type::Dyn),
+        "null_type" => Pattern::Is(Type::Null),
+        "bool" => Pattern::Is(Type::Bool),
+        "int" => Pattern::Is(Type::Int),
+        "uint" => Pattern::Is(Type::Uint),
+        "double" => Pattern::Is(Type::Double),
+        "string" => Pattern::Is(Type::String),
+        "bytes" => Pattern::Is(Type::Bytes),
+        "timestamp" => Pattern::Is(Type::Timestamp),
+        "duration" => Pattern::Is(Type::Duration),
+        "type" => Pattern::Is(Type::Type),
+        _ => return None,
+    })
+}
+
+/// An argument of a call: its type, and whether it is weak (`null`, `[]`, `{}`,
+/// `optional.none()`): its type does not constrain a type parameter another argument
+/// binds (`x.orValue([])` has the type of `x`'s value).
+#[derive(Debug, Clone)]
+pub(super) struct Arg {
+    pub ty: Type,
+    pub weak: bool,
+}
+
+/// Type parameter bindings while an overload is matched.
+#[derive(Default)]
+struct Bindings {
+    params: [Option<(Type, bool)>; PARAMS],
+}
+
+impl Bindings {
+    fn bind(&mut self, param: usize, ty: &Type, weak: bool) {
+        let Some(slot) = self.params.get_mut(param) else {
+            return;
+        };
+        *slot = Some(match slot.take() {
+            None => (ty.clone(), weak),
+            // A strong binding replaces a weak one, a weak one leaves a strong one be; two
+            // bindings of the same strength merge.
+            Some((_, true)) if !weak => (ty.clone(), false),
+            Some((bound, false)) if weak => (bound, false),
+            Some((bound, bound_weak)) => (merge(&bound, ty), bound_weak),
+        });
+    }
+
+    fn resolve(&self, pattern: &Pattern) -> Type {
+        match pattern {
+            Pattern::Is(t) => t.clone(),
+            Pattern::Param(i) => self
+                .params
+                .get(*i)
+                .and_then(Option::as_ref)
+                .map_or(Type::Dyn, |(t, _)| t.clone()),
+            Pattern::List(e) => Type::list(self.resolve(e)),
+            Pattern::Map(k, v) => Type::map(self.resolve(k), self.resolve(v)),
+            Pattern::Optional(t) => Type::optional(self.resolve(t)),
+        }
+    }
+}
+
+/// The type of a value that is of type `a` or of type `b`: the type itself when they are
+/// the same, `dyn` where they differ (`null` gives way to the other type).
+pub(super) fn merge(a: &Type, b: &Type) -> Type {
+    match (a, b) {
+        (a, b) if a == b => a.clone(),
+        (Type::Error, _) | (_, Type::Error) | (Type::Dyn, _) | (_, Type::Dyn) => Type::Dyn,
+        (Type::Null, t) | (t, Type::Null) => t.clone(),
+        (Type::List(a), Type::List(b)) => Type::list(merge(a, b)),
+        (Type::Optional(a), Type::Optional(b)) => Type::optional(merge(a, b)),
+        (Type::Map(ka, va), Type::Map(kb, vb)) => Type::map(merge(ka, kb), merge(va, vb)),
+        _ => Type::Dyn,
+    }
+}
+
+/// Joins the types of two values a result may be (the branches of `?:`, the elements of a
+/// literal): a weak one gives way to the other.
+pub(super) fn join(a: &Arg, b: &Arg) -> Type {
+    match (a.weak, b.weak) {
+        (true, false) => b.ty.clone(),
+        (false, true) => a.ty.clone(),
+        _ => merge(&a.ty, &b.ty),
+    }
+}
+
+/// Whether `arg` can be passed as `pattern`, binding its type parameters.
+fn unify(pattern: &Pattern, arg: &Type, weak: bool, bindings: &mut Bindings) -> bool {
+    if arg.is_dyn() {
+        // Anything may be passed as `dyn`: its parameters are `dyn`.
+        bind_dyn(pattern, weak, bindings);
+        return true;
+    }
+    match (pattern, arg) {
+        (Pattern::Param(i), t) => {
+            bindings.bind(*i, t, weak);
+            true
+        }
+        (Pattern::Is(Type::Dyn), _) => true,
+        (Pattern::Is(t), a) => concrete(t, a),
+        (Pattern::List(e), Type::List(a)) => unify(e, a, weak, bindings),
+        (Pattern::Optional(e), Type::Optional(a)) => unify(e, a, weak, bindings),
+        (Pattern::Map(k, v), Type::Map(ka, va)) => {
+            unify(k, ka, weak, bindings) && unify(v, va, weak, bindings)
+        }
+        // An object is a map with string keys at run time.
+        (Pattern::Map(k, v), Type::Object(_)) => {
+            unify(k, &Type::String, weak, bindings) && unify(v, &Type::Dyn, weak, bindings)
+        }
+        _ => false,
+    }
+}
+
+fn bind_dyn(pattern: &Pattern, weak: bool, bindings: &mut Bindings) {
+    match pattern {
+        Pattern::Is(_) => {}
+        Pattern::Param(i) => bindings.bind(*i, &Type::Dyn, weak),
+        Pattern::List(e) | Pattern::Optional(e) => bind_dyn(e, weak, bindings),
+        Pattern::Map(k, v) => {
+            bind_dyn(k, weak, bindings);
+            bind_dyn(v, weak, bindings);
+        }
+    }
+}
+
+/// Whether a value of type `arg` is a `declared` (a declared type without parameters, or
+/// `list(dyn)` and the like).
+fn concrete(declared: &Type, arg: &Type) -> bool {
+    match (declared, arg) {
+        (d, a) if d.is_dyn() || a.is_dyn() => true,
+        (Type::List(d), Type::List(a)) | (Type::Optional(d), Type::Optional(a)) => concrete(d, a),
+        (Type::Map(dk, dv), Type::Map(ak, av)) => concrete(dk, ak) && concrete(dv, av),
+        (d, a) => d == a,
+    }
+}
+
+/// The result type of the call of `name` with `args` (the receiver first for a member
+/// call), or `None` when no overload accepts them. Several overloads may accept `dyn`
+/// arguments: the result is then the merge of theirs.
+pub(super) fn resolve(overloads: &[Overload], member: bool, args: &[Arg]) -> Option<Type> {
+    let mut result: Option<Type> = None;
+    for overload in overloads {
+        if overload.member != member || overload.params.len() != args.len() {
+            continue;
+        }
+        let mut bindings = Bindings::default();
+        let accepted = overload
+            .params
+            .iter()
+            .zip(args)
+            .all(|(pattern, arg)| unify(pattern, &arg.ty, arg.weak, &mut bindings));
+        if accepted {
+            let ty = bindings.resolve(&overload.result);
+            result = Some(match result {
+                None => ty,
+                Some(previous) => merge(&previous, &ty),
+            });
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_signature_parses() {
+        let lines: Vec<&str> = SIGNATURES
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        for line in &lines {
+            assert!(parse_signature(line).is_some(), "{line}");
+        }
+        let declared: usize = DECLARATIONS.values().map(Vec::len).sum();
+        // The ordering operators: 8 types with themselves and 6 pairs of numbers, each.
+        assert_eq!(declared, lines.len() + 4 * (8 + 6));
+    }
+
+    #[test]
+    fn signatures_are_read_as_written() {
+        let (name, overload) = parse_signature("list(A).join(string) -> string").unwrap();
+        assert_eq!(name, "join");
+        assert!(overload.member);
+        assert_eq!(
+            overload.params,
+            vec![
+                Pattern::List(Box::new(Pattern::Param(0))),
+                Pattern::Is(Type::String)
+            ]
+        );
+        let (name, overload) = parse_signature("optional.of(A) -> optional(A)").unwrap();
+        assert_eq!(name, "optional.of");
+        assert!(!overload.member);
+        let (name, overload) = parse_signature("optional.none() -> optional(dyn)").unwrap();
+        assert_eq!(name, "optional.none");
+        assert!(overload.params.is_empty());
+    }
+}

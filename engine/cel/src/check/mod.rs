@@ -1,0 +1,171 @@
+//! The CEL type checker: types an expression against the types of its variables (for
+//! Switchyard, the OpenAPI schemas of the watched kind and of the lookups) and reports what
+//! cannot work, with its position, before anything runs:
+//!
+//! ```text
+//! self.spec.replicsa > 1        undefined field 'replicsa' (did you mean 'replicas'?)
+//! self.spec.replicas == 'three' found no matching overload for '_==_' applied to '(int, string)'
+//! ```
+//!
+//! It follows cel-go's checker as Kubernetes runs it on CRD validation rules (same
+//! messages), with one rule above all: **a valid expression is never reported**. What the
+//! checker does not know is `dyn`, and `dyn` is never an error: undeclared variables,
+//! custom functions (`decide`), Kubernetes library functions with types of their own
+//! (`quantity`, `url`, `ip`, ...), methods of `dyn` values, fields of objects that keep
+//! unknown fields. Where the evaluator accepts what cel-go refuses, the checker accepts it:
+//! numbers of different types compare (`1 == 1.0`, `x < 2.5`), anything compares with
+//! `null`, list and map literals may mix types (their element type is then `dyn`),
+//! `opt.orValue(x)` may give another type than the optional's (the result is `dyn`).
+//!
+//! Typed:
+//! - literals, variables ([`TypeEnv`]), field selection on objects (undefined fields are
+//!   reported, with a suggestion within two edits) and maps, `has()`, indexing of lists,
+//!   maps and objects;
+//! - operators as cel-go declares them: arithmetic on `int`, `uint`, `double`, timestamps
+//!   and durations (no mixing), `+` on strings, bytes and lists, ordering within a type and
+//!   across numbers, `==`/`!=`/`in` between comparable types, `!`, `&&`, `||` on `bool`,
+//!   `?:` (a `bool` condition; branches of different types make `dyn`);
+//! - the standard functions (`size`, `contains`, `startsWith`, `endsWith`, `matches`,
+//!   conversions, timestamp and duration accessors), the strings extension, optionals
+//!   (`.?f`, `[?k]`, `optional.of`, `orValue`, `hasValue`, `value`, `or`, `optMap`),
+//!   Kubernetes' list and regex functions, cel-go's lists extension, `sets.*`, and the
+//!   engine's functions (`sha256`, `isDNS1123Label`, ...);
+//! - macros (`all`, `exists`, `exists_one`, `map`, `filter`): the iteration variable has the
+//!   range's element type (a map's key type), `map` gives a list of its expression's type.
+
+mod checker;
+mod decls;
+mod openapi;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::LazyLock;
+
+pub use openapi::{
+    CrdKind, crd_kinds, object_meta, object_type_for_kind, object_type_from_crd,
+    object_type_without_schema, type_from_openapi,
+};
+pub use types::{ObjectType, Type};
+
+use crate::error::{CompileError, position_of_byte};
+
+/// The types of the variables an expression may read, and the custom functions it may
+/// call. Undeclared variables are `dyn`: the engine reports unknown variables itself.
+#[derive(Debug, Clone, Default)]
+pub struct TypeEnv {
+    variables: BTreeMap<String, Type>,
+    functions: BTreeSet<String>,
+}
+
+impl TypeEnv {
+    pub fn new() -> TypeEnv {
+        TypeEnv::default()
+    }
+
+    /// Declares (or redeclares) the variable `name`.
+    #[must_use]
+    pub fn with_variable(mut self, name: &str, ty: Type) -> TypeEnv {
+        self.add_variable(name, ty);
+        self
+    }
+
+    /// Declares (or redeclares) the variable `name`.
+    pub fn add_variable(&mut self, name: &str, ty: Type) {
+        self.variables.insert(name.to_string(), ty);
+    }
+
+    /// The type of `name`, if declared.
+    pub fn variable(&self, name: &str) -> Option<&Type> {
+        self.variables.get(name)
+    }
+
+    /// Declares a custom function (one added with [`crate::Env::with_function`]): its
+    /// calls, in either style (`f(a)`, `a.f()`), are `dyn`, whatever their arguments.
+    /// Functions the checker does not know are `dyn` anyway: this matters for a custom
+    /// function named as a library function the checker knows but the evaluator does not
+    /// provide (Kubernetes' `sort`, `sum`, `find`, ...).
+    #[must_use]
+    pub fn with_function(mut self, name: &str) -> TypeEnv {
+        self.add_function(name);
+        self
+    }
+
+    /// Declares a custom function: see [`TypeEnv::with_function`].
+    pub fn add_function(&mut self, name: &str) {
+        self.functions.insert(name.to_string());
+    }
+}
+
+/// What does not type-check in an expression, and where. Positions are 1-based and count
+/// characters of the expression source, as [`CompileError`]'s do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeIssue {
+    pub message: String,
+    /// 1-based line within the expression.
+    pub line: usize,
+    /// 1-based column (in characters) within that line.
+    pub column: usize,
+}
+
+impl TypeIssue {
+    /// The offending line of `source` with a caret under the issue (see
+    /// [`CompileError::caret`]).
+    pub fn caret(&self, source: &str) -> String {
+        CompileError::new(self.message.clone(), self.line, self.column).caret(source)
+    }
+}
+
+impl std::fmt::Display for TypeIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Checks a compiled program against the variable types of `env`: its result type
+/// ([`Type::Dyn`] when unknown, [`Type::Error`] when the issues leave it undetermined) and
+/// its issues, in source order. A valid expression has none.
+pub fn check(program: &crate::Program, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
+    check_source(program.source(), env)
+}
+
+/// The parser: the standard macros and those of the optional library (`optMap`,
+/// `optFlatMap`), as [`crate::Env`]'s.
+static PARSER: LazyLock<cel::Env> = LazyLock::new(cel::Env::stdlib);
+
+/// The parser recurses deeply (see `Env::compile`): it runs on a stack of its own.
+const PARSE_STACK: usize = 256 * 1024 * 1024;
+
+/// Parses `source` again, with the positions of its nodes (a [`crate::Program`] keeps
+/// neither), and checks it. A source that does not parse has no issues here: compiling it
+/// reports the error.
+fn check_source(source: &str, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
+    let run = || {
+        stacker::grow(PARSE_STACK, || {
+            let (expression, info) = PARSER.parser().parse_with_source_info(source).ok()?;
+            let mut checker = checker::Checker::new(source, &info, env);
+            let ty = checker.check(&expression);
+            Some((ty, checker.issues))
+        })
+    };
+    let Ok(Some((ty, mut issues))) = catch_unwind(AssertUnwindSafe(run)) else {
+        return (Type::Dyn, Vec::new());
+    };
+    issues.sort_by_key(|(at, _)| *at);
+    issues.dedup();
+    let issues = issues
+        .into_iter()
+        .map(|(at, message)| {
+            let (line, column) = position_of_byte(source, at);
+            TypeIssue {
+                message,
+                line,
+                column,
+            }
+        })
+        .collect();
+    (ty, issues)
+}

@@ -1,0 +1,143 @@
+//! The types the checker reasons with.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A CEL type as the checker sees it.
+///
+/// Values cross into Switchyard as JSON, so an [`Object`](Type::Object) (a Kubernetes
+/// object or a nested object of its schema) is a map with string keys at run time: the
+/// checker allows what a map allows on it (`in`, `size`, `[key]`, iteration over its keys)
+/// besides field selection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Type {
+    /// Unknown until evaluation: every operation is allowed.
+    Dyn,
+    /// `null_type`, the type of `null`.
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Timestamp,
+    Duration,
+    List(Box<Type>),
+    Map(Box<Type>, Box<Type>),
+    /// An object with known fields (a schema's `type: object` with `properties`).
+    Object(Arc<ObjectType>),
+    /// `optional_type(T)`, as `a.?b` and `optional.of(x)` make.
+    Optional(Box<Type>),
+    /// The type of type values: `int`, `type(x)`.
+    Type,
+    /// The type of an expression that has an issue: it is reported once and behaves as
+    /// [`Dyn`](Type::Dyn) afterwards, so one mistake is not reported again by every
+    /// expression around it.
+    Error,
+}
+
+/// An object type: the fields a schema declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectType {
+    /// The name used in messages: the kind for a resource (`FleetWorkload`), then the path
+    /// of the field (`FleetWorkload.spec.template`), as Kubernetes names schema types.
+    pub name: String,
+    pub fields: BTreeMap<String, Type>,
+    /// The object keeps fields its schema does not declare
+    /// (`x-kubernetes-preserve-unknown-fields`): selecting an undeclared field is `dyn`,
+    /// not an error.
+    pub open: bool,
+}
+
+impl ObjectType {
+    /// A closed object type with no fields yet.
+    pub fn new(name: impl Into<String>) -> ObjectType {
+        ObjectType {
+            name: name.into(),
+            fields: BTreeMap::new(),
+            open: false,
+        }
+    }
+
+    /// Adds (or replaces) the field `name`.
+    #[must_use]
+    pub fn with_field(mut self, name: impl Into<String>, ty: Type) -> ObjectType {
+        self.fields.insert(name.into(), ty);
+        self
+    }
+
+    /// Makes undeclared fields `dyn` instead of errors.
+    #[must_use]
+    pub fn open(mut self) -> ObjectType {
+        self.open = true;
+        self
+    }
+}
+
+impl Type {
+    pub fn list(element: Type) -> Type {
+        Type::List(Box::new(element))
+    }
+
+    pub fn map(key: Type, value: Type) -> Type {
+        Type::Map(Box::new(key), Box::new(value))
+    }
+
+    pub fn optional(value: Type) -> Type {
+        Type::Optional(Box::new(value))
+    }
+
+    pub fn object(object: ObjectType) -> Type {
+        Type::Object(Arc::new(object))
+    }
+
+    /// `dyn`, or the type of an expression with an issue: anything goes.
+    pub fn is_dyn(&self) -> bool {
+        matches!(self, Type::Dyn | Type::Error)
+    }
+
+    /// Whether a value of this type may be used where `target` is expected: `dyn` (either
+    /// side) and `null` always may, numbers only as the same number type, lists, maps and
+    /// optionals when their parameters may, an object where an object or a map with
+    /// string keys is expected. For example, a guard's type must be assignable to
+    /// [`Type::Bool`].
+    pub fn is_assignable_to(&self, target: &Type) -> bool {
+        use Type as T;
+        match (self, target) {
+            (a, b) if a.is_dyn() || b.is_dyn() => true,
+            (T::Null, _) => true,
+            (T::List(a), T::List(b)) | (T::Optional(a), T::Optional(b)) => a.is_assignable_to(b),
+            (T::Map(ka, va), T::Map(kb, vb)) => ka.is_assignable_to(kb) && va.is_assignable_to(vb),
+            (T::Object(a), T::Object(b)) => a.name == b.name || Arc::ptr_eq(a, b),
+            (T::Object(_), T::Map(k, _)) => T::String.is_assignable_to(k),
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// cel-go's names: `int`, `list(string)`, `map(string, int)`, `optional_type(int)`,
+/// `google.protobuf.Timestamp`, an object type's name.
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Dyn => f.write_str("dyn"),
+            Type::Null => f.write_str("null_type"),
+            Type::Bool => f.write_str("bool"),
+            Type::Int => f.write_str("int"),
+            Type::Uint => f.write_str("uint"),
+            Type::Double => f.write_str("double"),
+            Type::String => f.write_str("string"),
+            Type::Bytes => f.write_str("bytes"),
+            Type::Timestamp => f.write_str("google.protobuf.Timestamp"),
+            Type::Duration => f.write_str("google.protobuf.Duration"),
+            Type::List(e) => write!(f, "list({e})"),
+            Type::Map(k, v) => write!(f, "map({k}, {v})"),
+            Type::Object(o) => f.write_str(&o.name),
+            Type::Optional(t) => write!(f, "optional_type({t})"),
+            Type::Type => f.write_str("type"),
+            Type::Error => f.write_str("*error*"),
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! `string.format(list)` of the strings extension: printf-style clauses
+//! `%[.precision]conversion` (`s d f e b x X o`), `%%` a literal `%`, each clause taking the
+//! next argument of the list, as cel-go's formatting.
+
+use crate::value::{Value, format_duration, format_timestamp};
+
+/// The precision of `%f` and `%e` when the clause has none.
+const DEFAULT_PRECISION: usize = 6;
+/// The largest precision a clause may ask for (it bounds the size of the result).
+const MAX_PRECISION: usize = 100;
+
+/// `format` with each clause replaced by its argument, in order.
+pub(crate) fn format(format: &str, args: &[Value]) -> Result<String, String> {
+    let mut out = String::with_capacity(format.len());
+    let mut rest = format;
+    let mut next_arg = 0;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + 1..];
+        if let Some(after) = rest.strip_prefix('%') {
+            out.push('%');
+            rest = after;
+            continue;
+        }
+        let arg = args
+            .get(next_arg)
+            .ok_or_else(|| format!("index {next_arg} out of range"))?;
+        if rest.is_empty() {
+            return Err("unexpected end of string".to_owned());
+        }
+        let (clause, after) =
+            Clause::parse(rest).map_err(|e| format!("could not parse formatting clause: {e}"))?;
+        out.push_str(
+            &clause
+                .format(arg)
+                .map_err(|e| format!("error during formatting: {e}"))?,
+        );
+        rest = after;
+        next_arg += 1;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Clause {
+    String,
+    Decimal,
+    Fixed(usize),
+    Scientific(usize),
+    Binary,
+    Hex { upper: bool },
+    Octal,
+}
+
+impl Clause {
+    fn parse(clause: &str) -> Result<(Self, &str), String> {
+        let (precision, rest) =
+            precision(clause).map_err(|e| format!("error while parsing precision: {e}"))?;
+        let mut chars = rest.chars();
+        let parsed = match chars.next() {
+            Some('s') => Self::String,
+            Some('d') => Self::Decimal,
+            Some('f') => Self::Fixed(precision),
+            Some('e') => Self::Scientific(precision),
+            Some('b') => Self::Binary,
+            Some('x') => Self::Hex { upper: false },
+            Some('X') => Self::Hex { upper: true },
+            Some('o') => Self::Octal,
+            Some(c) => return Err(format!("unrecognized formatting clause \"{c}\"")),
+            None => return Err("unexpected end of string".to_owned()),
+        };
+        Ok((parsed, chars.as_str()))
+    }
+
+    fn format(self, val: &Value) -> Result<String, String> {
+        let formatted = match self {
+            Self::String => return string(val),
+            Self::Decimal => match val {
+                Value::Int(i) => Some(i.to_string()),
+                Value::Uint(u) => Some(u.to_string()),
+                Value::Double(d) => Some(double(*d)),
+                _ => None,
+            },
+            Self::Fixed(precision) => as_double(val)
+                .map(|d| non_finite(d).map_or_else(|| format!("{d:.precision$}"), str::to_owned)),
+            Self::Scientific(precision) => as_double(val)
+                .map(|d| non_finite(d).map_or_else(|| scientific(d, precision), str::to_owned)),
+            Self::Binary => match val {
+                Value::Bool(b) => Some(u8::from(*b).to_string()),
+                Value::Int(i) => Some(format!("{}{:b}", sign(*i), i.unsigned_abs())),
+                Value::Uint(u) => Some(format!("{u:b}")),
+                _ => None,
+            },
+            Self::Hex { upper } => match val {
+                Value::Int(i) if upper => Some(format!("{}{:X}", sign(*i), i.unsigned_abs())),
+                Value::Int(i) => Some(format!("{}{:x}", sign(*i), i.unsigned_abs())),
+                Value::Uint(u) if upper => Some(format!("{u:X}")),
+                Value::Uint(u) => Some(format!("{u:x}")),
+                Value::String(s) => Some(hex(s.as_bytes(), upper)),
+                Value::Bytes(b) => Some(hex(b, upper)),
+                _ => None,
+            },
+            Self::Octal => match val {
+                Value::Int(i) => Some(format!("{}{:o}", sign(*i), i.unsigned_abs())),
+                Value::Uint(u) => Some(format!("{u:o}")),
+                _ => None,
+            },
+        };
+        formatted.ok_or_else(|| self.type_error(val))
+    }
+
+    fn type_error(self, val: &Value) -> String {
+        let accepted = match self {
+            Self::String => return string_type_error(val),
+            Self::Decimal => "decimal clause can only be used on ints, uints, and doubles",
+            Self::Fixed(_) => "fixed-point clause can only be used on ints, uints, and doubles",
+            Self::Scientific(_) => "scientific clause can only be used on ints, uints, and doubles",
+            Self::Binary => "only ints, uints, and bools can be formatted as binary",
+            Self::Hex { .. } => "only ints, uints, bytes, and strings can be formatted as hex",
+            Self::Octal => "octal clause can only be used on ints and uints",
+        };
+        format!("{accepted}, was given {}", val.type_name())
+    }
+}
+
+fn precision(clause: &str) -> Result<(usize, &str), String> {
+    let Some(rest) = clause.strip_prefix('.') else {
+        return Ok((DEFAULT_PRECISION, clause));
+    };
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or("could not find end of precision specifier")?;
+    let precision: usize = rest[..end]
+        .parse()
+        .map_err(|e| format!("error while converting precision to integer: {e}"))?;
+    if precision > MAX_PRECISION {
+        return Err(format!(
+            "precision {precision} exceeds maximum allowed precision {MAX_PRECISION}"
+        ));
+    }
+    Ok((precision, &rest[end..]))
+}
+
+/// `%s`: any value but a library one; lists and maps as long as what they hold is.
+fn string(val: &Value) -> Result<String, String> {
+    Ok(match val {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Double(d) => double(*d),
+        Value::String(s) => s.to_string(),
+        Value::Bytes(b) => lossy_utf8(b),
+        Value::Duration(d) => {
+            let secs = d.num_seconds() as f64 + f64::from(d.subsec_nanos()) / 1e9;
+            let _ = format_duration;
+            format!("{}s", double(secs))
+        }
+        Value::Timestamp(t) => format_timestamp(t),
+        Value::Null => "null".to_owned(),
+        Value::Type(t) => t.name().to_owned(),
+        Value::List(items) => {
+            let formatted: Vec<String> = items.iter().map(string).collect::<Result<_, _>>()?;
+            format!("[{}]", formatted.join(", "))
+        }
+        Value::Map(m) => {
+            let mut entries = Vec::with_capacity(m.len());
+            for (k, v) in m.iter() {
+                entries.push((string(&k.to_value())?, string(v)?));
+            }
+            entries.sort();
+            let entries: Vec<String> = entries
+                .into_iter()
+                .map(|(key, value)| format!("{key}: {value}"))
+                .collect();
+            format!("{{{}}}", entries.join(", "))
+        }
+        Value::Optional(_) | Value::Opaque(_) => return Err(string_type_error(val)),
+    })
+}
+
+fn string_type_error(val: &Value) -> String {
+    format!(
+        "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, \
+         types, durations, and timestamps, was given {}",
+        val.type_name()
+    )
+}
+
+fn as_double(val: &Value) -> Option<f64> {
+    match val {
+        Value::Int(i) => Some(*i as f64),
+        Value::Uint(u) => Some(*u as f64),
+        Value::Double(d) => Some(*d),
+        _ => None,
+    }
+}
+
+fn non_finite(d: f64) -> Option<&'static str> {
+    if d.is_nan() {
+        Some("NaN")
+    } else if d.is_infinite() {
+        Some(if d > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        None
+    }
+}
+
+fn double(d: f64) -> String {
+    non_finite(d).map_or_else(|| d.to_string(), str::to_owned)
+}
+
+/// `d` as `[-]d.ddde±dd`.
+fn scientific(d: f64, precision: usize) -> String {
+    let formatted = format!("{d:.precision$e}");
+    let Some((mantissa, exponent)) = formatted.split_once('e') else {
+        return formatted;
+    };
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs())
+}
+
+fn sign(i: i64) -> &'static str {
+    if i < 0 { "-" } else { "" }
+}
+
+fn hex(bytes: &[u8], upper: bool) -> String {
+    bytes
+        .iter()
+        .map(|b| {
+            if upper {
+                format!("{b:02X}")
+            } else {
+                format!("{b:02x}")
+            }
+        })
+        .collect()
+}
+
+/// `bytes` as a string: a run of invalid UTF-8 sequences becomes a single U+FFFD.
+fn lossy_utf8(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for (i, chunk) in bytes.utf8_chunks().enumerate() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() && (i == 0 || !chunk.valid().is_empty()) {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    out
+}

@@ -1,0 +1,693 @@
+//! The adapters from the evaluator's [`Value`]s to the libraries' Rust functions: every
+//! Kubernetes function under its CEL name and overloads (see the table in
+//! [`super`]).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::EvalError;
+use crate::registry::{Opaque, Overload, Param, Type, Value, compare, equals, no_such_overload};
+
+use super::cidr::Cidr;
+use super::format::NamedFormat;
+use super::ip::{self, Ip};
+use super::lists::{self, ListError};
+use super::quantity::{self, Quantity};
+use super::semver::{self, Semver};
+use super::url::{self, Url};
+use super::{cidr, regex, sets};
+
+const QUANTITY: &str = "kubernetes.Quantity";
+const URL: &str = "kubernetes.URL";
+const IP: &str = "net.IP";
+const CIDR: &str = "net.CIDR";
+const SEMVER: &str = "kubernetes.Semver";
+const FORMAT: &str = "kubernetes.NamedFormat";
+
+/// A named accessor of a library value.
+type Accessor<T, R> = (&'static str, fn(&T) -> R);
+/// A named set relation over CEL equality.
+type SetRelation = (
+    &'static str,
+    fn(&[Value], &[Value], fn(&Value, &Value) -> bool) -> bool,
+);
+
+// ---- library values ---------------------------------------------------------------------
+
+fn downcast<T: Opaque>(o: &dyn Opaque) -> Option<&T> {
+    (o as &dyn std::any::Any).downcast_ref::<T>()
+}
+
+impl Opaque for Quantity {
+    fn type_name(&self) -> &'static str {
+        QUANTITY
+    }
+    /// Kubernetes: equal values (`quantity("200M") == quantity("0.2G")`).
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        downcast::<Quantity>(other).is_some_and(|o| self == o)
+    }
+    /// The canonical form, as Kubernetes serializes a quantity.
+    fn to_display(&self) -> Option<String> {
+        Some(self.canonical())
+    }
+}
+
+impl Opaque for Url {
+    fn type_name(&self) -> &'static str {
+        URL
+    }
+    /// Kubernetes: the same `String()`.
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        downcast::<Url>(other).is_some_and(|o| self.to_string() == o.to_string())
+    }
+    fn to_display(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Opaque for Ip {
+    fn type_name(&self) -> &'static str {
+        IP
+    }
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        downcast::<Ip>(other).is_some_and(|o| self == o)
+    }
+    /// `string(ip)`.
+    fn to_display(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Opaque for Cidr {
+    fn type_name(&self) -> &'static str {
+        CIDR
+    }
+    /// Kubernetes: same address (host bits included) and length.
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        downcast::<Cidr>(other).is_some_and(|o| self == o)
+    }
+    /// `string(cidr)`.
+    fn to_display(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Opaque for Semver {
+    fn type_name(&self) -> &'static str {
+        SEMVER
+    }
+    /// blang's `EQ`: same precedence (build metadata ignored).
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        downcast::<Semver>(other).is_some_and(|o| self.compare(o) == Ordering::Equal)
+    }
+    fn to_display(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Opaque for NamedFormat {
+    fn type_name(&self) -> &'static str {
+        FORMAT
+    }
+    /// Kubernetes: the same format name.
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        downcast::<NamedFormat>(other).is_some_and(|o| self == o)
+    }
+}
+
+fn opaque(v: impl Opaque) -> Value {
+    Value::Opaque(Arc::new(v))
+}
+
+// ---- argument access ----------------------------------------------------------------------
+
+fn err(e: impl ToString) -> EvalError {
+    EvalError::new(e.to_string())
+}
+
+fn get<'a, T: Opaque>(args: &'a [Value], i: usize, f: &str) -> Result<&'a T, EvalError> {
+    args.get(i)
+        .and_then(Value::downcast_opaque::<T>)
+        .ok_or_else(|| no_such_overload(f, args))
+}
+
+fn string<'a>(args: &'a [Value], i: usize, f: &str) -> Result<&'a str, EvalError> {
+    match args.get(i) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(no_such_overload(f, args)),
+    }
+}
+
+fn int(args: &[Value], i: usize, f: &str) -> Result<i64, EvalError> {
+    match args.get(i) {
+        Some(Value::Int(n)) => Ok(*n),
+        _ => Err(no_such_overload(f, args)),
+    }
+}
+
+fn boolean(args: &[Value], i: usize, f: &str) -> Result<bool, EvalError> {
+    match args.get(i) {
+        Some(Value::Bool(b)) => Ok(*b),
+        _ => Err(no_such_overload(f, args)),
+    }
+}
+
+fn list<'a>(args: &'a [Value], i: usize, f: &str) -> Result<&'a [Value], EvalError> {
+    match args.get(i) {
+        Some(Value::List(items)) => Ok(items),
+        _ => Err(no_such_overload(f, args)),
+    }
+}
+
+fn strings(items: impl IntoIterator<Item = String>) -> Value {
+    Value::list(items.into_iter().map(Value::string))
+}
+
+fn optional(v: Option<Value>) -> Value {
+    Value::Optional(v.map(Arc::new))
+}
+
+fn list_err(e: ListError<EvalError>) -> EvalError {
+    match e {
+        ListError::Element(e) => e,
+        e => err(e),
+    }
+}
+
+/// The order of two list elements; an error for types without an order between them.
+/// NaN is unordered: it counts as equal, so that it neither sorts nor wins `min`/`max`
+/// (cel-go's comparison yields an error value there, which the list functions ignore).
+fn order(f: &'static str) -> impl Fn(&Value, &Value) -> Result<Ordering, EvalError> {
+    move |a, b| match compare(a, b) {
+        Ok(o) => Ok(o.unwrap_or(Ordering::Equal)),
+        Err(()) => Err(no_such_overload(f, &[a.clone(), b.clone()])),
+    }
+}
+
+fn as_list(v: &Value) -> Option<&[Value]> {
+    match v {
+        Value::List(items) => Some(items),
+        _ => None,
+    }
+}
+
+/// CEL `+` of two summands of `sum()`, with cel-go's overflow errors.
+fn add(a: &Value, b: &Value) -> Result<Value, EvalError> {
+    let overflow = || EvalError::new("integer overflow");
+    Ok(match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Value::Int(x.checked_add(*y).ok_or_else(overflow)?),
+        (Value::Uint(x), Value::Uint(y)) => Value::Uint(
+            x.checked_add(*y)
+                .ok_or_else(|| EvalError::new("unsigned integer overflow"))?,
+        ),
+        (Value::Double(x), Value::Double(y)) => Value::Double(x + y),
+        (Value::Duration(x), Value::Duration(y)) => {
+            let d = x.checked_add(y).ok_or_else(overflow)?;
+            // Go durations are int64 nanoseconds
+            d.num_nanoseconds().ok_or_else(overflow)?;
+            Value::Duration(d)
+        }
+        _ => return Err(no_such_overload("sum", &[a.clone(), b.clone()])),
+    })
+}
+
+/// The types cel-go's `sort` accepts as keys (`traits.Comparer`).
+fn sortable(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Bool(_)
+            | Value::Duration(_)
+            | Value::Timestamp(_)
+            | Value::String(_)
+            | Value::Bytes(_)
+    )
+}
+
+fn sort_by(items: &[Value], keys: &[Value]) -> Result<Value, EvalError> {
+    let sorted = lists::sort_by_keys::<_, _, EvalError>(
+        items,
+        keys,
+        sortable,
+        |a, b| a.cel_type() == b.cel_type(),
+        |a, b| compare(a, b).ok().flatten().unwrap_or(Ordering::Equal),
+    )
+    .map_err(list_err)?;
+    Ok(Value::list(sorted))
+}
+
+// ---- the overloads ----------------------------------------------------------------------
+
+/// The type names expressions may use as values (`type(x) == net.IP`).
+pub(crate) fn types() -> Vec<Type> {
+    vec![Type::named(IP), Type::named(CIDR)]
+}
+
+/// Every overload of the Kubernetes libraries.
+pub(crate) fn overloads() -> Vec<Overload> {
+    let mut o = Vec::new();
+    quantity_overloads(&mut o);
+    url_overloads(&mut o);
+    ip_overloads(&mut o);
+    cidr_overloads(&mut o);
+    semver_overloads(&mut o);
+    format_overloads(&mut o);
+    list_overloads(&mut o);
+    set_overloads(&mut o);
+    regex_overloads(&mut o);
+    o
+}
+
+fn quantity_overloads(o: &mut Vec<Overload>) {
+    use Param::{Int, Opaque as Op, String as Str};
+    let q = Op(QUANTITY);
+    o.push(Overload::global("quantity", &[Str], |a| {
+        let s = string(a, 0, "quantity")?;
+        Ok(opaque(Quantity::parse(s).map_err(err)?))
+    }));
+    o.push(Overload::global("isQuantity", &[Str], |a| {
+        Ok(Value::Bool(quantity::is_quantity(string(
+            a,
+            0,
+            "isQuantity",
+        )?)))
+    }));
+    // Kubernetes declares `sign` as a global function (`sign(q)`), not a method.
+    o.push(Overload::global("sign", &[q], |a| {
+        Ok(Value::Int(get::<Quantity>(a, 0, "sign")?.sign()))
+    }));
+    o.push(Overload::method("isGreaterThan", &[q, q], |a| {
+        let (x, y) = (
+            get::<Quantity>(a, 0, "isGreaterThan")?,
+            get::<Quantity>(a, 1, "isGreaterThan")?,
+        );
+        Ok(Value::Bool(x.is_greater_than(y)))
+    }));
+    o.push(Overload::method("isLessThan", &[q, q], |a| {
+        let (x, y) = (
+            get::<Quantity>(a, 0, "isLessThan")?,
+            get::<Quantity>(a, 1, "isLessThan")?,
+        );
+        Ok(Value::Bool(x.is_less_than(y)))
+    }));
+    o.push(Overload::method("compareTo", &[q, q], |a| {
+        let (x, y) = (
+            get::<Quantity>(a, 0, "compareTo")?,
+            get::<Quantity>(a, 1, "compareTo")?,
+        );
+        Ok(Value::Int(x.compare_to(y)))
+    }));
+    o.push(Overload::method("asApproximateFloat", &[q], |a| {
+        Ok(Value::Double(
+            get::<Quantity>(a, 0, "asApproximateFloat")?.as_approximate_float(),
+        ))
+    }));
+    o.push(Overload::method("asInteger", &[q], |a| {
+        Ok(Value::Int(
+            get::<Quantity>(a, 0, "asInteger")?
+                .as_integer()
+                .map_err(err)?,
+        ))
+    }));
+    o.push(Overload::method("isInteger", &[q], |a| {
+        Ok(Value::Bool(
+            get::<Quantity>(a, 0, "isInteger")?.is_integer(),
+        ))
+    }));
+    o.push(Overload::method("add", &[q, q], |a| {
+        let (x, y) = (get::<Quantity>(a, 0, "add")?, get::<Quantity>(a, 1, "add")?);
+        Ok(opaque(x.add(y).map_err(err)?))
+    }));
+    o.push(Overload::method("add", &[q, Int], |a| {
+        let x = get::<Quantity>(a, 0, "add")?;
+        Ok(opaque(x.add_int(int(a, 1, "add")?).map_err(err)?))
+    }));
+    o.push(Overload::method("sub", &[q, q], |a| {
+        let (x, y) = (get::<Quantity>(a, 0, "sub")?, get::<Quantity>(a, 1, "sub")?);
+        Ok(opaque(x.sub(y).map_err(err)?))
+    }));
+    o.push(Overload::method("sub", &[q, Int], |a| {
+        let x = get::<Quantity>(a, 0, "sub")?;
+        Ok(opaque(x.sub_int(int(a, 1, "sub")?).map_err(err)?))
+    }));
+}
+
+fn url_overloads(o: &mut Vec<Overload>) {
+    use Param::{Opaque as Op, String as Str};
+    let u = Op(URL);
+    o.push(
+        Overload::global("url", &[Str], |a| {
+            Ok(opaque(url::url(string(a, 0, "url")?).map_err(err)?))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::global("isURL", &[Str], |a| {
+            Ok(Value::Bool(url::is_url(string(a, 0, "isURL")?)))
+        })
+        .linear_cost(),
+    );
+    let accessors: [Accessor<Url, String>; 5] = [
+        ("getScheme", Url::scheme),
+        ("getHost", Url::host),
+        ("getHostname", Url::hostname),
+        ("getPort", Url::port),
+        ("getEscapedPath", Url::escaped_path),
+    ];
+    for (name, f) in accessors {
+        o.push(Overload::method(name, &[u], move |a| {
+            Ok(Value::string(f(get::<Url>(a, 0, name)?)))
+        }));
+    }
+    o.push(Overload::method("getQuery", &[u], |a| {
+        let q = get::<Url>(a, 0, "getQuery")?.query();
+        Ok(Value::map(q.into_iter().map(|(k, vs)| (k, strings(vs)))))
+    }));
+}
+
+fn ip_overloads(o: &mut Vec<Overload>) {
+    use Param::{Opaque as Op, String as Str};
+    let i = Op(IP);
+    o.push(Overload::global("ip", &[Str], |a| {
+        Ok(opaque(Ip::parse(string(a, 0, "ip")?).map_err(err)?))
+    }));
+    o.push(Overload::global("isIP", &[Str], |a| {
+        Ok(Value::Bool(ip::is_ip(string(a, 0, "isIP")?)))
+    }));
+    o.push(Overload::global("ip.isCanonical", &[Str], |a| {
+        Ok(Value::Bool(
+            ip::is_canonical(string(a, 0, "ip.isCanonical")?).map_err(err)?,
+        ))
+    }));
+    o.push(Overload::method("family", &[i], |a| {
+        Ok(Value::Int(get::<Ip>(a, 0, "family")?.family()))
+    }));
+    let predicates: [Accessor<Ip, bool>; 5] = [
+        ("isUnspecified", Ip::is_unspecified),
+        ("isLoopback", Ip::is_loopback),
+        ("isLinkLocalMulticast", Ip::is_link_local_multicast),
+        ("isLinkLocalUnicast", Ip::is_link_local_unicast),
+        ("isGlobalUnicast", Ip::is_global_unicast),
+    ];
+    for (name, f) in predicates {
+        o.push(Overload::method(name, &[i], move |a| {
+            Ok(Value::Bool(f(get::<Ip>(a, 0, name)?)))
+        }));
+    }
+}
+
+fn cidr_overloads(o: &mut Vec<Overload>) {
+    use Param::{Opaque as Op, String as Str};
+    let (c, i) = (Op(CIDR), Op(IP));
+    o.push(Overload::global("cidr", &[Str], |a| {
+        Ok(opaque(Cidr::parse(string(a, 0, "cidr")?).map_err(err)?))
+    }));
+    o.push(Overload::global("isCIDR", &[Str], |a| {
+        Ok(Value::Bool(cidr::is_cidr(string(a, 0, "isCIDR")?)))
+    }));
+    o.push(Overload::method("containsIP", &[c, Str], |a| {
+        let n = get::<Cidr>(a, 0, "containsIP")?;
+        Ok(Value::Bool(
+            n.contains_ip_str(string(a, 1, "containsIP")?)
+                .map_err(err)?,
+        ))
+    }));
+    o.push(Overload::method("containsIP", &[c, i], |a| {
+        let n = get::<Cidr>(a, 0, "containsIP")?;
+        Ok(Value::Bool(n.contains_ip(get::<Ip>(a, 1, "containsIP")?)))
+    }));
+    o.push(Overload::method("containsCIDR", &[c, Str], |a| {
+        let n = get::<Cidr>(a, 0, "containsCIDR")?;
+        Ok(Value::Bool(
+            n.contains_cidr_str(string(a, 1, "containsCIDR")?)
+                .map_err(err)?,
+        ))
+    }));
+    o.push(Overload::method("containsCIDR", &[c, c], |a| {
+        let n = get::<Cidr>(a, 0, "containsCIDR")?;
+        Ok(Value::Bool(n.contains_cidr(get::<Cidr>(
+            a,
+            1,
+            "containsCIDR",
+        )?)))
+    }));
+    o.push(Overload::method("ip", &[c], |a| {
+        Ok(opaque(get::<Cidr>(a, 0, "ip")?.ip()))
+    }));
+    o.push(Overload::method("prefixLength", &[c], |a| {
+        Ok(Value::Int(
+            get::<Cidr>(a, 0, "prefixLength")?.prefix_length(),
+        ))
+    }));
+    o.push(Overload::method("masked", &[c], |a| {
+        Ok(opaque(get::<Cidr>(a, 0, "masked")?.masked()))
+    }));
+}
+
+fn semver_overloads(o: &mut Vec<Overload>) {
+    use Param::{Bool, Opaque as Op, String as Str};
+    let v = Op(SEMVER);
+    o.push(Overload::global("semver", &[Str], |a| {
+        Ok(opaque(Semver::parse(string(a, 0, "semver")?).map_err(err)?))
+    }));
+    o.push(Overload::global("semver", &[Str, Bool], |a| {
+        let s = string(a, 0, "semver")?;
+        let parsed = if boolean(a, 1, "semver")? {
+            Semver::parse_normalized(s)
+        } else {
+            Semver::parse(s)
+        };
+        Ok(opaque(parsed.map_err(err)?))
+    }));
+    o.push(Overload::global("isSemver", &[Str], |a| {
+        Ok(Value::Bool(semver::is_semver(string(a, 0, "isSemver")?)))
+    }));
+    o.push(Overload::global("isSemver", &[Str, Bool], |a| {
+        Ok(Value::Bool(semver::is_semver_normalized(
+            string(a, 0, "isSemver")?,
+            boolean(a, 1, "isSemver")?,
+        )))
+    }));
+    let parts: [Accessor<Semver, i64>; 3] = [
+        ("major", Semver::major),
+        ("minor", Semver::minor),
+        ("patch", Semver::patch),
+    ];
+    for (name, f) in parts {
+        o.push(Overload::method(name, &[v], move |a| {
+            Ok(Value::Int(f(get::<Semver>(a, 0, name)?)))
+        }));
+    }
+    o.push(Overload::method("isGreaterThan", &[v, v], |a| {
+        let (x, y) = (
+            get::<Semver>(a, 0, "isGreaterThan")?,
+            get::<Semver>(a, 1, "isGreaterThan")?,
+        );
+        Ok(Value::Bool(x.is_greater_than(y)))
+    }));
+    o.push(Overload::method("isLessThan", &[v, v], |a| {
+        let (x, y) = (
+            get::<Semver>(a, 0, "isLessThan")?,
+            get::<Semver>(a, 1, "isLessThan")?,
+        );
+        Ok(Value::Bool(x.is_less_than(y)))
+    }));
+    o.push(Overload::method("compareTo", &[v, v], |a| {
+        let (x, y) = (
+            get::<Semver>(a, 0, "compareTo")?,
+            get::<Semver>(a, 1, "compareTo")?,
+        );
+        Ok(Value::Int(x.compare_to(y)))
+    }));
+}
+
+fn format_overloads(o: &mut Vec<Overload>) {
+    use Param::{Opaque as Op, String as Str};
+    o.push(Overload::global("format.named", &[Str], |a| {
+        let name = string(a, 0, "format.named")?;
+        Ok(optional(NamedFormat::named(name).map(opaque)))
+    }));
+    for (name, f) in NamedFormat::ALL {
+        o.push(Overload::global(
+            &format!("format.{name}"),
+            &[],
+            move |_| Ok(opaque(f)),
+        ));
+    }
+    o.push(
+        Overload::method("validate", &[Op(FORMAT), Str], |a| {
+            let f = get::<NamedFormat>(a, 0, "validate")?;
+            let errs = f.validate(string(a, 1, "validate")?).map_err(err)?;
+            Ok(optional(errs.map(strings)))
+        })
+        .linear_cost(),
+    );
+}
+
+fn list_overloads(o: &mut Vec<Overload>) {
+    use Param::{Any, Int, List};
+    // Kubernetes' list library
+    o.push(
+        Overload::method("isSorted", &[List], |a| {
+            let items = list(a, 0, "isSorted")?;
+            Ok(Value::Bool(
+                lists::is_sorted(items, order("isSorted")).map_err(list_err)?,
+            ))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("sum", &[List], |a| {
+            let items = list(a, 0, "sum")?;
+            let zero = match items.first() {
+                None | Some(Value::Int(_)) => Value::Int(0),
+                Some(Value::Uint(_)) => Value::Uint(0),
+                Some(Value::Double(_)) => Value::Double(0.0),
+                Some(Value::Duration(_)) => Value::Duration(chrono::TimeDelta::zero()),
+                Some(_) => return Err(no_such_overload("sum", a)),
+            };
+            lists::sum(items, zero, add).map_err(list_err)
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("min", &[List], |a| {
+            let items = list(a, 0, "min")?;
+            Ok(lists::min(items, order("min")).map_err(list_err)?.clone())
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("max", &[List], |a| {
+            let items = list(a, 0, "max")?;
+            Ok(lists::max(items, order("max")).map_err(list_err)?.clone())
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("indexOf", &[List, Any], |a| {
+            let items = list(a, 0, "indexOf")?;
+            Ok(Value::Int(lists::index_of(items, &a[1], equals)))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("lastIndexOf", &[List, Any], |a| {
+            let items = list(a, 0, "lastIndexOf")?;
+            Ok(Value::Int(lists::last_index_of(items, &a[1], equals)))
+        })
+        .linear_cost(),
+    );
+    // cel-go ext.Lists, version 3
+    o.push(
+        Overload::method("slice", &[List, Int, Int], |a| {
+            let items = list(a, 0, "slice")?;
+            let (start, end) = (int(a, 1, "slice")?, int(a, 2, "slice")?);
+            Ok(Value::list(
+                lists::slice(items, start, end).map_err(list_err)?,
+            ))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("flatten", &[List], |a| {
+            let items = list(a, 0, "flatten")?;
+            Ok(Value::list(
+                lists::flatten(items, 1, &as_list).map_err(list_err)?,
+            ))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("flatten", &[List, Int], |a| {
+            let items = list(a, 0, "flatten")?;
+            let depth = int(a, 1, "flatten")?;
+            Ok(Value::list(
+                lists::flatten(items, depth, &as_list).map_err(list_err)?,
+            ))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("distinct", &[List], |a| {
+            Ok(Value::list(lists::distinct(
+                list(a, 0, "distinct")?,
+                equals,
+            )))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("reverse", &[List], |a| {
+            Ok(Value::list(lists::reverse(list(a, 0, "reverse")?)))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("sort", &[List], |a| {
+            let items = list(a, 0, "sort")?;
+            sort_by(items, items)
+        })
+        .linear_cost(),
+    );
+    // What cel-go's `sortBy(e, key)` macro expands to; the macro itself is the parser's.
+    o.push(
+        Overload::method("@sortByAssociatedKeys", &[List, List], |a| {
+            sort_by(list(a, 0, "sortBy")?, list(a, 1, "sortBy")?)
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::global("lists.range", &[Int], |a| {
+            let n = int(a, 0, "lists.range")?;
+            let r = lists::range::<EvalError>(n).map_err(list_err)?;
+            Ok(Value::list(r.into_iter().map(Value::Int)))
+        })
+        .linear_cost(),
+    );
+}
+
+fn set_overloads(o: &mut Vec<Overload>) {
+    use Param::List;
+    let functions: [SetRelation; 3] = [
+        ("sets.contains", |x, y, e| sets::contains(x, y, e)),
+        ("sets.equivalent", |x, y, e| sets::equivalent(x, y, e)),
+        ("sets.intersects", |x, y, e| sets::intersects(x, y, e)),
+    ];
+    for (name, f) in functions {
+        o.push(
+            Overload::global(name, &[List, List], move |a| {
+                Ok(Value::Bool(f(list(a, 0, name)?, list(a, 1, name)?, equals)))
+            })
+            .linear_cost(),
+        );
+    }
+}
+
+fn regex_overloads(o: &mut Vec<Overload>) {
+    use Param::{Int, String as Str};
+    o.push(
+        Overload::method("find", &[Str, Str], |a| {
+            let (s, p) = (string(a, 0, "find")?, string(a, 1, "find")?);
+            Ok(Value::string(regex::find(s, p).map_err(err)?))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("findAll", &[Str, Str], |a| {
+            let (s, p) = (string(a, 0, "findAll")?, string(a, 1, "findAll")?);
+            Ok(strings(regex::find_all(s, p, -1).map_err(err)?))
+        })
+        .linear_cost(),
+    );
+    o.push(
+        Overload::method("findAll", &[Str, Str, Int], |a| {
+            let (s, p) = (string(a, 0, "findAll")?, string(a, 1, "findAll")?);
+            let n = int(a, 2, "findAll")?;
+            Ok(strings(regex::find_all(s, p, n).map_err(err)?))
+        })
+        .linear_cost(),
+    );
+}

@@ -1,0 +1,641 @@
+//! The standard library the evaluator does not implement inline: conversions (shared with
+//! [`crate::eval`]'s builtins), timestamps and durations, the strings extension (version 2,
+//! as Kubernetes enables it), and the engine's functions, registered as [`Overload`]s.
+
+use std::sync::Arc;
+
+use chrono::{Datelike, Timelike};
+
+use crate::EvalError;
+use crate::eval::{duration_in_range, timestamp_in_range};
+use crate::registry::{Overload, Param, Registry};
+use crate::value::{Duration, Timestamp, Value, format_duration, format_timestamp};
+
+/// Every function of the standard environment that is not a builtin of the evaluator.
+pub(crate) fn register(registry: &mut Registry) {
+    registry.add_all(time_functions());
+    registry.add_all(string_functions());
+    registry.add_all(engine_functions());
+}
+
+fn err(message: impl Into<String>) -> EvalError {
+    EvalError::new(message)
+}
+
+/// The arguments, which the overload's params guarantee; an internal error otherwise.
+fn mismatch(function: &str) -> EvalError {
+    err(format!("{function}: unexpected argument types"))
+}
+
+// ---- conversions ------------------------------------------------------------------------
+
+pub(crate) fn to_int(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Int(i) => Ok(Value::Int(*i)),
+        Value::Uint(u) => i64::try_from(*u)
+            .map(Value::Int)
+            .map_err(|_| "int: integer overflow".to_string()),
+        Value::Double(d) => {
+            if *d > -9_223_372_036_854_775_808.0 && *d < 9_223_372_036_854_775_808.0 {
+                Ok(Value::Int(*d as i64))
+            } else {
+                Err("int: integer overflow".to_string())
+            }
+        }
+        Value::String(s) => s
+            .parse::<i64>()
+            .map(Value::Int)
+            .map_err(|e| format!("int: string parse error: {e}")),
+        Value::Timestamp(t) => Ok(Value::Int(t.timestamp())),
+        other => Err(format!(
+            "no matching overload for 'int' applied to ({})",
+            other.type_name()
+        )),
+    }
+}
+
+pub(crate) fn to_uint(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Uint(u) => Ok(Value::Uint(*u)),
+        Value::Int(i) => u64::try_from(*i)
+            .map(Value::Uint)
+            .map_err(|_| "uint: unsigned integer overflow".to_string()),
+        Value::Double(d) => {
+            if *d > -1.0 && *d < 18_446_744_073_709_551_616.0 {
+                Ok(Value::Uint(*d as u64))
+            } else {
+                Err("uint: unsigned integer overflow".to_string())
+            }
+        }
+        Value::String(s) => s
+            .parse::<u64>()
+            .map(Value::Uint)
+            .map_err(|e| format!("uint: string parse error: {e}")),
+        other => Err(format!(
+            "no matching overload for 'uint' applied to ({})",
+            other.type_name()
+        )),
+    }
+}
+
+pub(crate) fn to_double(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Double(d) => Ok(Value::Double(*d)),
+        Value::Int(i) => Ok(Value::Double(*i as f64)),
+        Value::Uint(u) => Ok(Value::Double(*u as f64)),
+        Value::String(s) => s
+            .parse::<f64>()
+            .map(Value::Double)
+            .map_err(|e| format!("double: string parse error: {e}")),
+        other => Err(format!(
+            "no matching overload for 'double' applied to ({})",
+            other.type_name()
+        )),
+    }
+}
+
+/// A double as `string(d)` writes it: the shortest form that reads back, no exponent.
+pub(crate) fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        "NaN".to_string()
+    } else if d.is_infinite() {
+        if d > 0.0 { "+Inf" } else { "-Inf" }.to_string()
+    } else {
+        d.to_string()
+    }
+}
+
+pub(crate) fn to_string(v: &Value) -> Result<Value, String> {
+    Ok(Value::String(Arc::from(match v {
+        Value::String(s) => return Ok(Value::String(Arc::clone(s))),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Double(d) => format_double(*d),
+        Value::Bool(b) => b.to_string(),
+        Value::Bytes(b) => std::str::from_utf8(b)
+            .map_err(|_| "string: invalid UTF-8 in bytes, cannot convert to string".to_string())?
+            .to_string(),
+        Value::Timestamp(t) => format_timestamp(t),
+        Value::Duration(d) => format_duration(d),
+        Value::Type(t) => t.name().to_string(),
+        Value::Opaque(o) => o.to_display().ok_or_else(|| {
+            format!(
+                "no matching overload for 'string' applied to ({})",
+                o.type_name()
+            )
+        })?,
+        other => {
+            return Err(format!(
+                "no matching overload for 'string' applied to ({})",
+                other.type_name()
+            ));
+        }
+    })))
+}
+
+pub(crate) fn to_bool(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Bool(b) => Ok(Value::Bool(*b)),
+        Value::String(s) => match &**s {
+            "1" | "t" | "true" | "TRUE" | "True" => Ok(Value::Bool(true)),
+            "0" | "f" | "false" | "FALSE" | "False" => Ok(Value::Bool(false)),
+            _ => Err(format!("bool: cannot convert '{s}' to bool")),
+        },
+        other => Err(format!(
+            "no matching overload for 'bool' applied to ({})",
+            other.type_name()
+        )),
+    }
+}
+
+pub(crate) fn to_bytes(v: &Value) -> Result<Value, String> {
+    match v {
+        Value::Bytes(b) => Ok(Value::Bytes(Arc::clone(b))),
+        Value::String(s) => Ok(Value::Bytes(Arc::from(s.as_bytes()))),
+        other => Err(format!(
+            "no matching overload for 'bytes' applied to ({})",
+            other.type_name()
+        )),
+    }
+}
+
+// ---- timestamps and durations -------------------------------------------------------------
+
+fn time_functions() -> Vec<Overload> {
+    let mut out = vec![
+        Overload::global("duration", &[Param::String], |a| match &a[0] {
+            Value::String(s) => parse_duration(s)
+                .map(Value::Duration)
+                .map_err(|e| err(format!("duration: {e}"))),
+            _ => Err(mismatch("duration")),
+        }),
+        Overload::global("duration", &[Param::Duration], |a| Ok(a[0].clone())),
+        Overload::global("timestamp", &[Param::String], |a| match &a[0] {
+            Value::String(s) => parse_timestamp(s).map(Value::Timestamp),
+            _ => Err(mismatch("timestamp")),
+        }),
+        Overload::global("timestamp", &[Param::Timestamp], |a| Ok(a[0].clone())),
+        Overload::global("timestamp", &[Param::Int], |a| match &a[0] {
+            Value::Int(secs) => chrono::DateTime::from_timestamp(*secs, 0)
+                .filter(timestamp_in_range)
+                .map(Value::Timestamp)
+                .ok_or_else(|| err("timestamp: timestamp out of range")),
+            _ => Err(mismatch("timestamp")),
+        }),
+    ];
+    type Get = fn(&chrono::DateTime<chrono::FixedOffset>) -> i64;
+    let accessors: [(&str, Get); 10] = [
+        ("getFullYear", |t| i64::from(t.year())),
+        ("getMonth", |t| i64::from(t.month0())),
+        ("getDayOfYear", |t| i64::from(t.ordinal0())),
+        ("getDayOfMonth", |t| i64::from(t.day0())),
+        ("getDate", |t| i64::from(t.day())),
+        ("getDayOfWeek", |t| {
+            i64::from(t.weekday().num_days_from_sunday())
+        }),
+        ("getHours", |t| i64::from(t.hour())),
+        ("getMinutes", |t| i64::from(t.minute())),
+        ("getSeconds", |t| i64::from(t.second())),
+        ("getMilliseconds", |t| {
+            i64::from(t.timestamp_subsec_millis() % 1000)
+        }),
+    ];
+    for (name, get) in accessors {
+        out.push(Overload::method(
+            name,
+            &[Param::Timestamp],
+            move |a| match &a[0] {
+                Value::Timestamp(t) => Ok(Value::Int(get(&t.fixed_offset()))),
+                _ => Err(mismatch(name)),
+            },
+        ));
+        out.push(Overload::method(
+            name,
+            &[Param::Timestamp, Param::String],
+            move |a| match (&a[0], &a[1]) {
+                (Value::Timestamp(t), Value::String(tz)) => Ok(Value::Int(get(&in_zone(t, tz)?))),
+                _ => Err(mismatch(name)),
+            },
+        ));
+    }
+    type DGet = fn(&Duration) -> i64;
+    let duration_accessors: [(&str, DGet); 4] = [
+        ("getHours", Duration::num_hours),
+        ("getMinutes", Duration::num_minutes),
+        ("getSeconds", Duration::num_seconds),
+        ("getMilliseconds", |d| d.num_milliseconds() % 1000),
+    ];
+    for (name, get) in duration_accessors {
+        out.push(Overload::method(
+            name,
+            &[Param::Duration],
+            move |a| match &a[0] {
+                Value::Duration(d) => Ok(Value::Int(get(d))),
+                _ => Err(mismatch(name)),
+            },
+        ));
+    }
+    out
+}
+
+fn parse_timestamp(s: &str) -> Result<Timestamp, EvalError> {
+    let ts = chrono::DateTime::parse_from_rfc3339(s)
+        .map_err(|e| err(format!("timestamp: {e}")))?
+        .with_timezone(&chrono::Utc);
+    if !timestamp_in_range(&ts) {
+        return Err(err("timestamp: range error parsing timestamp"));
+    }
+    Ok(ts)
+}
+
+/// The timestamp in a time zone: an IANA name, or a `[+-]HH:MM` offset.
+fn in_zone(t: &Timestamp, tz: &str) -> Result<chrono::DateTime<chrono::FixedOffset>, EvalError> {
+    let Some((hours, minutes)) = tz.split_once(':') else {
+        let zone: chrono_tz::Tz = if tz.is_empty() {
+            chrono_tz::UTC
+        } else {
+            tz.parse()
+                .map_err(|_| err(format!("timezone: unknown time zone {tz}")))?
+        };
+        return Ok(t.with_timezone(&zone).fixed_offset());
+    };
+    let hr: i32 = hours
+        .parse()
+        .map_err(|e| err(format!("timezone: {tz}: {e}")))?;
+    let min: i32 = minutes
+        .parse()
+        .map_err(|e| err(format!("timezone: {tz}: {e}")))?;
+    if !(-23..=23).contains(&hr) || !(0..=59).contains(&min) {
+        return Err(err(format!("timezone: offset out of range: {tz}")));
+    }
+    let offset = if hours.starts_with('-') {
+        hr * 60 - min
+    } else {
+        hr * 60 + min
+    };
+    let offset = chrono::FixedOffset::east_opt(offset * 60)
+        .ok_or_else(|| err(format!("timezone: offset out of range: {tz}")))?;
+    Ok(t.with_timezone(&offset))
+}
+
+/// Go's `time.ParseDuration`: an optional sign, then numbers (with an optional fraction)
+/// each followed by a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`); `0` alone.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let invalid = || format!("invalid duration '{s}'");
+    let (negative, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Ok(Duration::zero());
+    }
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let int_end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (int_part, after) = rest.split_at(int_end);
+        let (frac_part, after) = match after.strip_prefix('.') {
+            Some(f) => {
+                let end = f.find(|c: char| !c.is_ascii_digit()).unwrap_or(f.len());
+                f.split_at(end)
+            }
+            None => ("", after),
+        };
+        if int_part.is_empty() && frac_part.is_empty() {
+            return Err(invalid());
+        }
+        let unit_end = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_end);
+        let scale: i128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return Err(invalid()),
+        };
+        let whole: i128 = if int_part.is_empty() {
+            0
+        } else {
+            int_part.parse().map_err(|_| invalid())?
+        };
+        let mut nanos = whole.checked_mul(scale).ok_or_else(invalid)?;
+        if !frac_part.is_empty() {
+            let digits = frac_part.len().min(30);
+            let frac: i128 = frac_part[..digits].parse().map_err(|_| invalid())?;
+            let denom = 10i128
+                .checked_pow(u32::try_from(digits).unwrap_or(30))
+                .ok_or_else(invalid)?;
+            nanos += frac.checked_mul(scale).ok_or_else(invalid)? / denom;
+        }
+        total = total.checked_add(nanos).ok_or_else(invalid)?;
+        if total > i128::from(i64::MAX) {
+            return Err("range error parsing duration".to_string());
+        }
+        rest = after;
+    }
+    let total = if negative { -total } else { total };
+    let nanos = i64::try_from(total).map_err(|_| "range error parsing duration".to_string())?;
+    let d = Duration::nanoseconds(nanos);
+    if !duration_in_range(&d) {
+        return Err("range error parsing duration".to_string());
+    }
+    Ok(d)
+}
+
+// ---- strings ------------------------------------------------------------------------------
+
+fn out_of_range(function: &str, i: i64) -> EvalError {
+    err(format!("{function}: index out of range: {i}"))
+}
+
+fn string_functions() -> Vec<Overload> {
+    use Param::{Int, List, String as S};
+    vec![
+        Overload::method("charAt", &[S, Int], |a| match (&a[0], &a[1]) {
+            (Value::String(s), Value::Int(i)) => {
+                let len = s.chars().count() as i64;
+                if *i < 0 || *i > len {
+                    return Err(out_of_range("charAt", *i));
+                }
+                Ok(Value::string(
+                    s.chars()
+                        .nth(usize::try_from(*i).unwrap_or(usize::MAX))
+                        .map(String::from)
+                        .unwrap_or_default(),
+                ))
+            }
+            _ => Err(mismatch("charAt")),
+        }),
+        Overload::method("indexOf", &[S, S], |a| index_of(a, false)).linear_cost(),
+        Overload::method("indexOf", &[S, S, Int], |a| index_of(a, false)).linear_cost(),
+        Overload::method("lastIndexOf", &[S, S], |a| index_of(a, true)).linear_cost(),
+        Overload::method("lastIndexOf", &[S, S, Int], |a| index_of(a, true)).linear_cost(),
+        Overload::method("lowerAscii", &[S], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(s.to_ascii_lowercase())),
+            _ => Err(mismatch("lowerAscii")),
+        })
+        .linear_cost(),
+        Overload::method("upperAscii", &[S], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(s.to_ascii_uppercase())),
+            _ => Err(mismatch("upperAscii")),
+        })
+        .linear_cost(),
+        Overload::method("trim", &[S], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(s.trim())),
+            _ => Err(mismatch("trim")),
+        })
+        .linear_cost(),
+        Overload::method("replace", &[S, S, S], |a| replace(a, None)).linear_cost(),
+        Overload::method("replace", &[S, S, S, Int], |a| match &a[3] {
+            Value::Int(n) => replace(a, usize::try_from(*n).ok()),
+            _ => Err(mismatch("replace")),
+        })
+        .linear_cost(),
+        Overload::method("split", &[S, S], |a| split(a, -1)).linear_cost(),
+        Overload::method("split", &[S, S, Int], |a| match &a[2] {
+            Value::Int(n) => split(a, *n),
+            _ => Err(mismatch("split")),
+        })
+        .linear_cost(),
+        Overload::method("substring", &[S, Int], |a| match (&a[0], &a[1]) {
+            (Value::String(s), Value::Int(start)) => {
+                let len = s.chars().count() as i64;
+                substring(s, *start, len)
+            }
+            _ => Err(mismatch("substring")),
+        })
+        .linear_cost(),
+        Overload::method("substring", &[S, Int, Int], |a| {
+            match (&a[0], &a[1], &a[2]) {
+                (Value::String(s), Value::Int(start), Value::Int(end)) => {
+                    substring(s, *start, *end)
+                }
+                _ => Err(mismatch("substring")),
+            }
+        })
+        .linear_cost(),
+        Overload::method("join", &[List], |a| join(&a[0], "")).linear_cost(),
+        Overload::method("join", &[List, S], |a| match &a[1] {
+            Value::String(sep) => join(&a[0], sep),
+            _ => Err(mismatch("join")),
+        })
+        .linear_cost(),
+        Overload::method("format", &[S, List], |a| match (&a[0], &a[1]) {
+            (Value::String(f), Value::List(items)) => crate::format::format(f, items)
+                .map(Value::string)
+                .map_err(|e| err(format!("format: {e}"))),
+            _ => Err(mismatch("format")),
+        })
+        .linear_cost(),
+        Overload::global("strings.quote", &[S], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(quote(s))),
+            _ => Err(mismatch("strings.quote")),
+        })
+        .linear_cost(),
+    ]
+}
+
+fn index_of(a: &[Value], last: bool) -> Result<Value, EvalError> {
+    let name = if last { "lastIndexOf" } else { "indexOf" };
+    let (Value::String(s), Value::String(needle)) = (&a[0], &a[1]) else {
+        return Err(mismatch(name));
+    };
+    let runes: Vec<char> = s.chars().collect();
+    let needle: Vec<char> = needle.chars().collect();
+    let len = runes.len() as i64;
+    let offset = match a.get(2) {
+        Some(Value::Int(o)) => {
+            if *o < 0 || (*o >= len && !needle.is_empty()) || *o > len {
+                return Err(out_of_range(name, *o));
+            }
+            Some(*o)
+        }
+        Some(_) => return Err(mismatch(name)),
+        None => None,
+    };
+    if needle.is_empty() {
+        return Ok(Value::Int(offset.unwrap_or(if last { len } else { 0 })));
+    }
+    if needle.len() > runes.len() {
+        return Ok(Value::Int(-1));
+    }
+    let found = if last {
+        let start = offset.map_or(runes.len(), |o| usize::try_from(o).unwrap_or(0));
+        let last_start = start.min(runes.len() - needle.len());
+        (0..=last_start)
+            .rev()
+            .find(|&i| runes[i..i + needle.len()] == *needle)
+    } else {
+        let start = offset.map_or(0, |o| usize::try_from(o).unwrap_or(0));
+        runes
+            .get(start..)
+            .and_then(|r| r.windows(needle.len()).position(|w| w == needle.as_slice()))
+            .map(|i| i + start)
+    };
+    Ok(Value::Int(found.map_or(-1, |i| i as i64)))
+}
+
+fn replace(a: &[Value], n: Option<usize>) -> Result<Value, EvalError> {
+    let (Value::String(s), Value::String(from), Value::String(to)) = (&a[0], &a[1], &a[2]) else {
+        return Err(mismatch("replace"));
+    };
+    Ok(Value::string(match n {
+        Some(n) => s.replacen(&**from, to, n),
+        None => s.replace(&**from, to),
+    }))
+}
+
+fn split(a: &[Value], n: i64) -> Result<Value, EvalError> {
+    let (Value::String(s), Value::String(sep)) = (&a[0], &a[1]) else {
+        return Err(mismatch("split"));
+    };
+    let s: &str = s;
+    let parts: Vec<&str> = match (usize::try_from(n), sep.is_empty()) {
+        (Ok(0), _) => Vec::new(),
+        (Ok(n), true) => {
+            let mut parts: Vec<&str> = Vec::new();
+            let mut rest = s;
+            while let Some(c) = rest.chars().next() {
+                if parts.len() + 1 == n {
+                    break;
+                }
+                let (head, tail) = rest.split_at(c.len_utf8());
+                parts.push(head);
+                rest = tail;
+            }
+            if !rest.is_empty() {
+                parts.push(rest);
+            }
+            parts
+        }
+        (Ok(n), false) => s.splitn(n, &**sep).collect(),
+        (Err(_), true) => s
+            .char_indices()
+            .map(|(i, c)| &s[i..i + c.len_utf8()])
+            .collect(),
+        (Err(_), false) => s.split(&**sep).collect(),
+    };
+    Ok(Value::List(parts.into_iter().map(Value::string).collect()))
+}
+
+fn substring(s: &str, start: i64, end: i64) -> Result<Value, EvalError> {
+    let len = s.chars().count() as i64;
+    if start < 0 || start > len {
+        return Err(out_of_range("substring", start));
+    }
+    if end < 0 || end > len {
+        return Err(out_of_range("substring", end));
+    }
+    if start > end {
+        return Err(err(format!(
+            "substring: invalid substring range. start: {start}, end: {end}"
+        )));
+    }
+    let (start, end) = (
+        usize::try_from(start).unwrap_or(0),
+        usize::try_from(end).unwrap_or(0),
+    );
+    Ok(Value::string(
+        s.chars().skip(start).take(end - start).collect::<String>(),
+    ))
+}
+
+fn join(list: &Value, sep: &str) -> Result<Value, EvalError> {
+    let Value::List(items) = list else {
+        return Err(mismatch("join"));
+    };
+    let mut parts = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        match item {
+            Value::String(s) => parts.push(&**s),
+            other => {
+                return Err(err(format!(
+                    "join: list elements must be strings, got {}",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    Ok(Value::string(parts.join(sep)))
+}
+
+fn quote(s: &str) -> String {
+    let mut quoted = String::with_capacity(s.len() + 2);
+    quoted.push('"');
+    for c in s.chars() {
+        match c {
+            '\x07' => quoted.push_str("\\a"),
+            '\x08' => quoted.push_str("\\b"),
+            '\x0c' => quoted.push_str("\\f"),
+            '\n' => quoted.push_str("\\n"),
+            '\r' => quoted.push_str("\\r"),
+            '\t' => quoted.push_str("\\t"),
+            '\x0b' => quoted.push_str("\\v"),
+            '\\' => quoted.push_str("\\\\"),
+            '"' => quoted.push_str("\\\""),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+// ---- the engine's functions ----------------------------------------------------------------
+
+fn engine_functions() -> Vec<Overload> {
+    use crate::functions::{dns1123_label, is_dns1123_label, is_dns1123_subdomain, sha256_hex};
+    vec![
+        Overload::global("sha256", &[Param::String], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(sha256_hex(s.as_bytes()))),
+            _ => Err(mismatch("sha256")),
+        })
+        .linear_cost(),
+        Overload::global("sha256", &[Param::Bytes], |a| match &a[0] {
+            Value::Bytes(b) => Ok(Value::string(sha256_hex(b))),
+            _ => Err(mismatch("sha256")),
+        })
+        .linear_cost(),
+        Overload::global("isDNS1123Label", &[Param::String], |a| match &a[0] {
+            Value::String(s) => Ok(Value::Bool(is_dns1123_label(s))),
+            _ => Err(mismatch("isDNS1123Label")),
+        }),
+        Overload::global("isDNS1123Subdomain", &[Param::String], |a| match &a[0] {
+            Value::String(s) => Ok(Value::Bool(is_dns1123_subdomain(s))),
+            _ => Err(mismatch("isDNS1123Subdomain")),
+        }),
+        Overload::global("dns1123Label", &[Param::String], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(dns1123_label(s))),
+            _ => Err(mismatch("dns1123Label")),
+        })
+        .linear_cost(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_as_go_does() {
+        let ok = |s: &str| parse_duration(s).unwrap();
+        assert_eq!(ok("1h30m"), Duration::seconds(5400));
+        assert_eq!(ok("1.5s"), Duration::milliseconds(1500));
+        assert_eq!(ok("-90ms"), Duration::milliseconds(-90));
+        assert_eq!(ok("0"), Duration::zero());
+        assert_eq!(ok("1us"), Duration::microseconds(1));
+        assert_eq!(ok(".5s"), Duration::milliseconds(500));
+        for bad in ["", "1", "1x", "h", "1.s.", "--1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_duration("9999999999h").is_err());
+    }
+}
