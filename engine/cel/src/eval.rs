@@ -235,6 +235,7 @@ pub(crate) fn eval<'a>(node: &'a Node, scope: &Scope<'a>, cx: &mut Cx) -> Out<'a
             binary(*op, &x, &y, node.id, cx).map(Cow::Owned)
         }
         Kind::AddChain(c) => add_chain(c, scope, cx).map(Cow::Owned),
+        Kind::Fail(message) => Err(fail(node.id, message.to_string())),
         Kind::List(items, optional) => list(node.id, items, optional, scope, cx).map(Cow::Owned),
         Kind::Map(entries) => map(node.id, entries, scope, cx).map(Cow::Owned),
         Kind::Builtin(b, args) => builtin(node.id, b, args, scope, cx),
@@ -829,12 +830,6 @@ fn library_call<'a>(
         return Err(fail(id, format!("undeclared reference to '{}'", call.name)));
     }
     let Some(overload) = call.overloads.iter().find(|o| o.applies_to(&args)) else {
-        if call.overloads.is_empty() && call.args.is_empty() && !call.receiver {
-            // a node that only fails (an unsupported expression)
-            if !call.name.is_empty() && call.name.contains(' ') {
-                return Err(fail(id, call.name.to_string()));
-            }
-        }
         let refs: Vec<&Value> = args.iter().collect();
         return Err(fail(
             id,

@@ -72,6 +72,8 @@ pub(crate) enum Kind {
     Fold(Box<Fold>),
     /// `cel.bind`: `init` in slot 0 of a new scope for `body`.
     Bind(Box<(Node, Node)>),
+    /// An expression this evaluator does not support: fails with the message.
+    Fail(Arc<str>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,7 +269,6 @@ pub(crate) struct Lowering<'e> {
     pub custom: &'e [(String, CustomFunction)],
     /// Variables of the scopes in force, innermost last.
     scopes: Vec<[Option<String>; 3]>,
-    nodes: u64,
     unbounded: bool,
 }
 
@@ -277,7 +278,6 @@ impl<'e> Lowering<'e> {
             registry,
             custom,
             scopes: Vec::new(),
-            nodes: 0,
             unbounded: false,
         }
     }
@@ -285,7 +285,6 @@ impl<'e> Lowering<'e> {
     pub(crate) fn plan(mut self, expr: &IdedExpr) -> Plan {
         let root = self.lower(expr);
         let count = count_nodes(&root);
-        let _ = self.nodes;
         Plan {
             root,
             static_cost: (!self.unbounded).then_some(count),
@@ -293,7 +292,6 @@ impl<'e> Lowering<'e> {
     }
 
     fn node(&mut self, id: u64, kind: Kind) -> Node {
-        self.nodes += 1;
         fold(Node { id, kind })
     }
 
@@ -428,17 +426,9 @@ impl<'e> Lowering<'e> {
     }
 
     fn fail(&mut self, id: u64, message: &str) -> Node {
-        // A call of no overload, with no arguments: fails when evaluated.
-        self.nodes += 1;
         Node {
             id,
-            kind: Kind::Call(Box::new(Call {
-                name: Arc::from(message),
-                receiver: false,
-                overloads: Vec::new(),
-                args: Vec::new(),
-                undeclared: false,
-            })),
+            kind: Kind::Fail(Arc::from(message)),
         }
     }
 
@@ -895,7 +885,7 @@ fn fold(node: Node) -> Node {
 /// runs more than once.
 fn count_nodes(node: &Node) -> u64 {
     let children: u64 = match &node.kind {
-        Kind::Const(_) | Kind::Global(_) | Kind::Local { .. } => 0,
+        Kind::Const(_) | Kind::Global(_) | Kind::Local { .. } | Kind::Fail(_) => 0,
         Kind::Qualified(q) => count_nodes(&q.0),
         Kind::Select(a, _)
         | Kind::Has(a, _)

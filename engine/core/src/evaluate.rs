@@ -182,6 +182,8 @@ pub fn evaluate(
         cluster_json,
         now_cel: cel::Value::string(now_text.clone()),
         now_text,
+        cost_used: 0,
+        cost_budget: pack.document.cost_per_object(),
         outcome: &mut outcome,
     };
     let mut results = Vec::new();
@@ -309,6 +311,9 @@ struct EvalContext<'a> {
     cluster_cel: cel::Value,
     now_text: String,
     now_cel: cel::Value,
+    /// CEL cost spent so far for this trigger, and the most it may spend.
+    cost_used: u64,
+    cost_budget: u64,
     outcome: &'a mut Outcome,
 }
 
@@ -316,11 +321,22 @@ struct EvalContext<'a> {
 struct Bindings {
     lookups: BTreeMap<String, (cel::Value, Value)>,
     vars: Vec<(String, cel::Value, Value)>,
+    /// `vars` as one CEL map, rebuilt when a variable is added rather than per expression.
+    vars_cel: cel::Value,
 }
 
 impl Bindings {
-    fn vars_cel(&self) -> cel::Value {
-        cel::Value::map(self.vars.iter().map(|(n, v, _)| (n.clone(), v.clone())))
+    fn new() -> Self {
+        Bindings {
+            lookups: BTreeMap::new(),
+            vars: Vec::new(),
+            vars_cel: cel::Value::map(Vec::new()),
+        }
+    }
+
+    fn add_var(&mut self, name: String, value: cel::Value, json: Value) {
+        self.vars.push((name, value, json));
+        self.vars_cel = cel::Value::map(self.vars.iter().map(|(n, v, _)| (n.clone(), v.clone())));
     }
 
     fn vars_json(&self) -> Value {
@@ -365,7 +381,7 @@ impl EvalContext<'_> {
         a.bind("self", self.self_value.clone());
         a.bind("cluster", self.cluster_cel.clone());
         a.bind("now", self.now_cel.clone());
-        a.bind("vars", bindings.vars_cel());
+        a.bind("vars", bindings.vars_cel.clone());
         a.bind("tables", self.pack.tables_cel.clone());
         for (name, (value, _)) in &bindings.lookups {
             a.bind(name, value.clone());
@@ -385,10 +401,33 @@ impl EvalContext<'_> {
         bindings: &Bindings,
         item: Option<(&cel::Value, usize)>,
     ) -> Result<cel::Value, Stop> {
-        let activation = self.activation(&self.pack.env, bindings, item);
-        match expr.program.eval(&activation) {
-            Ok(v) => Ok(v),
-            Err(e) => Err(self.fail(rule, &expr.path, Some(expr.source()), e.message)),
+        let mut activation = self.activation(&self.pack.env, bindings, item);
+        // Each expression may spend up to its own limit, and all of them together up to
+        // the object's budget: one tenant's huge object cannot starve the others.
+        let remaining = self.cost_budget.saturating_sub(self.cost_used);
+        let per_expression = self.pack.document.cost_per_expression();
+        let object_bound = remaining < per_expression;
+        activation.with_budget(remaining.min(per_expression));
+        match expr.program.eval_with_cost(&activation) {
+            Ok((v, cost)) => {
+                self.cost_used += cost;
+                Ok(v)
+            }
+            Err(e) => {
+                let message = if e.message.starts_with("cost limit exceeded") {
+                    if object_bound {
+                        format!(
+                            "{}: the trigger's cost budget (spec.limits.celCostPerObject = {}) is spent",
+                            e.message, self.cost_budget
+                        )
+                    } else {
+                        format!("{} (spec.limits.celCostPerExpression)", e.message)
+                    }
+                } else {
+                    e.message
+                };
+                Err(self.fail(rule, &expr.path, Some(expr.source()), message))
+            }
         }
     }
 
@@ -472,10 +511,7 @@ impl EvalContext<'_> {
 
     fn try_rule(&mut self, rule: &CompiledRule) -> Result<RuleResult, Stop> {
         let name = rule.name.as_str();
-        let mut bindings = Bindings {
-            lookups: BTreeMap::new(),
-            vars: Vec::new(),
-        };
+        let mut bindings = Bindings::new();
         for step in &rule.steps {
             match *step {
                 Step::Guard(i) => {
@@ -516,12 +552,15 @@ impl EvalContext<'_> {
                         Some(var.expr.source()),
                         compact(&json),
                     );
-                    bindings.vars.push((var.name.clone(), value, json));
+                    bindings.add_var(var.name.clone(), value, json);
                 }
             }
         }
 
-        let mut produced = 0;
+        // Outputs join the outcome only when the whole rule succeeds: a rule stopped by a
+        // later output or its status mapping desires nothing.
+        let mut rendered: Vec<DesiredObject> = Vec::new();
+        let mut context = Value::Object(self.template_context(&bindings));
         for output in &rule.outputs {
             if let Some(when) = &output.when
                 && !self.eval_bool(name, when, &bindings, None)?
@@ -534,7 +573,7 @@ impl EvalContext<'_> {
                 );
                 continue;
             }
-            let items: Vec<Option<(cel::Value, Value)>> = match &output.for_each {
+            let items: Vec<Option<Value>> = match &output.for_each {
                 None => vec![None],
                 Some(expr) => {
                     let (value, json) = self.eval_json(name, expr, &bindings, None)?;
@@ -546,15 +585,15 @@ impl EvalContext<'_> {
                             format!("forEach must return a list, got {}", value.type_name()),
                         ));
                     };
-                    elements
-                        .into_iter()
-                        .map(|e| Some((cel::Value::from_json(&e), e)))
-                        .collect()
+                    elements.into_iter().map(Some).collect()
                 }
             };
-            for (index, item) in items.iter().enumerate() {
-                let context =
-                    self.template_context(&bindings, item.as_ref().map(|(_, j)| (j, index)));
+            let count = items.len();
+            for (index, item) in items.into_iter().enumerate() {
+                if let (Some(item), Some(map)) = (item, context.as_object_mut()) {
+                    map.insert("item".into(), item);
+                    map.insert("index".into(), json!(index));
+                }
                 let documents = self
                     .pack
                     .templates
@@ -568,9 +607,12 @@ impl EvalContext<'_> {
                         )
                     })?;
                 for document in documents {
-                    self.add_output(rule, &output.name, &output.cluster, document)?;
-                    produced += 1;
+                    rendered.push(self.output(rule, &output.name, &output.cluster, document)?);
                 }
+            }
+            if let Some(map) = context.as_object_mut() {
+                map.remove("item");
+                map.remove("index");
             }
             self.trace(
                 name,
@@ -579,7 +621,7 @@ impl EvalContext<'_> {
                 format!(
                     "rendered {} with {}",
                     output.template,
-                    plural(items.len(), "item")
+                    plural(count, "item")
                 ),
             );
         }
@@ -623,9 +665,11 @@ impl EvalContext<'_> {
                 Some(RuleStatus { fields, conditions })
             }
         };
+        let outputs = rendered.len();
+        self.outcome.desired.extend(rendered);
         Ok(RuleResult::Fired {
             rule: rule.name.clone(),
-            outputs: produced,
+            outputs,
             status,
         })
     }
@@ -782,7 +826,8 @@ impl EvalContext<'_> {
         Ok(())
     }
 
-    fn template_context(&self, bindings: &Bindings, item: Option<(&Value, usize)>) -> Value {
+    /// The template context of a rule: built once, outputs add `item` and `index`.
+    fn template_context(&self, bindings: &Bindings) -> Map<String, Value> {
         let mut context = Map::new();
         context.insert("self".into(), self.trigger.clone());
         context.insert("cluster".into(), self.cluster_json.clone());
@@ -792,21 +837,17 @@ impl EvalContext<'_> {
         for (name, (_, json)) in &bindings.lookups {
             context.insert(name.clone(), json.clone());
         }
-        if let Some((value, index)) = item {
-            context.insert("item".into(), value.clone());
-            context.insert("index".into(), json!(index));
-        }
-        Value::Object(context)
+        context
     }
 
-    /// Checks an output against the pack's scope and stamps ownership on it.
-    fn add_output(
+    /// Checks a rendered object against the pack's scope and stamps ownership on it.
+    fn output(
         &mut self,
         rule: &CompiledRule,
         output: &str,
         cluster: &str,
         mut object: Value,
-    ) -> Result<(), Stop> {
+    ) -> Result<DesiredObject, Stop> {
         let name = rule.name.as_str();
         let path = format!("output `{output}`");
         let key = match ObjectKey::of(cluster, &object) {
@@ -856,14 +897,13 @@ impl EvalContext<'_> {
             &source,
             &owner,
         );
-        self.outcome.desired.push(DesiredObject {
+        Ok(DesiredObject {
             key,
             object,
             sources: BTreeSet::from([source]),
             owners: BTreeSet::from([owner]),
             deletion: rule.deletion,
-        });
-        Ok(())
+        })
     }
 }
 

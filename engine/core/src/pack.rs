@@ -68,6 +68,27 @@ impl std::fmt::Debug for Pack {
     }
 }
 
+/// Kubernetes' per-call CEL cost limit, the default for one expression.
+pub const DEFAULT_COST_PER_EXPRESSION: u64 = 1_000_000;
+/// The default cost budget of all expressions evaluated for one trigger.
+pub const DEFAULT_COST_PER_OBJECT: u64 = 10_000_000;
+
+impl PackDocument {
+    pub(crate) fn cost_per_expression(&self) -> u64 {
+        self.spec
+            .limits
+            .and_then(|l| l.cel_cost_per_expression)
+            .unwrap_or(DEFAULT_COST_PER_EXPRESSION)
+    }
+
+    pub(crate) fn cost_per_object(&self) -> u64 {
+        self.spec
+            .limits
+            .and_then(|l| l.cel_cost_per_object)
+            .unwrap_or(DEFAULT_COST_PER_OBJECT)
+    }
+}
+
 impl Pack {
     pub fn name(&self) -> &str {
         &self.document.metadata.name
@@ -381,20 +402,26 @@ impl<'a> Loader<'a> {
         let decide_tables = tables.clone();
         let decider: Decider = Arc::new(move |name, inputs| decide(&decide_tables, name, inputs));
         let cel_tables = tables.clone();
-        let env = cel::Env::kubernetes().with_function(
-            "decide",
-            Arc::new(move |args: &[serde_json::Value]| {
-                let (Some(serde_json::Value::String(name)), Some(inputs)) =
-                    (args.first(), args.get(1))
-                else {
-                    return Err("decide(table, inputs) takes a table name and a map".to_string());
-                };
-                let serde_json::Value::Object(inputs) = inputs else {
-                    return Err("decide(table, inputs): inputs must be a map".to_string());
-                };
-                decide(&cel_tables, name, inputs)
-            }),
-        );
+        let env = cel::Env::kubernetes()
+            .with_limits(cel::Limits {
+                per_expression: document.cost_per_expression(),
+            })
+            .with_function(
+                "decide",
+                Arc::new(move |args: &[serde_json::Value]| {
+                    let (Some(serde_json::Value::String(name)), Some(inputs)) =
+                        (args.first(), args.get(1))
+                    else {
+                        return Err(
+                            "decide(table, inputs) takes a table name and a map".to_string()
+                        );
+                    };
+                    let serde_json::Value::Object(inputs) = inputs else {
+                        return Err("decide(table, inputs): inputs must be a map".to_string());
+                    };
+                    decide(&cel_tables, name, inputs)
+                }),
+            );
         let templates = self.load_templates(decider);
 
         let mut rules = Vec::new();

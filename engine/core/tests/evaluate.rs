@@ -518,3 +518,118 @@ spec:
         .unwrap();
     assert_eq!(known.result, r#"["eu-central","us-west"]"#);
 }
+
+#[test]
+fn a_rule_stopped_after_rendering_desires_nothing() {
+    // The status mapping fails after the outputs rendered: the rule desires nothing.
+    let rule = RULE.replace(
+        "cities: self.spec.cities.size()",
+        "cities: self.spec.cities.size()\n      broken: self.spec.missing.field",
+    );
+    let pack = pack_with(&rule);
+    let trigger = app("web", &["ber"], "n");
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.desired.is_empty(), "{:?}", outcome.desired);
+    assert_eq!(outcome.errors.len(), 1);
+    assert_eq!(outcome.errors[0].path, "spec.status.fields.broken");
+    assert_eq!(
+        condition(outcome.status.as_ref().unwrap(), "Synced")["reason"],
+        "EvaluationError"
+    );
+}
+
+#[test]
+fn a_quadratic_expression_is_stopped_by_the_cost_budget_and_others_go_on() {
+    let rule = RULE.replace(
+        "  when:\n",
+        "  when:\n    - expression: self.spec.items.all(x, self.spec.items.exists(y, y == x))\n",
+    );
+    let pack = pack_with(&rule);
+    let mut huge = app("huge", &["ber"], "n");
+    huge["spec"]["items"] = json!((0..10_000).collect::<Vec<i64>>());
+    let mut small = app("small", &["muc"], "n");
+    small["spec"]["items"] = json!([1, 2, 3]);
+    let w = world(&[huge, small, team()]);
+    let p = plan(&pack, &w, now());
+    let keys: Vec<String> = p.objects.iter().map(|d| d.key.to_string()).collect();
+    assert_eq!(
+        keys,
+        [
+            "edge:Namespace:team-red",
+            "edge:ConfigMap:team-red/small-muc"
+        ]
+    );
+    let huge = p
+        .outcomes
+        .iter()
+        .find(|o| o.trigger.name == "huge")
+        .unwrap();
+    assert_eq!(huge.errors.len(), 1);
+    let error = &huge.errors[0];
+    assert_eq!(
+        (error.rule.as_str(), error.path.as_str()),
+        ("app", "spec.when[0].expression")
+    );
+    assert!(
+        error.message.starts_with("cost limit exceeded: ")
+            && error
+                .message
+                .ends_with(" > 1000000 (spec.limits.celCostPerExpression)"),
+        "{}",
+        error.message
+    );
+    let synced = condition(huge.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["reason"], "EvaluationError");
+    assert!(
+        synced["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("rule `app`, spec.when[0].expression `self.spec.items.all(")
+    );
+}
+
+#[test]
+fn the_object_budget_bounds_all_expressions_of_a_trigger() {
+    let pack_yaml = PACK.replace(
+        "spec:\n  clusters:",
+        "spec:\n  limits: {celCostPerExpression: 100000, celCostPerObject: 150000}\n  clusters:",
+    );
+    let rule = RULE.replace(
+        "  when:\n",
+        "  when:\n    - expression: self.spec.items.all(x, x >= 0)\n    - expression: self.spec.items.all(x, x < 100000)\n",
+    );
+    let pack = pack_with_files(&rule, &[("pack.yaml", &pack_yaml)]);
+    let mut trigger = app("web", &["ber"], "n");
+    trigger["spec"]["items"] = json!((0..20_000).collect::<Vec<i64>>());
+    let w = world(&[trigger.clone(), team()]);
+    let outcome = evaluate(
+        &pack,
+        Trigger {
+            cluster: "source",
+            object: &trigger,
+        },
+        &w,
+        now(),
+    )
+    .unwrap();
+    assert_eq!(outcome.errors.len(), 1);
+    let error = &outcome.errors[0];
+    assert_eq!(error.path, "spec.when[1].expression");
+    assert!(
+        error.message.ends_with(
+            ": the trigger's cost budget (spec.limits.celCostPerObject = 150000) is spent"
+        ),
+        "{}",
+        error.message
+    );
+}
