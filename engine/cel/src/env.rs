@@ -221,13 +221,18 @@ impl Env {
     }
 }
 
-fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
+/// The parser with every macro the engine expands: the standard ones, the lists
+/// extension's `sortBy` (its functions are the registry's), the two-variable
+/// comprehensions and `cel.bind`. The type checker parses with the same one.
+pub(crate) fn parser() -> Result<cel::Env, cel::DeclarationError> {
     let mut parser = cel::Env::stdlib();
-    // The lists extension for its `sortBy` macro (its functions are the registry's).
-    parser
-        .add_extension(cel::extensions::lists)
-        .and_then(|()| crate::macros::register(&mut parser))
-        .map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
+    parser.add_extension(cel::extensions::lists)?;
+    crate::macros::register(&mut parser)?;
+    Ok(parser)
+}
+
+fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
+    let parser = parser().map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
     let mut registry = Registry::default();
     crate::stdlib::register(&mut registry);
     registry.add_all(crate::k8s::overloads());

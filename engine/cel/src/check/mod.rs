@@ -132,9 +132,9 @@ pub fn check(program: &crate::Program, env: &TypeEnv) -> (Type, Vec<TypeIssue>) 
     check_source(program.source(), env)
 }
 
-/// The parser: the standard macros and those of the optional library (`optMap`,
-/// `optFlatMap`), as [`crate::Env`]'s.
-static PARSER: LazyLock<cel::Env> = LazyLock::new(cel::Env::stdlib);
+/// The parser of [`crate::Env`], with the same macros (`None` only if the environment
+/// itself cannot be built, which every compile reports).
+static PARSER: LazyLock<Option<cel::Env>> = LazyLock::new(|| crate::env::parser().ok());
 
 /// The parser recurses deeply (see `Env::compile`): it runs on a stack of its own.
 const PARSE_STACK: usize = 256 * 1024 * 1024;
@@ -145,7 +145,8 @@ const PARSE_STACK: usize = 256 * 1024 * 1024;
 fn check_source(source: &str, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
     let run = || {
         stacker::grow(PARSE_STACK, || {
-            let (expression, info) = PARSER.parser().parse_with_source_info(source).ok()?;
+            let parser = PARSER.as_ref()?;
+            let (expression, info) = parser.parser().parse_with_source_info(source).ok()?;
             let mut checker = checker::Checker::new(source, &info, env);
             let ty = checker.check(&expression);
             Some((ty, checker.issues))

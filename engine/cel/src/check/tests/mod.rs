@@ -3,6 +3,7 @@
 //! validation rules and the CEL conformance suite.
 
 mod corpus;
+#[path = "../../../tests/support/textproto.rs"]
 mod textproto;
 mod yaml;
 

@@ -1,5 +1,6 @@
-//! The textproto reader of `engine/cel/tests/conformance.rs` (copied: integration tests
-//! cannot be shared with unit tests), for the conformance suite's expressions.
+//! A small reader of text-format protobuf, for the CEL conformance suite's files: shared by
+//! the conformance runner (`tests/conformance.rs`) and the type checker's tests (included
+//! with `#[path]`).
 
 #![allow(dead_code)]
 
@@ -24,14 +25,14 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         match self {
             Scalar::Str(b) => String::from_utf8_lossy(b).into(),
             Scalar::Token(t) => t.clone(),
         }
     }
 
-    fn bytes(&self) -> Vec<u8> {
+    pub fn bytes(&self) -> Vec<u8> {
         match self {
             Scalar::Str(b) => b.clone(),
             Scalar::Token(t) => t.as_bytes().to_vec(),
