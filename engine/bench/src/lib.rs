@@ -13,9 +13,9 @@
 mod generate;
 pub mod handwritten;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use switchyard_cli::files::{display, read_pack, walk};
 use switchyard_core::plan::parse_inputs;
 use switchyard_core::{Pack, PackFiles};
 
@@ -31,46 +31,16 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// Reads `rules/kcp-karmada` into [`PackFiles`], with the shared partials of the top-level
-/// `templates/` folder (as `switchyard`'s `read_pack` does).
+/// `templates/` folder, exactly as `switchyard` reads a pack folder.
 ///
 /// # Errors
 /// A file that cannot be read.
 pub fn pack_files() -> Result<PackFiles, String> {
     let root = repo_root();
-    let dir = root.join(PACK_DIR);
-    let mut files = BTreeMap::new();
-    for path in walk(&dir)? {
-        let Ok(relative) = path.strip_prefix(&dir) else {
-            continue;
-        };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                files.insert(to_slash(relative), text);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-    let partials_dir = root.join("templates");
-    let mut shared_partials = BTreeMap::new();
-    for path in walk(&partials_dir)? {
-        if path.extension().and_then(|e| e.to_str()) != Some("hbs") {
-            continue;
-        }
-        let Ok(relative) = path.strip_prefix(&partials_dir) else {
-            continue;
-        };
-        let name = to_slash(relative).trim_end_matches(".hbs").to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let shown = format!("templates/{}", to_slash(relative));
-        shared_partials.insert(name, (shown, text));
-    }
-    Ok(PackFiles {
-        root: PACK_DIR.to_string(),
-        files,
-        shared_partials,
-    })
+    let mut files = read_pack(&root.join(PACK_DIR), Some(&root.join("templates")))
+        .map_err(|e| e.to_string())?;
+    files.root = PACK_DIR.to_string();
+    Ok(files)
 }
 
 /// Loads the `kcp-karmada` pack.
@@ -104,7 +74,7 @@ pub fn example_inputs() -> Result<Vec<(String, Objects)>, String> {
     let dir = repo_root().join(PACK_DIR);
     let mut out = Vec::new();
     for folder in ["examples", "fixtures"] {
-        for path in walk(&dir.join(folder))? {
+        for path in walk(&dir.join(folder)).map_err(|e| e.to_string())? {
             if !matches!(
                 path.extension().and_then(|e| e.to_str()),
                 Some("yaml" | "yml")
@@ -113,7 +83,7 @@ pub fn example_inputs() -> Result<Vec<(String, Objects)>, String> {
             }
             let relative = path
                 .strip_prefix(&dir)
-                .map(to_slash)
+                .map(display)
                 .unwrap_or_else(|_| path.display().to_string());
             let text =
                 std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -122,32 +92,4 @@ pub fn example_inputs() -> Result<Vec<(String, Objects)>, String> {
         }
     }
     Ok(out)
-}
-
-/// Every file under `dir`, sorted, skipping hidden entries.
-fn walk(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(current) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&current).map_err(|e| format!("{}: {e}", current.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", current.display()))?;
-            let path = entry.path();
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-fn to_slash(path: &Path) -> String {
-    path.to_string_lossy().replace('\\', "/")
 }

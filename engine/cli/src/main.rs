@@ -24,9 +24,10 @@ macro_rules! outln {
 
 mod cel_command;
 mod commands;
-mod files;
 
-use std::path::{Path, PathBuf};
+use switchyard_cli::{CliError, files};
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -146,32 +147,6 @@ enum Command {
     },
     /// Print the JSON Schema of the pack format.
     Schema,
-}
-
-/// Errors that stop a command. Exit code 2.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error("{0}")]
-    Usage(String),
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{0}")]
-    Input(String),
-    /// A pack that does not load; its diagnostics were printed already.
-    #[error("pack `{0}` has errors")]
-    Pack(String),
-}
-
-impl CliError {
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
-        CliError::Io {
-            path: files::display(path),
-            source,
-        }
-    }
 }
 
 /// Stdout is gone: a closed pipe is a normal end, anything else an error.
