@@ -1,6 +1,8 @@
 //! `evaluate()`: the one function both the dry-run CLI and the broker call.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -125,6 +127,56 @@ pub fn evaluate(
     world: &dyn World,
     now: DateTime<Utc>,
 ) -> Result<Outcome, String> {
+    evaluate_in(pack, trigger, world, now, &Conversions::default())
+}
+
+/// Objects converted to CEL values once per evaluation round, shared by every rule and
+/// trigger that reads them: a Fleet read by fifty FleetWorkloads is converted once.
+///
+/// Entries are keyed by the object's address and hold the `Arc` that owns it, so an
+/// address cannot be reused while the cache lives; a trigger borrowed for `'w` is kept
+/// alive by that borrow.
+#[derive(Default)]
+pub struct Conversions<'w> {
+    converted: RefCell<HashMap<usize, Converted>>,
+    _objects: PhantomData<&'w Value>,
+}
+
+impl<'w> Conversions<'w> {
+    fn convert(&self, object: &Value, owner: Option<&Arc<Value>>) -> cel::Value {
+        let key = std::ptr::from_ref(object) as usize;
+        if let Some((_, value)) = self.converted.borrow().get(&key) {
+            return value.clone();
+        }
+        let value = cel::Value::from_json(object);
+        self.converted
+            .borrow_mut()
+            .insert(key, (owner.cloned(), value.clone()));
+        value
+    }
+
+    /// A trigger, borrowed for the whole round.
+    fn trigger(&self, object: &'w Value) -> cel::Value {
+        self.convert(object, None)
+    }
+
+    /// An object the world handed out.
+    fn shared(&self, object: &Arc<Value>) -> cel::Value {
+        self.convert(object, Some(object))
+    }
+}
+
+/// The owner of a converted object (none for a borrowed trigger) and its CEL value.
+type Converted = (Option<Arc<Value>>, cel::Value);
+
+/// [`evaluate`] with a conversion cache shared across the triggers of one round.
+pub fn evaluate_in<'w>(
+    pack: &Pack,
+    trigger: Trigger<'w>,
+    world: &dyn World,
+    now: DateTime<Utc>,
+    conversions: &Conversions<'w>,
+) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
     let trigger_labels = labels(trigger.object);
     let rules: Vec<&CompiledRule> = pack
@@ -170,7 +222,7 @@ pub fn evaluate(
         return Ok(outcome);
     }
 
-    let self_value = cel::Value::from_json(trigger.object);
+    let self_value = conversions.trigger(trigger.object);
     let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let cluster_json = json!({"name": trigger.cluster});
     let mut ctx = EvalContext {
@@ -184,6 +236,7 @@ pub fn evaluate(
         now_text,
         cost_used: 0,
         cost_budget: pack.document.cost_per_object(),
+        conversions,
         outcome: &mut outcome,
     };
     let mut results = Vec::new();
@@ -314,6 +367,7 @@ struct EvalContext<'a> {
     /// CEL cost spent so far for this trigger, and the most it may spend.
     cost_used: u64,
     cost_budget: u64,
+    conversions: &'a Conversions<'a>,
     outcome: &'a mut Outcome,
 }
 
@@ -706,7 +760,7 @@ impl EvalContext<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
         };
-        let found: Value = match &lookup.key {
+        let found: (cel::Value, Value) = match &lookup.key {
             LookupKey::Name(expr) => {
                 let object_name = self.eval_string(name, expr, bindings)?;
                 let key = ObjectKey {
@@ -723,7 +777,10 @@ impl EvalContext<'_> {
                     namespace.as_deref(),
                     &object_name,
                 );
-                let found = object.map(Arc::unwrap_or_clone).unwrap_or(Value::Null);
+                let found = match &object {
+                    Some(o) => (self.conversions.shared(o), Value::clone(o)),
+                    None => (cel::Value::null(), Value::Null),
+                };
                 let described = format!(
                     "{} {} {}",
                     lookup.api_version,
@@ -734,14 +791,14 @@ impl EvalContext<'_> {
                     name,
                     format!("lookup {}", lookup.name),
                     Some(expr.source()),
-                    if found.is_null() {
+                    if found.1.is_null() {
                         format!("{described} not found")
                     } else {
                         format!("{described} found")
                     },
                 );
                 self.outcome.reads.insert(ReadKey::Object(key));
-                if found.is_null() && lookup.required {
+                if found.1.is_null() && lookup.required {
                     return Err(Stop::Block {
                         reason: lookup.reason.clone(),
                         message: format!(
@@ -776,7 +833,7 @@ impl EvalContext<'_> {
                         )
                     })
                     .collect();
-                let matches: Vec<Value> = self
+                let matches: Vec<Arc<Value>> = self
                     .world
                     .list(
                         &lookup.cluster,
@@ -789,7 +846,6 @@ impl EvalContext<'_> {
                         let have = labels(o);
                         wanted.iter().all(|(k, v)| have.get(k) == Some(v))
                     })
-                    .map(Arc::unwrap_or_clone)
                     .collect();
                 self.trace(
                     name,
@@ -817,12 +873,13 @@ impl EvalContext<'_> {
                         ),
                     });
                 }
-                Value::Array(matches)
+                (
+                    cel::Value::list(matches.iter().map(|o| self.conversions.shared(o))),
+                    Value::Array(matches.iter().map(|o| Value::clone(o)).collect()),
+                )
             }
         };
-        bindings
-            .lookups
-            .insert(lookup.name.clone(), (cel::Value::from_json(&found), found));
+        bindings.lookups.insert(lookup.name.clone(), found);
         Ok(())
     }
 

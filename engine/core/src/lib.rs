@@ -21,7 +21,10 @@ pub mod testing;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use evaluate::{DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate};
+pub use evaluate::{
+    Conversions, DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate,
+    evaluate_in,
+};
 pub use object::{MemoryWorld, ObjectKey, World};
 pub use pack::{LoadOptions, LoadResult, Pack, PackFiles, load, load_with};
 pub use plan::{Plan, plan};

@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 
 use crate::diagnostic::Diagnostic;
 use crate::evaluate::{
-    ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, DesiredObject, Outcome, Trigger,
-    evaluate, stamp_ownership,
+    ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, Conversions, DesiredObject, Outcome,
+    Trigger, evaluate_in, stamp_ownership,
 };
 use crate::object::{MemoryWorld, ObjectKey, World};
 use crate::pack::Pack;
@@ -63,6 +63,7 @@ fn join(set: &BTreeSet<String>) -> String {
 /// merges the outputs.
 pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
     let watched = pack.watched_kinds();
+    let conversions = Conversions::default();
     let mut outcomes = Vec::new();
     for (key, object) in world.iter() {
         if !watched.contains(&(
@@ -76,7 +77,7 @@ pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
             cluster: &key.cluster,
             object,
         };
-        if let Ok(outcome) = evaluate(pack, trigger, world as &dyn World, now) {
+        if let Ok(outcome) = evaluate_in(pack, trigger, world as &dyn World, now, &conversions) {
             outcomes.push(outcome);
         }
     }
