@@ -155,6 +155,15 @@ impl<'w> Conversions<'w> {
         value
     }
 
+    /// How many objects were converted so far.
+    pub fn len(&self) -> usize {
+        self.converted.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// A trigger, borrowed for the whole round.
     fn trigger(&self, object: &'w Value) -> cel::Value {
         self.convert(object, None)

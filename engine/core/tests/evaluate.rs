@@ -633,3 +633,28 @@ fn the_object_budget_bounds_all_expressions_of_a_trigger() {
         error.message
     );
 }
+
+#[test]
+fn an_object_read_by_many_triggers_is_converted_once_per_round() {
+    let pack = pack_with(RULE);
+    let a = app("a", &["x"], "n");
+    let b = app("b", &["y"], "n");
+    let w = world(&[a.clone(), b.clone(), team()]);
+    let conversions = switchyard_core::Conversions::default();
+    for trigger in [&a, &b] {
+        let outcome = switchyard_core::evaluate_in(
+            &pack,
+            Trigger {
+                cluster: "source",
+                object: trigger,
+            },
+            &w,
+            now(),
+            &conversions,
+        )
+        .unwrap();
+        assert_eq!(outcome.desired.len(), 2);
+    }
+    // Two triggers and the one Team both of them look up.
+    assert_eq!(conversions.len(), 3);
+}
