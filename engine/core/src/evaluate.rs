@@ -13,6 +13,7 @@ use switchyard_cel as cel;
 use crate::model::DeletionPolicy;
 use crate::object::{ObjectKey, World, labels, selector_matches};
 use crate::pack::{CompiledRule, Expr, LookupKey, Pack, Step, in_scope};
+use crate::template::RenderContext;
 
 /// Label carried by every output: the pack that owns it (prune selects on it).
 pub const LABEL_PACK: &str = "switchyard.dev/pack";
@@ -623,7 +624,7 @@ impl EvalContext<'_> {
         // Outputs join the outcome only when the whole rule succeeds: a rule stopped by a
         // later output or its status mapping desires nothing.
         let mut rendered: Vec<DesiredObject> = Vec::new();
-        let mut context = Value::Object(self.template_context(&bindings));
+        let mut context = RenderContext::new(Value::Object(self.template_context(&bindings)));
         for output in &rule.outputs {
             if let Some(when) = &output.when
                 && !self.eval_bool(name, when, &bindings, None)?
@@ -653,14 +654,14 @@ impl EvalContext<'_> {
             };
             let count = items.len();
             for (index, item) in items.into_iter().enumerate() {
-                if let (Some(item), Some(map)) = (item, context.as_object_mut()) {
-                    map.insert("item".into(), item);
-                    map.insert("index".into(), json!(index));
+                if let Some(item) = item {
+                    context.set("item", item);
+                    context.set("index", json!(index));
                 }
                 let documents = self
                     .pack
                     .templates
-                    .render(&output.template, &context)
+                    .render_in(&output.template, &context)
                     .map_err(|e| {
                         self.fail(
                             name,
@@ -673,10 +674,8 @@ impl EvalContext<'_> {
                     rendered.push(self.output(rule, &output.name, &output.cluster, document)?);
                 }
             }
-            if let Some(map) = context.as_object_mut() {
-                map.remove("item");
-                map.remove("index");
-            }
+            context.unset("item");
+            context.unset("index");
             self.trace(
                 name,
                 format!("output {}", output.name),

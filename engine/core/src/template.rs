@@ -119,6 +119,30 @@ impl TemplateError {
     }
 }
 
+/// The data templates render against, built once per rule and reused by every render:
+/// rendering from a plain value would copy all of it each time.
+pub struct RenderContext(handlebars::Context);
+
+impl RenderContext {
+    pub fn new(data: Value) -> Self {
+        RenderContext(handlebars::Context::from(data))
+    }
+
+    /// Sets a top-level name (`item`, `index`), replacing an earlier value.
+    pub fn set(&mut self, name: &str, value: Value) {
+        if let Some(map) = self.0.data_mut().as_object_mut() {
+            map.insert(name.to_string(), value);
+        }
+    }
+
+    /// Removes a top-level name.
+    pub fn unset(&mut self, name: &str) {
+        if let Some(map) = self.0.data_mut().as_object_mut() {
+            map.remove(name);
+        }
+    }
+}
+
 /// The templates and partials of a rule pack (plus shared partials), ready to render.
 #[derive(Clone)]
 pub struct TemplateSet {
@@ -222,6 +246,15 @@ impl TemplateSet {
     /// its line and column in the template or partial file; rendered output that is not YAML,
     /// or a document that is not a mapping (no position: the rendered line is in the message).
     pub fn render(&self, name: &str, context: &Value) -> Result<Vec<Value>, TemplateError> {
+        self.render_in(name, &RenderContext::new(context.clone()))
+    }
+
+    /// [`TemplateSet::render`] with a context built once and reused across renders.
+    pub fn render_in(
+        &self,
+        name: &str,
+        context: &RenderContext,
+    ) -> Result<Vec<Value>, TemplateError> {
         let file = match self.files.get(name) {
             Some(file) if self.templates.contains(name) => file,
             _ => {
@@ -235,7 +268,7 @@ impl TemplateSet {
         let table = ValueTable::begin();
         let text = self
             .registry
-            .render(name, context)
+            .render_with_context(name, &context.0)
             .map_err(|e| self.render_error(&e, file))?;
         let values = table.finish();
         decode::decode(&text, &values).map_err(|message| TemplateError::at(file, None, message))
