@@ -196,11 +196,7 @@ impl TemplateSet {
         file: &str,
         source: &str,
     ) -> Result<(), TemplateError> {
-        let template = compile(name, file, source)?;
-        self.registry.register_template(name, template);
-        self.files.insert(name.to_owned(), file.to_owned());
-        self.templates.remove(name);
-        Ok(())
+        self.register(name, file, source, false)
     }
 
     /// Registers a template (also usable as a partial under the same name).
@@ -213,10 +209,24 @@ impl TemplateSet {
         file: &str,
         source: &str,
     ) -> Result<(), TemplateError> {
+        self.register(name, file, source, true)
+    }
+
+    fn register(
+        &mut self,
+        name: &str,
+        file: &str,
+        source: &str,
+        renderable: bool,
+    ) -> Result<(), TemplateError> {
         let template = compile(name, file, source)?;
         self.registry.register_template(name, template);
         self.files.insert(name.to_owned(), file.to_owned());
-        self.templates.insert(name.to_owned());
+        if renderable {
+            self.templates.insert(name.to_owned());
+        } else {
+            self.templates.remove(name);
+        }
         Ok(())
     }
 

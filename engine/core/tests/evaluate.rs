@@ -120,6 +120,20 @@ fn world(objects: &[Value]) -> MemoryWorld {
     w
 }
 
+/// Evaluates `trigger` (in the source cluster) against `world` at the test clock.
+fn run(pack: &Pack, trigger: &Value, world: &MemoryWorld) -> switchyard_core::Outcome {
+    evaluate(
+        pack,
+        Trigger {
+            cluster: "source",
+            object: trigger,
+        },
+        world,
+        now(),
+    )
+    .unwrap()
+}
+
 fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
     status["conditions"]
         .as_array()
@@ -134,16 +148,7 @@ fn fan_out_per_item_with_ownership_and_status() {
     let pack = pack_with(RULE);
     let trigger = app("web", &["ber", "muc"], "hello");
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     let names: Vec<String> = outcome.desired.iter().map(|d| d.key.to_string()).collect();
     assert_eq!(
@@ -191,16 +196,7 @@ fn hostile_strings_stay_data() {
         "x\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n\"quoted\": {{self}} # c";
     let trigger = app("web", &["ber"], hostile);
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert_eq!(outcome.desired.len(), 2);
     let cm = &outcome.desired[0].object;
     assert_eq!(cm["data"]["note"], hostile);
@@ -219,16 +215,7 @@ fn missing_required_lookup_blocks_with_reason() {
     let pack = pack_with(RULE);
     let trigger = app("web", &["ber"], "n");
     let w = world(std::slice::from_ref(&trigger));
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.desired.is_empty());
     let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
     assert_eq!(synced["status"], "False");
@@ -244,16 +231,7 @@ fn guard_with_reason_blocks_and_quiet_guard_skips() {
     let pack = pack_with(RULE);
     let trigger = app("web", &["a", "b", "c", "d"], "n");
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.desired.is_empty());
     let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
     assert_eq!(
@@ -263,16 +241,7 @@ fn guard_with_reason_blocks_and_quiet_guard_skips() {
 
     let mut disabled = app("web", &["a"], "n");
     disabled["spec"]["disabled"] = json!(true);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &disabled,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &disabled, &w);
     assert!(outcome.desired.is_empty());
     let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
     assert_eq!(synced["reason"], "NoRuleApplies");
@@ -288,16 +257,7 @@ fn evaluation_error_names_rule_and_expression() {
     let mut trigger = app("web", &["a"], "n");
     trigger["spec"]["cities"] = json!(7);
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.desired.is_empty());
     assert_eq!(outcome.errors.len(), 1);
     let error = &outcome.errors[0];
@@ -361,16 +321,7 @@ fn outputs_outside_the_scope_are_refused() {
     let pack = pack_with(&rule);
     let trigger = app("web", &["ber"], "n");
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
     assert_eq!(synced["reason"], "ScopeViolation");
     assert_eq!(
@@ -391,16 +342,7 @@ fn deleting_trigger_desires_nothing() {
     let mut trigger = app("web", &["ber"], "n");
     trigger["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.deleting);
     assert!(outcome.desired.is_empty());
     assert!(outcome.finalizer.is_none());
@@ -414,16 +356,7 @@ fn transition_time_is_kept_while_status_is_unchanged() {
         {"type": "Synced", "status": "True", "lastTransitionTime": "2025-05-05T00:00:00Z"},
         {"type": "Ready", "status": "False", "lastTransitionTime": "2025-05-05T00:00:00Z"}]});
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     let status = outcome.status.unwrap();
     assert_eq!(
         condition(&status, "Synced")["lastTransitionTime"],
@@ -494,16 +427,7 @@ spec:
     );
     let trigger = app("web", &["ber", "sfo", "xyz"], "n");
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     let cm = &outcome.desired[0].object;
     assert_eq!(
@@ -529,16 +453,7 @@ fn a_rule_stopped_after_rendering_desires_nothing() {
     let pack = pack_with(&rule);
     let trigger = app("web", &["ber"], "n");
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert!(outcome.desired.is_empty(), "{:?}", outcome.desired);
     assert_eq!(outcome.errors.len(), 1);
     assert_eq!(outcome.errors[0].path, "spec.status.fields.broken");
@@ -612,16 +527,7 @@ fn the_object_budget_bounds_all_expressions_of_a_trigger() {
     let mut trigger = app("web", &["ber"], "n");
     trigger["spec"]["items"] = json!((0..20_000).collect::<Vec<i64>>());
     let w = world(&[trigger.clone(), team()]);
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source",
-            object: &trigger,
-        },
-        &w,
-        now(),
-    )
-    .unwrap();
+    let outcome = run(&pack, &trigger, &w);
     assert_eq!(outcome.errors.len(), 1);
     let error = &outcome.errors[0];
     assert_eq!(error.path, "spec.when[1].expression");
