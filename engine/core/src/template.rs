@@ -450,6 +450,13 @@ fn rewrite(t: &mut Template, fallback: (usize, usize)) -> Result<(), RewriteErro
                     return fail("partial names must be static".to_owned());
                 }
                 check_params(&dt.params, &dt.hash).map_err(|m| (pos, m))?;
+                // A partial called with parameters sees only them (and `@root`), like a
+                // function: handlebars would otherwise copy the whole render context (the
+                // trigger, every variable, the tables) into each such call.
+                if dt.params.is_empty() && !dt.hash.is_empty() {
+                    dt.params
+                        .push(Parameter::Literal(Value::Object(serde_json::Map::new())));
+                }
                 if let Some(inner) = &mut dt.template {
                     rewrite(inner, pos)?;
                 }

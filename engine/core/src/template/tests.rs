@@ -802,3 +802,31 @@ fn partials_without_final_newline() {
         vec![json!({"kind": "A", "m": {"a": "X", "b": 2}, "l": [1, 2], "z": 1})]
     );
 }
+
+#[test]
+fn a_partial_with_parameters_sees_only_them_and_root() {
+    let set = set_with(
+        &[
+            ("own", "a: {{key}}\nb: {{@root.vars.k}}\n"),
+            ("outer", "c: {{vars.k}}\n"),
+        ],
+        "t",
+        "kind: A\nx:\n  {{> own key=vars.v}}\ny:\n  {{> outer}}\nz:\n  {{> outer shadow=1}}\n",
+    );
+    let ctx = json!({"vars": {"k": "root-k", "v": "param-v"}});
+    // `outer` with a parameter no longer sees `vars`: strict mode reports it.
+    let error = set.render("t", &ctx).unwrap_err();
+    assert_eq!(error.message, "variable `vars.k` not found");
+    let set = set_with(
+        &[
+            ("own", "a: {{key}}\nb: {{@root.vars.k}}\n"),
+            ("outer", "c: {{vars.k}}\n"),
+        ],
+        "t",
+        "kind: A\nx:\n  {{> own key=vars.v}}\ny:\n  {{> outer}}\n",
+    );
+    assert_eq!(
+        set.render("t", &ctx).unwrap(),
+        vec![json!({"kind": "A", "x": {"a": "param-v", "b": "root-k"}, "y": {"c": "root-k"}})]
+    );
+}
