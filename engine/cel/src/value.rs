@@ -357,11 +357,20 @@ impl Value {
 
     /// A map with string keys (a later entry replaces an earlier one of the same key).
     pub fn map<I: IntoIterator<Item = (String, Value)>>(entries: I) -> Value {
-        let mut entries: Vec<(Key, Value)> = entries
+        let entries: Vec<(Arc<str>, Value)> = entries
             .into_iter()
-            .map(|(k, v)| (Key::String(Arc::from(k)), v))
+            .map(|(k, v)| (Arc::from(k), v))
             .collect();
-        // stable: equal keys keep their order, and the last one wins
+        Value::string_map(&entries)
+    }
+
+    /// A map with string keys that are already shared (no key is copied); a repeated key
+    /// keeps its last value.
+    pub fn string_map(entries: &[(Arc<str>, Value)]) -> Value {
+        let mut entries: Vec<(Key, Value)> = entries
+            .iter()
+            .map(|(k, v)| (Key::String(k.clone()), v.clone()))
+            .collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let mut unique: Vec<(Key, Value)> = Vec::with_capacity(entries.len());
         for (k, v) in entries {

@@ -384,7 +384,7 @@ struct EvalContext<'a> {
 /// The bindings of one rule evaluation, as CEL values and as JSON for templates.
 struct Bindings {
     lookups: BTreeMap<String, (cel::Value, Value)>,
-    vars: Vec<(String, cel::Value, Value)>,
+    vars: Vec<(Arc<str>, cel::Value, Value)>,
     /// `vars` as one CEL map, rebuilt when a variable is added rather than per expression.
     vars_cel: cel::Value,
 }
@@ -398,16 +398,21 @@ impl Bindings {
         }
     }
 
-    fn add_var(&mut self, name: String, value: cel::Value, json: Value) {
+    fn add_var(&mut self, name: Arc<str>, value: cel::Value, json: Value) {
         self.vars.push((name, value, json));
-        self.vars_cel = cel::Value::map(self.vars.iter().map(|(n, v, _)| (n.clone(), v.clone())));
+        let entries: Vec<(Arc<str>, cel::Value)> = self
+            .vars
+            .iter()
+            .map(|(n, v, _)| (n.clone(), v.clone()))
+            .collect();
+        self.vars_cel = cel::Value::string_map(&entries);
     }
 
     fn vars_json(&self) -> Value {
         Value::Object(
             self.vars
                 .iter()
-                .map(|(n, _, j)| (n.clone(), j.clone()))
+                .map(|(n, _, j)| (n.to_string(), j.clone()))
                 .collect(),
         )
     }
@@ -616,7 +621,7 @@ impl EvalContext<'_> {
                         Some(var.expr.source()),
                         compact(&json),
                     );
-                    bindings.add_var(var.name.clone(), value, json);
+                    bindings.add_var(var.key.clone(), value, json);
                 }
             }
         }

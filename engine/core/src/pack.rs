@@ -207,6 +207,8 @@ pub(crate) struct CompiledGuard {
 
 pub(crate) struct CompiledVar {
     pub name: String,
+    /// The name as a shared key of the `vars` map.
+    pub key: Arc<str>,
     pub expr: Expr,
 }
 
@@ -935,6 +937,7 @@ impl<'a> Loader<'a> {
             ) {
                 vars.push(CompiledVar {
                     name: var.name.clone(),
+                    key: Arc::from(var.name.as_str()),
                     expr,
                 });
             }
