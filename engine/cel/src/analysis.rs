@@ -61,10 +61,11 @@ impl<'a> Walker<'a> {
         !self.bound.contains(&name)
     }
 
-    /// The free root identifier `expr` is, if it is one.
+    /// The free root identifier `expr` is, if it is one (`y` of `.y`, which is never a
+    /// comprehension variable).
     fn free_root(&self, expr: &'a IdedExpr) -> Option<&'a str> {
         match &expr.expr {
-            Expr::Ident(name) if self.is_free(name) => Some(name),
+            Expr::Ident(name) if self.is_free(name) => Some(name.trim_start_matches('.')),
             _ => None,
         }
     }
@@ -83,9 +84,9 @@ impl<'a> Walker<'a> {
         let next = depth + 1;
         match &expr.expr {
             Expr::Unspecified | Expr::Literal(_) => {}
-            Expr::Ident(name) => {
-                if self.is_free(name) {
-                    self.analysis.references.variables.insert(name.clone());
+            Expr::Ident(_) => {
+                if let Some(name) = self.free_root(expr) {
+                    self.analysis.references.variables.insert(name.to_string());
                 }
             }
             Expr::Select(select) => {
@@ -167,7 +168,8 @@ impl<'a> Walker<'a> {
         loop {
             match &expr.expr {
                 Expr::Ident(name) => {
-                    return self.is_free(name) && self.namespaces.contains(name.as_str());
+                    return self.is_free(name)
+                        && self.namespaces.contains(name.trim_start_matches('.'));
                 }
                 Expr::Select(select) if !select.test => expr = &select.operand,
                 _ => return false,

@@ -96,6 +96,9 @@ pub struct Env {
 struct EnvInner {
     custom: Vec<(String, CustomFunction)>,
     limits: Limits,
+    /// The container's prefixes, most specific first (`com.example`, `com`); see
+    /// [`Env::with_container`].
+    container: Arc<[Arc<str>]>,
     /// The environment, or why it could not be built (a custom function whose name is
     /// taken by a built-in one): every compile reports it.
     built: Result<Built, String>,
@@ -114,7 +117,7 @@ impl Env {
     /// Kubernetes libraries implemented so far (see the crate documentation) and the
     /// engine's own functions.
     pub fn kubernetes() -> Env {
-        Env::build(Vec::new(), Limits::default())
+        Env::build(Vec::new(), Limits::default(), Arc::from([]))
     }
 
     /// Adds a function callable as `name(args...)`, replacing a custom function of the
@@ -127,13 +130,39 @@ impl Env {
         let mut custom = self.inner.custom.clone();
         custom.retain(|(n, _)| n != name);
         custom.push((name.to_string(), function));
-        Env::build(custom, self.inner.limits)
+        Env::build(custom, self.inner.limits, Arc::clone(&self.inner.container))
     }
 
     /// The cost limits of the programs this environment compiles.
     #[must_use]
     pub fn with_limits(self, limits: Limits) -> Env {
-        Env::build(self.inner.custom.clone(), limits)
+        Env::build(
+            self.inner.custom.clone(),
+            limits,
+            Arc::clone(&self.inner.container),
+        )
+    }
+
+    /// Names variables are resolved in, as cel-go's `cel.Container` (Kubernetes sets none):
+    /// in the container `com.example`, an identifier `y` reads the variable `com.example.y`
+    /// if the activation has one, else `com.y`, else `y`. A qualified name `y.z` is looked
+    /// up as a variable with a dotted name (see [`Activation::bind`]), longest first and,
+    /// for each length, under each prefix of the container before as written. A leading
+    /// dot (`.y`) names the variable `y` itself, whatever the container, and never a
+    /// comprehension variable. An empty name is no container.
+    #[must_use]
+    pub fn with_container(self, container: &str) -> Env {
+        let mut prefixes: Vec<Arc<str>> = Vec::new();
+        let mut name = container.trim_matches('.');
+        while !name.is_empty() {
+            prefixes.push(Arc::from(name));
+            name = name.rsplit_once('.').map_or("", |(parent, _)| parent);
+        }
+        Env::build(
+            self.inner.custom.clone(),
+            self.inner.limits,
+            Arc::from(prefixes),
+        )
     }
 
     /// The cost limits in force.
@@ -141,12 +170,17 @@ impl Env {
         self.inner.limits
     }
 
-    fn build(custom: Vec<(String, CustomFunction)>, limits: Limits) -> Env {
+    fn build(
+        custom: Vec<(String, CustomFunction)>,
+        limits: Limits,
+        container: Arc<[Arc<str>]>,
+    ) -> Env {
         let built = build(&custom);
         Env {
             inner: Arc::new(EnvInner {
                 custom,
                 limits,
+                container,
                 built,
             }),
         }
@@ -182,10 +216,13 @@ impl Env {
                 let (expression, source_info) = built
                     .parser
                     .parser()
+                    .enable_ident_escape_syntax(true)
                     .parse_with_source_info(source)
                     .map_err(|errors| compile_error(source, &errors))?;
                 let analysis = analyse(&expression, &built.namespaces, &built.registry);
-                let plan = Lowering::new(&built.registry, custom).plan(&expression);
+                let plan = Lowering::new(&built.registry, custom)
+                    .with_container(Arc::clone(&self.inner.container))
+                    .plan(&expression);
                 // The AST is dropped here, on the big stack.
                 drop(expression);
                 Ok::<_, CompileError>((plan, source_info, analysis))
@@ -235,6 +272,8 @@ fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
     let parser = parser().map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
     let mut registry = Registry::default();
     crate::stdlib::register(&mut registry);
+    registry.add_all(crate::math::overloads());
+    registry.add_all(crate::encoders::overloads());
     registry.add_all(crate::k8s::overloads());
     for t in crate::k8s::types() {
         registry.add_type(t);
@@ -451,6 +490,10 @@ impl<'e> Activation<'e> {
     }
 
     /// Binds `name` to `value`, replacing an earlier binding of `name`.
+    ///
+    /// A dotted name (`a.b`) is read by the expression `a.b`, before the field `b` of a
+    /// variable `a`: the longest dotted name bound wins (`a.b.c` reads `a.b` then selects
+    /// `c`, when `a.b.c` is not bound).
     pub fn bind(&mut self, name: &str, value: Value) {
         if let Some(slot) = self.variables.iter_mut().find(|(n, _)| n == name) {
             slot.1 = value;

@@ -18,7 +18,9 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::EvalError;
-use crate::plan::{AddChain, Builtin, Call, CustomCall, Fold, Kind, Loop, LoopKind, Node, Op};
+use crate::plan::{
+    AddChain, Builtin, Call, CustomCall, Fold, Kind, Loop, LoopKind, Node, Op, Qualified,
+};
 use crate::registry::Cost;
 use crate::stdlib;
 use crate::value::{Duration, Key, Map, Timestamp, Value, compare, equals};
@@ -162,21 +164,34 @@ pub(crate) fn eval<'a>(node: &'a Node, scope: &Scope<'a>, cx: &mut Cx) -> Out<'a
             }
         }
         Kind::Qualified(q) => {
-            let (chain, segments) = &**q;
+            let Qualified {
+                chain,
+                segments,
+                prefixes,
+            } = &**q;
+            // A name with a dot can only be a variable's when some variable's name has one.
             if scope.dotted {
-                for k in (2..=segments.len()).rev() {
+                // The root alone is the chain's, but under a prefix.
+                let shortest = if prefixes.is_empty() { 2 } else { 1 };
+                for k in (shortest..=segments.len()).rev() {
                     let name = segments[..k].join(".");
-                    if let Some((_, v)) = scope.vars.iter().find(|(n, _)| *n == name) {
-                        let mut v = Cow::Borrowed(v);
-                        for field in &segments[k..] {
-                            v = match v {
-                                Cow::Borrowed(v) => select(v, field, node.id)?,
-                                Cow::Owned(v) => {
-                                    Cow::Owned(select(&v, field, node.id)?.into_owned())
-                                }
-                            };
+                    let candidates = prefixes
+                        .iter()
+                        .map(|p| format!("{p}.{name}"))
+                        .chain((k > 1).then(|| name.clone()));
+                    for candidate in candidates {
+                        if let Some((_, v)) = scope.vars.iter().find(|(n, _)| *n == candidate) {
+                            let mut v = Cow::Borrowed(v);
+                            for field in &segments[k..] {
+                                v = match v {
+                                    Cow::Borrowed(v) => select(v, field, node.id)?,
+                                    Cow::Owned(v) => {
+                                        Cow::Owned(select(&v, field, node.id)?.into_owned())
+                                    }
+                                };
+                            }
+                            return Ok(v);
                         }
-                        return Ok(v);
                     }
                 }
             }

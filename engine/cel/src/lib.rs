@@ -42,7 +42,7 @@
 //!   `transformMap`, `transformMapEntry`; and `cel.bind(name, init, expr)`;
 //! - the strings library, as Kubernetes enables it (cel-go `ext.Strings` version 2):
 //!   `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`, `split`,
-//!   `substring`, `trim`, `join`, `format`, `strings.quote` (not `reverse`, of version 3);
+//!   `substring`, `trim`, `join`, `format`, `strings.quote` (and `reverse`: see below);
 //! - Kubernetes' libraries (`k8s/`): quantity, URL, IP, CIDR, semver, format, sets, the
 //!   lists library and regex `find`/`findAll` (see its documentation for the list);
 //! - the engine's functions: `sha256(string|bytes) -> string` (lowercase hex),
@@ -50,8 +50,26 @@
 //!   `dns1123Label(string) -> string` (see [`dns1123_label`] for the algorithm);
 //! - the custom functions added with [`Env::with_function`].
 //!
-//! The math and encoders libraries are not enabled: Kubernetes' base environment has
-//! neither.
+//! ## Beyond Kubernetes' base environment
+//!
+//! These are not in Kubernetes' CEL environment: an expression that uses them does not
+//! compile (or fails) there. They only add names and syntax Kubernetes refuses, so an
+//! expression Kubernetes accepts means the same here.
+//!
+//! - cel-go's math extension (`ext.Math` version 2), in the `math` namespace:
+//!   `math.greatest` and `math.least` (macros: one or more numbers of any numeric types,
+//!   or a list of numbers), `math.ceil`, `math.floor`, `math.round`, `math.trunc`,
+//!   `math.abs`, `math.sign`, `math.isInf`, `math.isNaN`, `math.isFinite`, `math.bitAnd`,
+//!   `math.bitOr`, `math.bitXor`, `math.bitNot`, `math.bitShiftLeft`,
+//!   `math.bitShiftRight`, `math.sqrt` (see `math.rs` for their results and errors);
+//! - cel-go's encoders extension (`ext.Encoders`): `base64.encode(bytes) -> string` and
+//!   `base64.decode(string) -> bytes` (padded or not);
+//! - `reverse()` of a string, from version 3 of cel-go's strings library (Kubernetes
+//!   enables version 2);
+//! - quoted field names, as cel-go's `EnableIdentEscapeSyntax` allows them:
+//!   `` m.`content-type` ``, `` has(m.`foo.txt`) ``;
+//! - a container to resolve variable names in, as cel-go's `cel.Container`
+//!   ([`Env::with_container`]; [`Env::kubernetes`] has none, as Kubernetes).
 //!
 //! # Kubernetes settings
 //!
@@ -72,6 +90,7 @@
 
 mod analysis;
 pub mod check;
+mod encoders;
 mod env;
 mod error;
 mod eval;
@@ -79,6 +98,7 @@ mod format;
 mod functions;
 mod k8s;
 mod macros;
+mod math;
 mod plan;
 pub(crate) mod registry;
 mod stdlib;

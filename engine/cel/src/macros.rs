@@ -10,7 +10,13 @@
 //! - `transformMap(k, v, [filter,] t)`: `cel.@mapInsert(@result, k, t)`;
 //! - `transformMapEntry(k, v, [filter,] e)`: `cel.@mapInsert(@result, e)`;
 //! - `cel.bind(name, init, body)`: a comprehension over no elements whose accumulator is
-//!   `name`, initialised to `init`, with result `body`.
+//!   `name`, initialised to `init`, with result `body`;
+//! - `math.greatest(..)` and `math.least(..)` of cel-go's `ext.Math`: a call of `math.@max`
+//!   (`math.@min`) on the one argument, the two arguments, or a list of the arguments when
+//!   there are more (see [`crate::math`]). As cel-go's, they check their arguments: at
+//!   least one; a single one that is a number or a list of numbers as far as the parser can
+//!   tell; several that are numbers as far as it can tell (a literal that is not a number,
+//!   a list or a map literal is refused).
 
 use cel::common::ast::{
     CallExpr, ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr, operators,
@@ -51,6 +57,12 @@ pub(crate) fn register(env: &mut cel::Env) -> Result<(), cel::DeclarationError> 
         }))?;
     }
     env.add_macro(Macro::receiver("bind", 3, bind))?;
+    env.add_macro(Macro::receiver_var_arg("greatest", |h, t, a| {
+        extreme(h, t, a, "greatest", crate::math::MAX)
+    }))?;
+    env.add_macro(Macro::receiver_var_arg("least", |h, t, a| {
+        extreme(h, t, a, "least", crate::math::MIN)
+    }))?;
     Ok(())
 }
 
@@ -259,4 +271,61 @@ fn bind(
             result: body,
         },
     )))))
+}
+
+/// `math.greatest(..)` or `math.least(..)` (the macro `name`): a call of `function` on the
+/// arguments, refused as cel-go refuses them. Any other target is left as the call it is.
+fn extreme(
+    h: &mut MacroExprHelper<'_>,
+    target: &mut Option<IdedExpr>,
+    args: Args<'_>,
+    name: &str,
+    function: &str,
+) -> Result<Option<IdedExpr>, ParseError> {
+    let Some(target_id) = target
+        .as_ref()
+        .filter(|t| matches!(&t.expr, Expr::Ident(ns) if ns == "math"))
+        .map(|t| t.id)
+    else {
+        return Ok(None);
+    };
+    let invalid = match args.as_slice() {
+        [] => Some((target_id, "requires at least one argument")),
+        [arg] if !is_numeric_list(arg) && !may_be_numeric(arg) => {
+            Some((arg.id, "invalid single argument value"))
+        }
+        [_] => None,
+        args => args
+            .iter()
+            .find(|arg| !may_be_numeric(arg))
+            .map(|arg| (arg.id, "simple literal arguments must be numeric")),
+    };
+    if let Some((id, message)) = invalid {
+        return Err(h.new_error(id, format!("math.{name}() {message}")));
+    }
+    target.take();
+    let mut args = std::mem::take(args);
+    if args.len() > 2 {
+        args = vec![h.next_expr(Expr::List(ListExpr::new(args)))];
+    }
+    Ok(Some(call(h, function, args)))
+}
+
+/// Whether `arg` may be a number, as far as the parser can tell: a numeric literal, or
+/// anything but another literal, a list, a map or a message literal.
+fn may_be_numeric(arg: &IdedExpr) -> bool {
+    match &arg.expr {
+        Expr::Literal(literal) => matches!(
+            literal,
+            LiteralValue::Int(_) | LiteralValue::UInt(_) | LiteralValue::Double(_)
+        ),
+        Expr::List(_) | Expr::Map(_) | Expr::Struct(_) => false,
+        _ => true,
+    }
+}
+
+/// Whether `arg` is a list literal, not empty, of what may be numbers.
+fn is_numeric_list(arg: &IdedExpr) -> bool {
+    matches!(&arg.expr, Expr::List(list)
+        if !list.elements.is_empty() && list.elements.iter().all(may_be_numeric))
 }

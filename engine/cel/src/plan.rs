@@ -41,9 +41,10 @@ pub(crate) enum Kind {
         slot: u8,
     },
     Select(Box<Node>, Arc<str>),
-    /// `a.b.c` on an activation variable: evaluated as the select chain, unless the
-    /// activation has variables with dotted names (`a.b`), which then win, longest first.
-    Qualified(Box<(Node, Vec<Arc<str>>)>),
+    /// `a.b.c` on an activation variable (or `a` alone, in a container): evaluated as the
+    /// select chain, unless the activation has variables with dotted names (`a.b`), which
+    /// then win, longest first, each under the container's prefixes first.
+    Qualified(Box<Qualified>),
     /// `has(a.b)`.
     Has(Box<Node>, Arc<str>),
     /// `a.?b`.
@@ -188,6 +189,15 @@ impl Builtin {
     }
 }
 
+pub(crate) struct Qualified {
+    pub chain: Node,
+    /// The name's segments: `a`, `b`, `c`.
+    pub segments: Vec<Arc<str>>,
+    /// The container's prefixes, most specific first (`com.example`, `com`); none for a
+    /// name with a leading dot.
+    pub prefixes: Arc<[Arc<str>]>,
+}
+
 pub(crate) struct AddChain {
     pub operands: Vec<Node>,
     /// The id of the `+` joining the operands before `i + 1` with operand `i + 1`.
@@ -270,6 +280,8 @@ pub(crate) struct Lowering<'e> {
     /// Variables of the scopes in force, innermost last.
     scopes: Vec<[Option<String>; 3]>,
     unbounded: bool,
+    /// The container's prefixes (see [`crate::Env::with_container`]).
+    prefixes: Arc<[Arc<str>]>,
 }
 
 impl<'e> Lowering<'e> {
@@ -279,7 +291,14 @@ impl<'e> Lowering<'e> {
             custom,
             scopes: Vec::new(),
             unbounded: false,
+            prefixes: Arc::from([]),
         }
+    }
+
+    /// Resolves free identifiers in a container: `prefixes`, most specific first.
+    pub(crate) fn with_container(mut self, prefixes: Arc<[Arc<str>]>) -> Self {
+        self.prefixes = prefixes;
+        self
     }
 
     pub(crate) fn plan(mut self, expr: &IdedExpr) -> Plan {
@@ -307,15 +326,41 @@ impl<'e> Lowering<'e> {
         None
     }
 
-    /// The qualified name an expression spells (`a.b.c`), when its root is not a local.
+    /// The qualified name an expression spells (`a.b.c`, or `.a.b.c` with a leading dot),
+    /// when its root is not a local and no field is quoted as no identifier could be
+    /// (`` a.`b.c` ``).
     fn qualified_name(&self, expr: &IdedExpr) -> Option<String> {
         match &expr.expr {
             Expr::Ident(name) if self.resolve_local(name).is_none() => Some(name.clone()),
-            Expr::Select(s) if !s.test => self
+            Expr::Select(s) if !s.test && is_identifier(&s.field) => self
                 .qualified_name(&s.operand)
                 .map(|q| format!("{q}.{}", s.field)),
             _ => None,
         }
+    }
+
+    /// A type a (qualified) name denotes.
+    fn type_named(&self, name: &str) -> Option<Type> {
+        let name = name.strip_prefix('.').unwrap_or(name);
+        builtin_type(name).or_else(|| self.registry.type_named(name))
+    }
+
+    /// A node reading the name `segments` (a qualified name, its leading dot removed)
+    /// through `chain`, or the variables with dotted names and the container's.
+    fn qualified(&mut self, id: u64, chain: Node, segments: Vec<Arc<str>>, absolute: bool) -> Node {
+        let prefixes = if absolute {
+            Arc::from([])
+        } else {
+            Arc::clone(&self.prefixes)
+        };
+        self.node(
+            id,
+            Kind::Qualified(Box::new(Qualified {
+                chain,
+                segments,
+                prefixes,
+            })),
+        )
     }
 
     fn lower_all(&mut self, exprs: &[IdedExpr]) -> Vec<Node> {
@@ -328,18 +373,29 @@ impl<'e> Lowering<'e> {
             Expr::Unspecified => self.fail(id, "unspecified expression"),
             Expr::Literal(lit) => self.node(id, Kind::Const(literal(lit))),
             Expr::Ident(name) => {
+                // `.y`: the variable `y`, never a local, whatever the container.
+                if let Some(root) = name.strip_prefix('.') {
+                    if let Some(t) = self.type_named(root) {
+                        return self.node(id, Kind::Const(Value::Type(t)));
+                    }
+                    return self.node(id, Kind::Global(Arc::from(root)));
+                }
                 if let Some(local) = self.resolve_local(name) {
                     return self.node(id, local);
                 }
-                if let Some(t) = builtin_type(name).or_else(|| self.registry.type_named(name)) {
+                if let Some(t) = self.type_named(name) {
                     return self.node(id, Kind::Const(Value::Type(t)));
                 }
-                self.node(id, Kind::Global(Arc::from(name.as_str())))
+                let global = self.node(id, Kind::Global(Arc::from(name.as_str())));
+                if self.prefixes.is_empty() {
+                    return global;
+                }
+                self.qualified(id, global, vec![Arc::from(name.as_str())], false)
             }
             Expr::Select(select) => {
                 if !select.test
                     && let Some(q) = self.qualified_name(expr)
-                    && let Some(t) = builtin_type(&q).or_else(|| self.registry.type_named(&q))
+                    && let Some(t) = self.type_named(&q)
                 {
                     return self.node(id, Kind::Const(Value::Type(t)));
                 }
@@ -351,8 +407,12 @@ impl<'e> Lowering<'e> {
                 let chain = self.select_chain(expr);
                 match self.qualified_name(expr) {
                     Some(q) if !matches!(chain.kind, Kind::Const(_)) => {
+                        let (absolute, q) = match q.strip_prefix('.') {
+                            Some(q) => (true, q),
+                            None => (false, q.as_str()),
+                        };
                         let segments = q.split('.').map(Arc::from).collect();
-                        self.node(id, Kind::Qualified(Box::new((chain, segments))))
+                        self.qualified(id, chain, segments, absolute)
                     }
                     _ => chain,
                 }
@@ -514,6 +574,7 @@ impl<'e> Lowering<'e> {
         };
         // `ns.f(x)`: a namespaced global function.
         if let Some(ns) = self.qualified_name(target) {
+            let ns = ns.strip_prefix('.').unwrap_or(&ns);
             let qualified = format!("{ns}.{name}");
             if qualified == "optional.of"
                 || qualified == "optional.none"
@@ -826,6 +887,16 @@ fn method_builtin(name: &str, args: &[IdedExpr]) -> Option<Builtin> {
     })
 }
 
+/// Whether a field name is an identifier, rather than one only quoting makes a field
+/// (`` a.`b-c` ``).
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 fn literal(lit: &LiteralValue) -> Value {
     match lit {
         LiteralValue::Boolean(b) => Value::Bool(*b.inner()),
@@ -886,7 +957,7 @@ fn fold(node: Node) -> Node {
 fn count_nodes(node: &Node) -> u64 {
     let children: u64 = match &node.kind {
         Kind::Const(_) | Kind::Global(_) | Kind::Local { .. } | Kind::Fail(_) => 0,
-        Kind::Qualified(q) => count_nodes(&q.0),
+        Kind::Qualified(q) => count_nodes(&q.chain),
         Kind::Select(a, _)
         | Kind::Has(a, _)
         | Kind::OptSelect(a, _)

@@ -28,7 +28,9 @@
 //! The rules:
 //!
 //! - `name` is the function name as written: `isQuantity`, `add`, or a qualified name
-//!   `ip.isCanonical` for a namespaced global function (written `ip.isCanonical(s)`).
+//!   `ip.isCanonical` for a namespaced global function (written `ip.isCanonical(s)`). A
+//!   name with an `@` (`math.@max`) cannot be written: only a macro's expansion calls it
+//!   (`math.greatest(a, b)`, see `macros.rs`).
 //! - [`Overload::global`] is called as `name(a, b)`; [`Overload::method`] as `a.name(b)`,
 //!   with the receiver `a` as `args[0]`. A function callable both ways is registered twice.
 //! - `params` has one [`Param`] per argument, the receiver included: the arity is

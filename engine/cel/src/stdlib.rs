@@ -1,6 +1,7 @@
 //! The standard library the evaluator does not implement inline: conversions (shared with
 //! [`crate::eval`]'s builtins), timestamps and durations, the strings extension (version 2,
-//! as Kubernetes enables it), and the engine's functions, registered as [`Overload`]s.
+//! as Kubernetes enables it, and `reverse` of version 3), and the engine's functions,
+//! registered as [`Overload`]s.
 
 use std::sync::Arc;
 
@@ -387,6 +388,12 @@ fn string_functions() -> Vec<Overload> {
         Overload::method("upperAscii", &[S], |a| match &a[0] {
             Value::String(s) => Ok(Value::string(s.to_ascii_uppercase())),
             _ => Err(mismatch("upperAscii")),
+        })
+        .linear_cost(),
+        // Version 3 of cel-go's strings library, which Kubernetes' (version 2) lacks.
+        Overload::method("reverse", &[S], |a| match &a[0] {
+            Value::String(s) => Ok(Value::string(s.chars().rev().collect::<String>())),
+            _ => Err(mismatch("reverse")),
         })
         .linear_cost(),
         Overload::method("trim", &[S], |a| match &a[0] {

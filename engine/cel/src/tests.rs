@@ -147,22 +147,24 @@ fn compile_error_for_deep_nesting_and_long_expressions() {
 }
 
 #[test]
-fn reverse_is_the_list_library_s_only() {
-    // Kubernetes' strings library is version 2, without `reverse`; its lists library
-    // (version 3) has one, for lists.
+fn reverse_of_lists_and_strings() {
+    // Kubernetes' lists library (version 3) has `reverse` for lists; the strings library's
+    // version 3, beyond Kubernetes' (version 2), has it for strings.
     assert_eq!(eval_json("[1, 2, 3].reverse()"), json!([3, 2, 1]));
     let env = Env::kubernetes();
-    let e = eval_with(
+    let reversed = eval_with(
         &env,
         "'é' + self.name.reverse()",
-        &[("self", json!({"name": "ab"}))],
+        &[("self", json!({"name": "aé€b"}))],
     )
-    .unwrap_err();
+    .unwrap();
+    assert_eq!(reversed.to_json().unwrap(), json!("éb€éa"));
+    let e = eval_with(&env, "self.reverse()", &[("self", json!({"name": "ab"}))]).unwrap_err();
     assert_eq!(
         e.message,
-        "no matching overload for 'reverse' applied to string.()"
+        "no matching overload for 'reverse' applied to map.()"
     );
-    assert_eq!((e.line, e.column), (Some(1), Some(24)));
+    assert_eq!((e.line, e.column), (Some(1), Some(13)));
 }
 
 // ---- 2. references --------------------------------------------------------------------
@@ -596,16 +598,114 @@ fn strings_library() {
 }
 
 #[test]
-fn libraries_kubernetes_lacks_are_not_enabled() {
+fn libraries_beyond_kubernetes_are_namespaced() {
+    assert_eq!(eval_json("math.greatest(1, 2.5, 2u)"), json!(2.5));
+    assert_eq!(eval_json("math.least([3, 1, 2])"), json!(1));
+    assert_eq!(eval_json("base64.encode(b'hello')"), json!("aGVsbG8="));
     assert_eq!(
-        eval_err("math.greatest(1, 2)"),
-        "undeclared reference to 'math'"
+        eval_json("string(base64.decode('aGVsbG8'))"),
+        json!("hello")
+    );
+    // a variable of the namespace's name is still a variable, its functions still functions
+    let env = Env::kubernetes();
+    let vars = [("math", json!({"pi": 3.5})), ("base64", json!("x"))];
+    assert_eq!(
+        eval_with(&env, "math.pi + math.ceil(0.5)", &vars)
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!(4.5)
     );
     assert_eq!(
-        eval_err("base64.encode(b'a')"),
-        "undeclared reference to 'base64'"
+        eval_with(&env, "base64 + base64.encode(b'a')", &vars)
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!("xYQ==")
     );
+    let program = env.compile("math.greatest(a, b) + math.abs(c)").unwrap();
+    let variables: Vec<&String> = program.references().variables.iter().collect();
+    assert_eq!(variables, ["a", "b", "c"]);
     assert_eq!(eval_err("'a'.upper()"), "undeclared reference to 'upper'");
+}
+
+#[test]
+fn quoted_field_names() {
+    let env = Env::kubernetes();
+    let vars = [(
+        "m",
+        json!({"content-type": "json", "foo.txt": 32, "a": {"b": 1}}),
+    )];
+    let eval = |source: &str| {
+        eval_with(&env, source, &vars)
+            .map(|v| v.to_json().unwrap())
+            .map_err(|e| e.message)
+    };
+    assert_eq!(eval("m.`content-type`"), Ok(json!("json")));
+    assert_eq!(eval("m.`foo.txt`"), Ok(json!(32)));
+    assert_eq!(
+        eval("has(m.`foo.txt`) && !has(m.`bar.txt`)"),
+        Ok(json!(true))
+    );
+    assert_eq!(eval("m.`a`.b"), Ok(json!(1)));
+    assert_eq!(eval("m.`foo`"), Err("no such key: foo".to_string()));
+    let program = env.compile("m.`foo.txt` + m.x").unwrap();
+    let selections: Vec<(String, String)> =
+        program.references().selections.iter().cloned().collect();
+    assert_eq!(
+        selections,
+        [("m".into(), "foo.txt".into()), ("m".into(), "x".into())]
+    );
+}
+
+#[test]
+fn containers_and_leading_dots() {
+    let env = Env::kubernetes().with_container("com.example");
+    let vars = [
+        ("com.example.y", json!("com.example.y")),
+        ("com.z", json!("com.z")),
+        ("y", json!("y")),
+        ("z", json!("z")),
+        ("w", json!({"v": "w.v"})),
+    ];
+    let eval = |source: &str| {
+        eval_with(&env, source, &vars)
+            .map(|v| v.to_json().unwrap())
+            .map_err(|e| e.message)
+    };
+    assert_eq!(eval("y"), Ok(json!("com.example.y")));
+    assert_eq!(eval("z"), Ok(json!("com.z")));
+    assert_eq!(eval(".y"), Ok(json!("y")));
+    assert_eq!(eval("w.v"), Ok(json!("w.v")));
+    assert_eq!(
+        eval("['a'].exists(y, y == 'a' && .y == 'y')"),
+        Ok(json!(true))
+    );
+    // the longest dotted name first, under the container's prefixes before as written
+    let vars = [
+        ("com.example.a", json!({"b": "com.example.a/b"})),
+        ("a.b", json!("a.b")),
+    ];
+    assert_eq!(
+        eval_with(&env, "a.b", &vars).unwrap().to_json().unwrap(),
+        json!("a.b")
+    );
+    assert_eq!(
+        eval_with(&env, "a", &vars).unwrap().to_json().unwrap(),
+        json!({"b": "com.example.a/b"})
+    );
+    // without a container, a leading dot still names the variable
+    let plain = Env::kubernetes();
+    assert_eq!(
+        eval_with(&plain, "[1].all(x, .x == 2)", &[("x", json!(2))])
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        json!(true)
+    );
+    let program = plain.compile("[1].all(x, .x == x)").unwrap();
+    let variables: Vec<&String> = program.references().variables.iter().collect();
+    assert_eq!(variables, ["x"]);
 }
 
 #[test]

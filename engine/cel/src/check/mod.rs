@@ -32,8 +32,19 @@
 //!   engine's functions (`sha256`, `isDNS1123Label`, ...);
 //! - macros (`all`, `exists`, `exists_one`, `map`, `filter`): the iteration variable has the
 //!   range's element type (a map's key type), `map` gives a list of its expression's type.
+//!
+//! [`estimate_cost`] gives the worst-case cost of an expression in the evaluator's units,
+//! from the size bounds of its variables ([`Bounds`]: a schema's `maxItems`, `maxLength`,
+//! `maxProperties`, ..., kept in the types [`type_from_openapi`] makes), or says which value
+//! nothing bounds:
+//!
+//! ```text
+//! self.spec.items.all(x, x > 0)   44 (maxItems: 10)
+//! self.spec.items.all(x, x > 0)   unbounded: `self.spec.items` has no maxItems (at 1:1)
+//! ```
 
 mod checker;
+mod cost;
 mod decls;
 mod openapi;
 mod types;
@@ -45,11 +56,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::LazyLock;
 
+pub use cost::{CostEstimate, Estimate, estimate, estimate_cost};
 pub use openapi::{
-    CrdKind, crd_kinds, object_meta, object_type_for_kind, object_type_from_crd,
-    object_type_without_schema, type_from_openapi,
+    CrdKind, bounded_type_from_openapi, crd_kinds, object_meta, object_type_for_kind,
+    object_type_from_crd, object_type_without_schema, type_from_openapi,
 };
-pub use types::{ObjectType, Type};
+pub use types::{Bounds, ObjectType, Type};
 
 use crate::error::{CompileError, position_of_byte};
 
@@ -58,6 +70,8 @@ use crate::error::{CompileError, position_of_byte};
 #[derive(Debug, Clone, Default)]
 pub struct TypeEnv {
     variables: BTreeMap<String, Type>,
+    /// Size bounds of variables that have some (see [`Bounds`]).
+    bounds: BTreeMap<String, Bounds>,
     functions: BTreeSet<String>,
 }
 
@@ -73,14 +87,38 @@ impl TypeEnv {
         self
     }
 
-    /// Declares (or redeclares) the variable `name`.
+    /// Declares (or redeclares) the variable `name`, without size bounds (those of the
+    /// fields of an object type are in the type: see [`ObjectType::bounds`]).
     pub fn add_variable(&mut self, name: &str, ty: Type) {
+        self.bounds.remove(name);
         self.variables.insert(name.to_string(), ty);
+    }
+
+    /// Declares (or redeclares) the variable `name`, whose values have the size bounds
+    /// `bounds` (a list of at most so many elements, ...), which [`estimate_cost`] reads.
+    #[must_use]
+    pub fn with_bounded_variable(mut self, name: &str, ty: Type, bounds: Bounds) -> TypeEnv {
+        self.add_bounded_variable(name, ty, bounds);
+        self
+    }
+
+    /// Declares (or redeclares) the variable `name` with size bounds: see
+    /// [`TypeEnv::with_bounded_variable`].
+    pub fn add_bounded_variable(&mut self, name: &str, ty: Type, bounds: Bounds) {
+        self.add_variable(name, ty);
+        if !bounds.is_unbounded() {
+            self.bounds.insert(name.to_string(), bounds);
+        }
     }
 
     /// The type of `name`, if declared.
     pub fn variable(&self, name: &str) -> Option<&Type> {
         self.variables.get(name)
+    }
+
+    /// The size bounds of `name`, if it has some.
+    pub fn variable_bounds(&self, name: &str) -> Option<&Bounds> {
+        self.bounds.get(name)
     }
 
     /// Declares a custom function (one added with [`crate::Env::with_function`]): its
@@ -146,7 +184,11 @@ fn check_source(source: &str, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
     let run = || {
         stacker::grow(PARSE_STACK, || {
             let parser = PARSER.as_ref()?;
-            let (expression, info) = parser.parser().parse_with_source_info(source).ok()?;
+            let (expression, info) = parser
+                .parser()
+                .enable_ident_escape_syntax(true)
+                .parse_with_source_info(source)
+                .ok()?;
             let mut checker = checker::Checker::new(source, &info, env);
             let ty = checker.check(&expression);
             Some((ty, checker.issues))

@@ -49,6 +49,9 @@ pub struct ObjectType {
     /// (`x-kubernetes-preserve-unknown-fields`): selecting an undeclared field is `dyn`,
     /// not an error.
     pub open: bool,
+    /// The size bounds of fields that have some (see [`Bounds`]); a field without an entry
+    /// has none. Only the cost estimate ([`super::estimate_cost`]) reads them.
+    pub bounds: BTreeMap<String, Bounds>,
 }
 
 impl ObjectType {
@@ -58,14 +61,41 @@ impl ObjectType {
             name: name.into(),
             fields: BTreeMap::new(),
             open: false,
+            bounds: BTreeMap::new(),
         }
     }
 
-    /// Adds (or replaces) the field `name`.
+    /// Adds (or replaces) the field `name`, without size bounds.
     #[must_use]
     pub fn with_field(mut self, name: impl Into<String>, ty: Type) -> ObjectType {
-        self.fields.insert(name.into(), ty);
+        let name = name.into();
+        self.bounds.remove(&name);
+        self.fields.insert(name, ty);
         self
+    }
+
+    /// Adds (or replaces) the field `name`, whose values have the size bounds `bounds`
+    /// (from its schema, or [`super::Estimate::result`] for a computed value).
+    #[must_use]
+    pub fn with_bounded_field(
+        mut self,
+        name: impl Into<String>,
+        ty: Type,
+        bounds: Bounds,
+    ) -> ObjectType {
+        let name = name.into();
+        if bounds.is_unbounded() {
+            self.bounds.remove(&name);
+        } else {
+            self.bounds.insert(name.clone(), bounds);
+        }
+        self.fields.insert(name, ty);
+        self
+    }
+
+    /// The size bounds of the field `name` (unbounded when it has none).
+    pub fn field_bounds(&self, name: &str) -> Option<&Bounds> {
+        self.bounds.get(name)
     }
 
     /// Makes undeclared fields `dyn` instead of errors.
@@ -73,6 +103,56 @@ impl ObjectType {
     pub fn open(mut self) -> ObjectType {
         self.open = true;
         self
+    }
+}
+
+/// Upper bounds of the sizes of a value, beside its [`Type`]: what a schema declares with
+/// `maxLength`, `maxItems` and `maxProperties` (or implies with `enum` or `format`, see
+/// [`super::type_from_openapi`]). [`super::estimate_cost`] charges size-dependent operations
+/// and comprehensions by them.
+///
+/// Sizes are counted as the evaluator counts them: a string's in **bytes** of UTF-8 (a
+/// schema's `maxLength` counts characters, so it bounds a string to 4 bytes a character,
+/// as Kubernetes' cost estimate does), bytes in bytes, a list's in elements, a map's (or
+/// an object's) in entries.
+///
+/// `Bounds::default()` bounds nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bounds {
+    /// The largest size, if bounded.
+    pub max: Option<u64>,
+    /// The bounds of a list's elements, or of a map's values.
+    pub elements: Option<Box<Bounds>>,
+    /// The bounds of a map's keys.
+    pub keys: Option<Box<Bounds>>,
+}
+
+impl Bounds {
+    /// At most `max` bytes, elements or entries.
+    pub fn max(max: u64) -> Bounds {
+        Bounds {
+            max: Some(max),
+            ..Bounds::default()
+        }
+    }
+
+    /// With elements (of a list) or values (of a map) bounded by `elements`.
+    #[must_use]
+    pub fn with_elements(mut self, elements: Bounds) -> Bounds {
+        self.elements = (!elements.is_unbounded()).then(|| Box::new(elements));
+        self
+    }
+
+    /// With keys (of a map) bounded by `keys`.
+    #[must_use]
+    pub fn with_keys(mut self, keys: Bounds) -> Bounds {
+        self.keys = (!keys.is_unbounded()).then(|| Box::new(keys));
+        self
+    }
+
+    /// Whether nothing is bounded.
+    pub fn is_unbounded(&self) -> bool {
+        self.max.is_none() && self.elements.is_none() && self.keys.is_none()
     }
 }
 

@@ -22,10 +22,10 @@ fn shared() -> PathBuf {
 // ---- the kcp-karmada rule -----------------------------------------------------------------
 
 /// `(where, source)` of expressions; `(name, source)` of variables.
-type Sources = Vec<(String, String)>;
+pub(super) type Sources = Vec<(String, String)>;
 
 /// Every CEL expression of a rule document, with where it is, and its variables apart.
-fn rule_expressions(rule: &Json) -> (Sources, Sources) {
+pub(super) fn rule_expressions(rule: &Json) -> (Sources, Sources) {
     let spec = &rule["spec"];
     let mut expressions = Vec::new();
     let mut push = |path: String, value: &Json| {
@@ -96,7 +96,7 @@ fn infer_vars(env: &TypeEnv, vars: &[(String, String)]) -> BTreeMap<String, Type
     types
 }
 
-fn fleet_workload_rule() -> Json {
+pub(super) fn fleet_workload_rule() -> Json {
     read_yaml(&repository().join("rules/kcp-karmada/rules/fleet-workload.yaml"))
 }
 

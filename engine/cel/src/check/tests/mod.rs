@@ -3,6 +3,7 @@
 //! validation rules and the CEL conformance suite.
 
 mod corpus;
+mod cost;
 #[path = "../../../tests/support/textproto.rs"]
 mod textproto;
 mod yaml;
