@@ -155,6 +155,7 @@ fn estimate_source(source: &str, env: &TypeEnv) -> Estimate {
                 nodes,
                 env,
                 scopes: Vec::new(),
+                folds: 0,
             };
             let (cost, shape) = walker.node(&plan.root);
             let cost = match cost {
@@ -763,7 +764,12 @@ struct Walker<'a> {
     /// The shapes of the variables of the enclosing loops, folds and binds (innermost
     /// last), in the evaluator's slots.
     scopes: Vec<[Option<Shape>; 3]>,
+    /// Generic comprehensions whose step is being tried (see [`Walker::fold`]).
+    folds: usize,
 }
+
+/// How many generic comprehensions deep a step is walked twice (each doubles the walk).
+const MAX_TRIED_FOLDS: usize = 4;
 
 impl Walker<'_> {
     /// The cost of evaluating `node` once at worst, and the shape of its value.
@@ -1168,26 +1174,28 @@ impl Walker<'_> {
         let n = range.charged_size();
         let (init_cost, init) = self.node(&f.init);
         let (first, second) = iteration_variables(&range, f.two);
-        self.scopes
-            .push([Some(first.clone()), second.clone(), Some(init.clone())]);
-        let (_, stepped) = self.node(&f.step);
-        self.scopes.pop();
-        let grows = match (&init.len, &stepped.len) {
-            (Ok(a), Ok(b)) => b > a,
-            (Ok(_), Err(_)) => true,
-            (Err(_), _) => false,
+        // The accumulator keeps the bounds of its initial value when a step does not
+        // exceed them (a step is walked once more to see: not below a few nested folds).
+        let kept = self.folds < MAX_TRIED_FOLDS && {
+            self.folds += 1;
+            self.scopes
+                .push([Some(first.clone()), second.clone(), Some(init.clone())]);
+            let (_, stepped) = self.node(&f.step);
+            self.scopes.pop();
+            self.folds -= 1;
+            within(&stepped, &init)
         };
-        let accumulator = if grows {
+        let accumulator = if kept {
+            init
+        } else {
             let why = Why::new(
                 format!(
-                    "the accumulator of the comprehension `{}` grows at each step",
+                    "the accumulator of the comprehension `{}` may grow at each step",
                     self.text(id)
                 ),
                 self.start(id),
             );
-            Shape::unknown(merge(&init.ty, &stepped.ty), why)
-        } else {
-            join(&init, &stepped)
+            Shape::unknown(init.ty.clone(), why)
         };
         self.scopes
             .push([Some(first), second, Some(accumulator.clone())]);
@@ -1275,6 +1283,24 @@ impl Walker<'_> {
             self.subtree_range(child, start, end);
         }
     }
+}
+
+/// Whether every size of `a` is within the bounds of `b`'s.
+fn within(a: &Shape, b: &Shape) -> bool {
+    if a.never {
+        return true;
+    }
+    let len = match (&a.len, &b.len) {
+        (_, Err(_)) => return true,
+        (Err(_), Ok(_)) => false,
+        (Ok(x), Ok(y)) => x <= y,
+    };
+    let part = |x: &Option<Rc<Shape>>, y: &Option<Rc<Shape>>| match (x, y) {
+        (None, _) => true,
+        (Some(x), Some(y)) => within(x, y),
+        (Some(x), None) => x.never,
+    };
+    len && part(&a.elem, &b.elem) && part(&a.key, &b.key)
 }
 
 /// The result of a call the checker declares a number, a bool, a timestamp or a duration

@@ -528,35 +528,35 @@ fn the_kcp_karmada_rule_is_estimated() {
     }
     let env = vars_env(&base, &fields);
     let mut report = String::new();
-    let (mut bounded, mut unbounded) = (0, 0);
+    let (mut bounded, mut unbounded_count) = (0, 0);
     let mut figures: BTreeMap<String, CostEstimate> = BTreeMap::new();
     for (path, source) in expressions.iter().chain(vars.iter()).cloned() {
         let found = cost(&source, &env);
         match &found {
             CostEstimate::Bounded(_) => bounded += 1,
-            CostEstimate::Unbounded { .. } => unbounded += 1,
+            CostEstimate::Unbounded { .. } => unbounded_count += 1,
         }
         let shown = source.split_whitespace().collect::<Vec<_>>().join(" ");
         writeln!(report, "{path}: {found}\n    {shown}").unwrap();
         figures.insert(path, found);
     }
-    println!("fleet-workload.yaml: {bounded} bounded, {unbounded} unbounded\n{report}");
+    println!("fleet-workload.yaml: {bounded} bounded, {unbounded_count} unbounded\n{report}");
     println!("variables:");
     for (name, (ty, bounds)) in &fields {
         println!("  vars.{name}: {ty} {bounds:?}");
     }
-    assert!(bounded + unbounded > 40);
-    assert!(bounded > 0 && unbounded > 0);
+    assert!(bounded + unbounded_count > 40);
+    assert!(bounded > 0 && unbounded_count > 0);
     // Figures checked by hand.
     assert_eq!(figures["emitService"], CostEstimate::Bounded(9));
     assert_eq!(
         figures["clusterNames"],
-        unbounded_at("`fleet.spec.?clusterRefs` has no maxItems", 1, 1)
+        unbounded("`fleet.spec.?clusterRefs` has no maxItems", 1, 1)
     );
     // Annotation values have no bound: neither has `vars.workspace`, which `sha256` reads.
     assert_eq!(
         figures["namespace"],
-        unbounded_at("`vars.workspace` has no maxLength", 1, 17)
+        unbounded("`vars.workspace` has no maxLength", 1, 17)
     );
     // `'[' + vars.policyName + ']'`: `vars.policyName` is `maxLength: 253` (1012 bytes) or ''.
     let policy = cost("'[' + vars.policyName + ']'", &env);
@@ -565,10 +565,6 @@ fn the_kcp_karmada_rule_is_estimated() {
         CostEstimate::Bounded(2 + 1 + 2 + 1 + (1 + 1012) / 10 + (1013 + 1) / 10)
     );
     assert_eq!(figures["workspace"], CostEstimate::Bounded(1 + 3 + 1));
-}
-
-fn unbounded_at(reason: &str, line: usize, column: usize) -> CostEstimate {
-    unbounded(reason, line, column)
 }
 
 fn vars_env(base: &TypeEnv, fields: &BTreeMap<String, (Type, Bounds)>) -> TypeEnv {
@@ -716,7 +712,10 @@ fn the_conformance_suite_never_costs_more_than_its_estimate() {
                 if let Ok((_, spent)) = program.eval_with_cost(&activation) {
                     evaluated += 1;
                     if let CostEstimate::Bounded(bound) = found {
-                        assert!(spent <= bound, "`{source}`: costs {spent}, estimated {bound}");
+                        assert!(
+                            spent <= bound,
+                            "`{source}`: costs {spent}, estimated {bound}"
+                        );
                     }
                 }
             }
