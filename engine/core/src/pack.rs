@@ -1168,6 +1168,7 @@ impl<'a> Loader<'a> {
             &steps,
             &outputs,
             status.as_ref(),
+            pack.cost_per_expression(),
         );
         if self.error_count() > errors_before {
             return None;
@@ -1201,8 +1202,9 @@ impl<'a> Loader<'a> {
         steps: &[Step],
         outputs: &[CompiledOutput],
         status: Option<&CompiledStatus>,
+        cost_limit: u64,
     ) {
-        use cel::check::{ObjectType, Type, TypeEnv};
+        use cel::check::{Bounds, CostEstimate, ObjectType, Type, TypeEnv};
         let object_type = |api_version: &str, kind: &str| {
             cel::check::object_type_for_kind(self.crds, api_version, kind)
                 .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
@@ -1226,24 +1228,47 @@ impl<'a> Loader<'a> {
         }
         let mut vars_type = ObjectType::new("vars");
         env.add_variable("vars", Type::object(vars_type.clone()));
-        // (path, message, line, column)
-        let mut issues: Vec<(String, String, usize, usize)> = Vec::new();
-        let mut check = |env: &TypeEnv, expr: &Expr, want_bool: bool| -> Type {
+        // Type errors, and warnings about cost: (code, path, message, line, column).
+        let mut issues: Vec<(&'static str, String, String, usize, usize)> = Vec::new();
+        let mut check = |env: &TypeEnv, expr: &Expr, want_bool: bool| -> (Type, Bounds) {
             let (ty, found) = cel::check::check(&expr.program, env);
-            let at = |message: String, line: usize, column: usize| {
-                (expr.path.clone(), message, line, column)
+            let mut at = |code, message: String, line: usize, column: usize| {
+                issues.push((code, expr.path.clone(), message, line, column));
             };
             for issue in found {
-                issues.push(at(issue.message, issue.line, issue.column));
+                at("cel::type", issue.message, issue.line, issue.column);
             }
             if want_bool && !ty.is_assignable_to(&Type::Bool) {
-                issues.push(at(
+                at(
+                    "cel::type",
                     format!("expected a bool, the expression gives {ty}"),
                     1,
                     1,
-                ));
+                );
             }
-            ty
+            let estimate = cel::check::estimate(&expr.program, env);
+            match &estimate.cost {
+                CostEstimate::Unbounded {
+                    reason,
+                    line,
+                    column,
+                } => at(
+                    "cel::cost",
+                    format!("the worst-case cost cannot be bounded: {reason}"),
+                    *line,
+                    *column,
+                ),
+                CostEstimate::Bounded(cost) if *cost > cost_limit => at(
+                    "cel::cost",
+                    format!(
+                        "the worst-case cost {cost} exceeds the limit {cost_limit} (spec.limits.celCostPerExpression)"
+                    ),
+                    1,
+                    1,
+                ),
+                CostEstimate::Bounded(_) => {}
+            }
+            (ty, estimate.result)
         };
         for step in steps {
             match *step {
@@ -1268,8 +1293,8 @@ impl<'a> Loader<'a> {
                     }
                 }
                 Step::Var(i) => {
-                    let ty = check(&env, &vars[i].expr, false);
-                    vars_type = vars_type.with_field(vars[i].name.clone(), ty);
+                    let (ty, bounds) = check(&env, &vars[i].expr, false);
+                    vars_type = vars_type.with_bounded_field(vars[i].name.clone(), ty, bounds);
                     env.add_variable("vars", Type::object(vars_type.clone()));
                 }
             }
@@ -1294,17 +1319,13 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        for (path, message, line, column) in issues {
-            let d = self.expression_diagnostic(
-                "cel::type",
-                message,
-                file,
-                rule,
-                node,
-                &path,
-                line,
-                column,
-            );
+        for (code, path, message, line, column) in issues {
+            let mut d =
+                self.expression_diagnostic(code, message, file, rule, node, &path, line, column);
+            if code == "cel::cost" {
+                // The runtime enforces the limits either way: an estimate only warns.
+                d.severity = Severity::Warning;
+            }
             self.error(d);
         }
     }

@@ -564,3 +564,39 @@ fn an_object_read_by_many_triggers_is_converted_once_per_round() {
     // Two triggers and the one Team both of them look up.
     assert_eq!(conversions.len(), 3);
 }
+
+#[test]
+fn check_warns_where_the_cost_of_an_expression_cannot_be_bounded() {
+    let rule = RULE.replace(
+        "  when:\n",
+        "  when:\n    - expression: self.spec.items.all(x, x > 0)\n",
+    );
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let result = load(&files);
+    assert!(result.pack.is_some(), "warnings do not stop loading");
+    let warnings: Vec<String> = result
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "cel::cost")
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "demo/rules/app.yaml:15:19: warning[cel::cost]: the worst-case cost cannot be bounded: `self.spec.items` is dyn: its size is unknown\n  in rule `app`\n  |     - expression: self.spec.items.all(x, x > 0)\n  |                   ^",
+            "demo/rules/app.yaml:22:30: warning[cel::cost]: the worst-case cost cannot be bounded: `owner.metadata.name` has no maxLength\n  in rule `app`\n  |       expression: \"'team-' + owner.metadata.name\"\n  |                              ^",
+        ]
+    );
+}
