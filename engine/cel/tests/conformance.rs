@@ -23,8 +23,9 @@
 //! `eval_error` test passes on any evaluation error; a compile error fails every test.
 //! When the test gives the type its expression deduces (`typed_result.deduced_type`), the
 //! checker must find that type, without issues, with the variables the test declares
-//! (`type_env`: primitive, list, map and well-known types as such, the rest `dyn`; declared
-//! functions as custom functions); a `check_only` test is only checked.
+//! (`type_env`: primitive, list, map, well-known and abstract types and type parameters as
+//! such, the rest `dyn`; declared functions as custom functions with their overloads'
+//! types); a `check_only` test is only checked.
 //!
 //! The figures are printed per file (passed, failed, skipped; passed as a share of the tests
 //! run), then the failures and the skips by reason. The test fails when a file passes fewer
@@ -38,7 +39,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use switchyard_cel::check::{Type as CheckType, TypeEnv, check};
+use switchyard_cel::check::{FunctionOverload, Type as CheckType, TypeEnv, check};
 use switchyard_cel::{Activation, Env, Inspect, Value};
 
 /// Every file of the suite: the tests it passes at least (a floor to raise as the crate
@@ -83,9 +84,7 @@ const FILES: &[(&str, usize, usize)] = &[
     ("string", 51, 0),
     ("string_ext", 213, 3),
     ("timestamps", 78, 0),
-    // the checker's deduced types: declared function signatures and type parameters are
-    // beyond `TypeEnv` (4 fail), nested empty lists are `list(dyn)` deeper down (1 fails)
-    ("type_deduction", 21, 21),
+    ("type_deduction", 26, 21),
     ("unknowns", 0, 0),
     ("wrappers", 0, 36),
 ];
@@ -527,8 +526,22 @@ fn check_type(program: &switchyard_cel::Program, test: &Message, want: &str) -> 
         let name = decl.string("name").unwrap_or_default();
         if let Some(t) = decl.message("ident").and_then(|i| i.message("type")) {
             types.add_variable(&name, declared_type(t));
-        } else if decl.message("function").is_some() {
+        } else if let Some(function) = decl.message("function") {
             types.add_function(&name);
+            for overload in function.messages("overloads") {
+                let params = overload.messages("params").map(declared_type).collect();
+                let result = overload
+                    .message("result_type")
+                    .map_or(CheckType::Dyn, declared_type);
+                types.add_overload(
+                    &name,
+                    FunctionOverload {
+                        member: overload.bool("is_instance_function"),
+                        params,
+                        result,
+                    },
+                );
+            }
         }
     }
     let (ty, issues) = check(program, &types);
@@ -543,7 +556,8 @@ fn check_type(program: &switchyard_cel::Program, test: &Message, want: &str) -> 
     }
 }
 
-/// A declared `cel.expr.Type` as the checker's type: what it has a type for, else `dyn`.
+/// A declared `cel.expr.Type` as the checker's type: what it has a type for (type
+/// parameters and abstract types included), else `dyn`.
 fn declared_type(t: &Message) -> CheckType {
     let Some((kind, value)) = t.fields.first() else {
         return CheckType::Dyn;
@@ -577,8 +591,21 @@ fn declared_type(t: &Message) -> CheckType {
             _ => CheckType::Dyn,
         },
         "null" => CheckType::Null,
+        "type_param" => CheckType::param(scalar()),
         "list_type" => CheckType::list(inner("elem_type")),
         "map_type" => CheckType::map(inner("key_type"), inner("value_type")),
+        "abstract_type" => {
+            let Field::Message(m) = value else {
+                return CheckType::Dyn;
+            };
+            let name = m.string("name").unwrap_or_default();
+            let mut params: Vec<CheckType> =
+                m.messages("parameter_types").map(declared_type).collect();
+            match (name.as_str(), params.len()) {
+                ("optional_type", 1) => CheckType::optional(params.remove(0)),
+                _ => CheckType::opaque(name, params),
+            }
+        }
         _ => CheckType::Dyn,
     }
 }
@@ -633,11 +660,12 @@ fn type_name(t: &Message) -> Result<String, String> {
                 .messages("parameter_types")
                 .map(type_name)
                 .collect::<Result<Vec<_>, _>>()?;
-            format!(
-                "{}({})",
-                m.string("name").unwrap_or_default(),
-                params.join(", ")
-            )
+            let name = m.string("name").unwrap_or_default();
+            if params.is_empty() {
+                name
+            } else {
+                format!("{name}({})", params.join(", "))
+            }
         }
         other => return Err(format!("type kind {other}")),
     })

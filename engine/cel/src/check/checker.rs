@@ -248,6 +248,20 @@ impl<'a> Checker<'a> {
             args.push(arg);
         }
         let name = qualified.as_deref().unwrap_or(name);
+        let unknown_receiver = member && args.first().is_some_and(|a| a.ty.is_dyn());
+        if let Some(overloads) = self.env.overloads.get(name) {
+            // A custom function declared with types: the evaluator runs it in either style.
+            let resolved = resolve(overloads, member, &args)
+                .or_else(|| resolve(overloads, !member, &args));
+            if let Some(ty) = resolved {
+                return ty;
+            }
+            if unknown_receiver || args.iter().any(|a| a.ty == Type::Error) {
+                return Type::Dyn;
+            }
+            self.no_overload(e, name, member, &args);
+            return Type::Error;
+        }
         let overloads = DECLARATIONS
             .get(name)
             .filter(|_| !self.env.functions.contains(name));
@@ -258,7 +272,6 @@ impl<'a> Checker<'a> {
         if let Some(ty) = resolve(overloads, member, &args) {
             return ty;
         }
-        let unknown_receiver = member && args.first().is_some_and(|a| a.ty.is_dyn());
         if unknown_receiver || args.iter().any(|a| a.ty == Type::Error) {
             // A method of a value of unknown type may be a library type's (`quantity`'s
             // `add`); an argument with an issue is reported already.
@@ -276,7 +289,10 @@ impl<'a> Checker<'a> {
     }
 
     fn no_overload_at(&mut self, at: usize, name: &str, member: bool, args: &[Arg]) {
-        let types: Vec<String> = args.iter().map(|a| a.ty.to_string()).collect();
+        let types: Vec<String> = args
+            .iter()
+            .map(|a| a.ty.without_params().to_string())
+            .collect();
         let signature = match types.split_first() {
             Some((receiver, rest)) if member => format!("{receiver}.({})", rest.join(", ")),
             _ => format!("({})", types.join(", ")),
@@ -463,7 +479,7 @@ impl<'a> Checker<'a> {
                 },
             });
         }
-        Type::list(joined.map_or(Type::Dyn, |a| a.ty))
+        Type::list(joined.map_or_else(undetermined, |a| a.ty))
     }
 
     fn map(&mut self, map: &MapExpr) -> Type {
@@ -498,8 +514,8 @@ impl<'a> Checker<'a> {
             }
         }
         Type::map(
-            keys.map_or(Type::Dyn, |a| a.ty),
-            values.map_or(Type::Dyn, |a| a.ty),
+            keys.map_or_else(undetermined, |a| a.ty),
+            values.map_or_else(undetermined, |a| a.ty),
         )
     }
 
@@ -625,6 +641,12 @@ fn is_number(ty: &Type) -> bool {
     matches!(ty, Type::Int | Type::Uint | Type::Double)
 }
 
+/// The element type of `[]` (and key and value types of `{}`): what the elements joined
+/// with it determine (see [`Type::Param`]), `dyn` if nothing does.
+fn undetermined() -> Type {
+    Type::param("_")
+}
+
 /// The value type of an optional entry (`?k: v`, `[?v]`).
 fn optional_value(ty: Type) -> Type {
     match ty {
@@ -635,7 +657,8 @@ fn optional_value(ty: Type) -> Type {
 
 /// Whether values of types `a` and `b` can be compared with `==` or `in`: the same type
 /// (parameters included), numbers of any type (CEL's equality is heterogeneous for them),
-/// `null` and `dyn` with anything, objects with objects and maps.
+/// `null` and `dyn` with anything, objects with objects and maps, abstract types with the
+/// same abstract type.
 pub(super) fn comparable(a: &Type, b: &Type) -> bool {
     use Type as T;
     match (a, b) {
@@ -646,6 +669,9 @@ pub(super) fn comparable(a: &Type, b: &Type) -> bool {
         (T::Map(ka, va), T::Map(kb, vb)) => comparable(ka, kb) && comparable(va, vb),
         (T::Object(_), T::Object(_)) => true,
         (T::Object(_), T::Map(k, _)) | (T::Map(k, _), T::Object(_)) => comparable(k, &T::String),
+        (T::Opaque(a, pa), T::Opaque(b, pb)) => {
+            a == b && pa.len() == pb.len() && pa.iter().zip(pb).all(|(a, b)| comparable(a, b))
+        }
         (a, b) => a == b,
     }
 }

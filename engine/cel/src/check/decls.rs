@@ -22,6 +22,36 @@ pub(super) enum Pattern {
     List(Box<Pattern>),
     Map(Box<Pattern>, Box<Pattern>),
     Optional(Box<Pattern>),
+    /// An abstract type with parameters (`tuple(A, B)`).
+    Opaque(String, Vec<Pattern>),
+}
+
+impl Pattern {
+    /// The pattern of a declared type: its [`Type::Param`]s are type parameters, numbered
+    /// in `names` (in the order they appear, across the parameters and result of an
+    /// overload).
+    pub(super) fn declared(ty: &Type, names: &mut Vec<String>) -> Pattern {
+        match ty {
+            Type::Param(name) => {
+                let index = names.iter().position(|n| n == name).unwrap_or_else(|| {
+                    names.push(name.clone());
+                    names.len() - 1
+                });
+                Pattern::Param(index)
+            }
+            Type::List(e) => Pattern::List(Box::new(Pattern::declared(e, names))),
+            Type::Map(k, v) => Pattern::Map(
+                Box::new(Pattern::declared(k, names)),
+                Box::new(Pattern::declared(v, names)),
+            ),
+            Type::Optional(t) => Pattern::Optional(Box::new(Pattern::declared(t, names))),
+            Type::Opaque(name, params) => Pattern::Opaque(
+                name.clone(),
+                params.iter().map(|p| Pattern::declared(p, names)).collect(),
+            ),
+            other => Pattern::Is(other.clone()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -31,9 +61,6 @@ pub(super) struct Overload {
     pub params: Vec<Pattern>,
     pub result: Pattern,
 }
-
-/// Number of type parameters a declaration may use.
-pub(super) const PARAMS: usize = 2;
 
 const COMPARABLE: [&str; 8] = [
     "bool",
@@ -334,16 +361,22 @@ pub(super) struct Arg {
 }
 
 /// Type parameter bindings while an overload is matched.
+///
+/// A parameter bound to two types is bound to their merge: `dyn` where they differ (cel-go
+/// keeps the more general of the two and refuses two unrelated types, but the evaluator
+/// runs the call with both, so the checker accepts it), a type not determined yet
+/// ([`Type::Param`]) giving way to the other.
 #[derive(Default)]
 struct Bindings {
-    params: [Option<(Type, bool)>; PARAMS],
+    params: Vec<Option<(Type, bool)>>,
 }
 
 impl Bindings {
     fn bind(&mut self, param: usize, ty: &Type, weak: bool) {
-        let Some(slot) = self.params.get_mut(param) else {
-            return;
-        };
+        if self.params.len() <= param {
+            self.params.resize(param + 1, None);
+        }
+        let slot = &mut self.params[param];
         *slot = Some(match slot.take() {
             None => (ty.clone(), weak),
             // A strong binding replaces a weak one, a weak one leaves a strong one be; two
@@ -365,20 +398,29 @@ impl Bindings {
             Pattern::List(e) => Type::list(self.resolve(e)),
             Pattern::Map(k, v) => Type::map(self.resolve(k), self.resolve(v)),
             Pattern::Optional(t) => Type::optional(self.resolve(t)),
+            Pattern::Opaque(name, params) => {
+                Type::Opaque(name.clone(), params.iter().map(|p| self.resolve(p)).collect())
+            }
         }
     }
 }
 
 /// The type of a value that is of type `a` or of type `b`: the type itself when they are
-/// the same, `dyn` where they differ (`null` gives way to the other type).
+/// the same, `dyn` where they differ (a type not determined yet, [`Type::Param`], gives way
+/// to the other type, and so does `null`). Types nest as deep as they do: `[[], [[[]]]]`
+/// is a `list(list(list(list(dyn))))`.
 pub(super) fn merge(a: &Type, b: &Type) -> Type {
     match (a, b) {
         (a, b) if a == b => a.clone(),
         (Type::Error, _) | (_, Type::Error) | (Type::Dyn, _) | (_, Type::Dyn) => Type::Dyn,
+        (Type::Param(_), t) | (t, Type::Param(_)) => t.clone(),
         (Type::Null, t) | (t, Type::Null) => t.clone(),
         (Type::List(a), Type::List(b)) => Type::list(merge(a, b)),
         (Type::Optional(a), Type::Optional(b)) => Type::optional(merge(a, b)),
         (Type::Map(ka, va), Type::Map(kb, vb)) => Type::map(merge(ka, kb), merge(va, vb)),
+        (Type::Opaque(a, pa), Type::Opaque(b, pb)) if a == b && pa.len() == pb.len() => {
+            Type::Opaque(a.clone(), pa.iter().zip(pb).map(|(a, b)| merge(a, b)).collect())
+        }
         _ => Type::Dyn,
     }
 }
@@ -396,8 +438,13 @@ pub(super) fn join(a: &Arg, b: &Arg) -> Type {
 /// Whether `arg` can be passed as `pattern`, binding its type parameters.
 fn unify(pattern: &Pattern, arg: &Type, weak: bool, bindings: &mut Bindings) -> bool {
     if arg.is_dyn() {
-        // Anything may be passed as `dyn`: its parameters are `dyn`.
-        bind_dyn(pattern, weak, bindings);
+        // Anything may be passed as `dyn`: its parameters are `dyn` (or not determined yet,
+        // for an argument whose type is not).
+        let any = match arg {
+            Type::Param(_) => arg.clone(),
+            _ => Type::Dyn,
+        };
+        bind_any(pattern, &any, weak, bindings);
         return true;
     }
     match (pattern, arg) {
@@ -416,18 +463,32 @@ fn unify(pattern: &Pattern, arg: &Type, weak: bool, bindings: &mut Bindings) -> 
         (Pattern::Map(k, v), Type::Object(_)) => {
             unify(k, &Type::String, weak, bindings) && unify(v, &Type::Dyn, weak, bindings)
         }
+        (Pattern::Opaque(name, params), Type::Opaque(n, args)) => {
+            name == n
+                && params.len() == args.len()
+                && params
+                    .iter()
+                    .zip(args)
+                    .all(|(p, a)| unify(p, a, weak, bindings))
+        }
         _ => false,
     }
 }
 
-fn bind_dyn(pattern: &Pattern, weak: bool, bindings: &mut Bindings) {
+/// Binds every type parameter of `pattern` to `any` (`dyn`, or a type not determined yet).
+fn bind_any(pattern: &Pattern, any: &Type, weak: bool, bindings: &mut Bindings) {
     match pattern {
         Pattern::Is(_) => {}
-        Pattern::Param(i) => bindings.bind(*i, &Type::Dyn, weak),
-        Pattern::List(e) | Pattern::Optional(e) => bind_dyn(e, weak, bindings),
+        Pattern::Param(i) => bindings.bind(*i, any, weak),
+        Pattern::List(e) | Pattern::Optional(e) => bind_any(e, any, weak, bindings),
         Pattern::Map(k, v) => {
-            bind_dyn(k, weak, bindings);
-            bind_dyn(v, weak, bindings);
+            bind_any(k, any, weak, bindings);
+            bind_any(v, any, weak, bindings);
+        }
+        Pattern::Opaque(_, params) => {
+            for p in params {
+                bind_any(p, any, weak, bindings);
+            }
         }
     }
 }
@@ -439,6 +500,9 @@ fn concrete(declared: &Type, arg: &Type) -> bool {
         (d, a) if d.is_dyn() || a.is_dyn() => true,
         (Type::List(d), Type::List(a)) | (Type::Optional(d), Type::Optional(a)) => concrete(d, a),
         (Type::Map(dk, dv), Type::Map(ak, av)) => concrete(dk, ak) && concrete(dv, av),
+        (Type::Opaque(d, dp), Type::Opaque(a, ap)) => {
+            d == a && dp.len() == ap.len() && dp.iter().zip(ap).all(|(d, a)| concrete(d, a))
+        }
         (d, a) => d == a,
     }
 }

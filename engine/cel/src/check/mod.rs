@@ -73,6 +73,57 @@ pub struct TypeEnv {
     /// Size bounds of variables that have some (see [`Bounds`]).
     bounds: BTreeMap<String, Bounds>,
     functions: BTreeSet<String>,
+    /// The overloads of the custom functions declared with types.
+    overloads: BTreeMap<String, Vec<decls::Overload>>,
+}
+
+/// An overload of a custom function declared with types ([`TypeEnv::with_overload`]): the
+/// types of its parameters and of its result, which may contain type parameters
+/// ([`Type::Param`]). A call binds each type parameter to the types of the arguments passed
+/// for it (`fn(T, T) -> list(T)` called with two `int`s gives a `list(int)`; with an `int`
+/// and a `dyn`, a `list(dyn)`), as cel-go does; a type parameter the arguments leave
+/// unbound is `dyn`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionOverload {
+    /// Declared as a method (`receiver.f(args)`): the receiver is the first parameter.
+    pub member: bool,
+    pub params: Vec<Type>,
+    pub result: Type,
+}
+
+impl FunctionOverload {
+    /// `f(params) -> result`.
+    pub fn global(params: Vec<Type>, result: Type) -> FunctionOverload {
+        FunctionOverload {
+            member: false,
+            params,
+            result,
+        }
+    }
+
+    /// `receiver.f(params) -> result`.
+    pub fn member(receiver: Type, params: Vec<Type>, result: Type) -> FunctionOverload {
+        FunctionOverload {
+            member: true,
+            params: std::iter::once(receiver).chain(params).collect(),
+            result,
+        }
+    }
+
+    /// The overload as the checker resolves it: type parameters numbered.
+    fn pattern(&self) -> decls::Overload {
+        let mut names = Vec::new();
+        let params = self
+            .params
+            .iter()
+            .map(|p| decls::Pattern::declared(p, &mut names))
+            .collect();
+        decls::Overload {
+            member: self.member,
+            params,
+            result: decls::Pattern::declared(&self.result, &mut names),
+        }
+    }
 }
 
 impl TypeEnv {
@@ -136,6 +187,26 @@ impl TypeEnv {
     pub fn add_function(&mut self, name: &str) {
         self.functions.insert(name.to_string());
     }
+
+    /// Declares a custom function with types, or adds an overload to one: its calls have
+    /// the result type of the overloads their arguments match (merged when several do, as
+    /// with `dyn` arguments), and a call that matches none is reported as cel-go reports it
+    /// (`found no matching overload for 'f' applied to '(int)'`). A call in the other style
+    /// than declared (`a.f()` for `f(a)`) matches too, as the evaluator runs it.
+    #[must_use]
+    pub fn with_overload(mut self, name: &str, overload: FunctionOverload) -> TypeEnv {
+        self.add_overload(name, overload);
+        self
+    }
+
+    /// Declares an overload of a custom function: see [`TypeEnv::with_overload`].
+    pub fn add_overload(&mut self, name: &str, overload: FunctionOverload) {
+        self.add_function(name);
+        self.overloads
+            .entry(name.to_string())
+            .or_default()
+            .push(overload.pattern());
+    }
 }
 
 /// What does not type-check in an expression, and where. Positions are 1-based and count
@@ -164,8 +235,8 @@ impl std::fmt::Display for TypeIssue {
 }
 
 /// Checks a compiled program against the variable types of `env`: its result type
-/// ([`Type::Dyn`] when unknown, [`Type::Error`] when the issues leave it undetermined) and
-/// its issues, in source order. A valid expression has none.
+/// ([`Type::Dyn`] when unknown, [`Type::Error`] when the issues leave it undetermined; it
+/// has no [`Type::Param`]) and its issues, in source order. A valid expression has none.
 pub fn check(program: &crate::Program, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
     check_source(program.source(), env)
 }
@@ -190,7 +261,7 @@ fn check_source(source: &str, env: &TypeEnv) -> (Type, Vec<TypeIssue>) {
                 .parse_with_source_info(source)
                 .ok()?;
             let mut checker = checker::Checker::new(source, &info, env);
-            let ty = checker.check(&expression);
+            let ty = checker.check(&expression).without_params();
             Some((ty, checker.issues))
         })
     };

@@ -30,6 +30,16 @@ pub enum Type {
     Object(Arc<ObjectType>),
     /// `optional_type(T)`, as `a.?b` and `optional.of(x)` make.
     Optional(Box<Type>),
+    /// An abstract type with type parameters, as a declared function takes or gives it
+    /// (`tuple(int, string)`, see [`super::FunctionOverload`]): values of the same abstract
+    /// type compare with `==` when their parameters do.
+    Opaque(String, Vec<Type>),
+    /// A type parameter (`T`) in the parameters and result of a declared function (see
+    /// [`super::FunctionOverload`]): each call binds it to the type of its arguments. In the
+    /// type of an expression, a type nothing has determined yet (the elements of `[]`): it
+    /// behaves as [`Dyn`](Type::Dyn) and gives way to any other type where types join
+    /// (`[[], [1]]` is a `list(list(int))`); [`super::check`] gives it as `dyn`.
+    Param(String),
     /// The type of type values: `int`, `type(x)`.
     Type,
     /// The type of an expression that has an issue: it is reported once and behaves as
@@ -173,9 +183,34 @@ impl Type {
         Type::Object(Arc::new(object))
     }
 
-    /// `dyn`, or the type of an expression with an issue: anything goes.
+    pub fn opaque(name: impl Into<String>, params: Vec<Type>) -> Type {
+        Type::Opaque(name.into(), params)
+    }
+
+    pub fn param(name: impl Into<String>) -> Type {
+        Type::Param(name.into())
+    }
+
+    /// `dyn`, the type of an expression with an issue, or a type not determined yet
+    /// ([`Type::Param`]): anything goes.
     pub fn is_dyn(&self) -> bool {
-        matches!(self, Type::Dyn | Type::Error)
+        matches!(self, Type::Dyn | Type::Error | Type::Param(_))
+    }
+
+    /// The type with `dyn` for every type parameter (what nothing has determined): the type
+    /// an expression is given as.
+    pub fn without_params(&self) -> Type {
+        match self {
+            Type::Param(_) => Type::Dyn,
+            Type::List(e) => Type::list(e.without_params()),
+            Type::Map(k, v) => Type::map(k.without_params(), v.without_params()),
+            Type::Optional(t) => Type::optional(t.without_params()),
+            Type::Opaque(name, params) => Type::Opaque(
+                name.clone(),
+                params.iter().map(Type::without_params).collect(),
+            ),
+            other => other.clone(),
+        }
     }
 
     /// Whether a value of this type may be used where `target` is expected: `dyn` (either
@@ -192,6 +227,11 @@ impl Type {
             (T::Map(ka, va), T::Map(kb, vb)) => ka.is_assignable_to(kb) && va.is_assignable_to(vb),
             (T::Object(a), T::Object(b)) => a.name == b.name || Arc::ptr_eq(a, b),
             (T::Object(_), T::Map(k, _)) => T::String.is_assignable_to(k),
+            (T::Opaque(a, pa), T::Opaque(b, pb)) => {
+                a == b
+                    && pa.len() == pb.len()
+                    && pa.iter().zip(pb).all(|(a, b)| a.is_assignable_to(b))
+            }
             (a, b) => a == b,
         }
     }
@@ -216,6 +256,18 @@ impl fmt::Display for Type {
             Type::Map(k, v) => write!(f, "map({k}, {v})"),
             Type::Object(o) => f.write_str(&o.name),
             Type::Optional(t) => write!(f, "optional_type({t})"),
+            Type::Opaque(name, params) if params.is_empty() => f.write_str(name),
+            Type::Opaque(name, params) => {
+                write!(f, "{name}(")?;
+                for (i, p) in params.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{p}")?;
+                }
+                f.write_str(")")
+            }
+            Type::Param(name) => f.write_str(name),
             Type::Type => f.write_str("type"),
             Type::Error => f.write_str("*error*"),
         }
