@@ -268,8 +268,9 @@ pub(crate) fn parser() -> Result<cel::Env, cel::DeclarationError> {
     Ok(parser)
 }
 
-fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
-    let parser = parser().map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
+/// Every built-in function and library type of [`Env::kubernetes`]: the standard library,
+/// math, encoders and the Kubernetes libraries. The cost estimator reads the same registry.
+pub(crate) fn builtin_registry() -> Registry {
     let mut registry = Registry::default();
     crate::stdlib::register(&mut registry);
     registry.add_all(crate::math::overloads());
@@ -278,6 +279,12 @@ fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
     for t in crate::k8s::types() {
         registry.add_type(t);
     }
+    registry
+}
+
+fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
+    let parser = parser().map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
+    let registry = builtin_registry();
     let mut namespaces: BTreeSet<String> = ["optional", "strings", "cel"].map(String::from).into();
     namespaces.extend(registry.namespaces().map(String::from));
     for (name, _) in custom {

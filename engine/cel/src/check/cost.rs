@@ -108,19 +108,9 @@ pub fn estimate(program: &crate::Program, env: &TypeEnv) -> Estimate {
     estimate_source(program.source(), env)
 }
 
-/// The registry of [`crate::Env::kubernetes`], built as `env.rs` builds it: only the call
-/// styles, arities and cost kinds of its overloads matter here.
-static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
-    let mut registry = Registry::default();
-    crate::stdlib::register(&mut registry);
-    registry.add_all(crate::math::overloads());
-    registry.add_all(crate::encoders::overloads());
-    registry.add_all(crate::k8s::overloads());
-    for t in crate::k8s::types() {
-        registry.add_type(t);
-    }
-    registry
-});
+/// The registry of [`crate::Env::kubernetes`]: only the call styles, arities and cost kinds
+/// of its overloads matter here.
+static REGISTRY: LazyLock<Registry> = LazyLock::new(crate::env::builtin_registry);
 
 /// The parser recurses deeply (see `Env::compile`): parsing, lowering and the walk run on
 /// a stack of their own.
