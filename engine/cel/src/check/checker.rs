@@ -251,8 +251,8 @@ impl<'a> Checker<'a> {
         let unknown_receiver = member && args.first().is_some_and(|a| a.ty.is_dyn());
         if let Some(overloads) = self.env.overloads.get(name) {
             // A custom function declared with types: the evaluator runs it in either style.
-            let resolved = resolve(overloads, member, &args)
-                .or_else(|| resolve(overloads, !member, &args));
+            let resolved =
+                resolve(overloads, member, &args).or_else(|| resolve(overloads, !member, &args));
             if let Some(ty) = resolved {
                 return ty;
             }

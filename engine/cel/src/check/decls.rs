@@ -398,9 +398,10 @@ impl Bindings {
             Pattern::List(e) => Type::list(self.resolve(e)),
             Pattern::Map(k, v) => Type::map(self.resolve(k), self.resolve(v)),
             Pattern::Optional(t) => Type::optional(self.resolve(t)),
-            Pattern::Opaque(name, params) => {
-                Type::Opaque(name.clone(), params.iter().map(|p| self.resolve(p)).collect())
-            }
+            Pattern::Opaque(name, params) => Type::Opaque(
+                name.clone(),
+                params.iter().map(|p| self.resolve(p)).collect(),
+            ),
         }
     }
 }
@@ -419,7 +420,10 @@ pub(super) fn merge(a: &Type, b: &Type) -> Type {
         (Type::Optional(a), Type::Optional(b)) => Type::optional(merge(a, b)),
         (Type::Map(ka, va), Type::Map(kb, vb)) => Type::map(merge(ka, kb), merge(va, vb)),
         (Type::Opaque(a, pa), Type::Opaque(b, pb)) if a == b && pa.len() == pb.len() => {
-            Type::Opaque(a.clone(), pa.iter().zip(pb).map(|(a, b)| merge(a, b)).collect())
+            Type::Opaque(
+                a.clone(),
+                pa.iter().zip(pb).map(|(a, b)| merge(a, b)).collect(),
+            )
         }
         _ => Type::Dyn,
     }

@@ -21,6 +21,9 @@
 //! - literals, variables ([`TypeEnv`]), field selection on objects (undefined fields are
 //!   reported, with a suggestion within two edits) and maps, `has()`, indexing of lists,
 //!   maps and objects;
+//! - custom functions declared with types ([`TypeEnv::with_overload`]): parameter and
+//!   result types, type parameters bound by the arguments, abstract types such as
+//!   `tuple(int, string)`;
 //! - operators as cel-go declares them: arithmetic on `int`, `uint`, `double`, timestamps
 //!   and durations (no mixing), `+` on strings, bytes and lists, ordering within a type and
 //!   across numbers, `==`/`!=`/`in` between comparable types, `!`, `&&`, `||` on `bool`,
@@ -31,7 +34,10 @@
 //!   Kubernetes' list and regex functions, cel-go's lists extension, `sets.*`, and the
 //!   engine's functions (`sha256`, `isDNS1123Label`, ...);
 //! - macros (`all`, `exists`, `exists_one`, `map`, `filter`): the iteration variable has the
-//!   range's element type (a map's key type), `map` gives a list of its expression's type.
+//!   range's element type (a map's key type), `map` gives a list of its expression's type;
+//! - empty literals: the elements of `[]` (the keys and values of `{}`) take the type of
+//!   what they join, at any depth (`[[], [[[]]], [[1]]]` is a `list(list(list(int)))`),
+//!   and are `dyn` if nothing determines them.
 //!
 //! [`estimate_cost`] gives the worst-case cost of an expression in the evaluator's units,
 //! from the size bounds of its variables ([`Bounds`]: a schema's `maxItems`, `maxLength`,
@@ -173,7 +179,8 @@ impl TypeEnv {
     }
 
     /// Declares a custom function (one added with [`crate::Env::with_function`]): its
-    /// calls, in either style (`f(a)`, `a.f()`), are `dyn`, whatever their arguments.
+    /// calls, in either style (`f(a)`, `a.f()`), are `dyn`, whatever their arguments
+    /// (unless it has overloads declared with types: [`TypeEnv::with_overload`]).
     /// Functions the checker does not know are `dyn` anyway: this matters for a custom
     /// function named as a library function the checker knows but the evaluator does not
     /// provide (Kubernetes' `sort`, `sum`, `find`, ...).

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value as Json, json};
 
 use super::{
-    ObjectType, Type, TypeEnv, check, crd_kinds, object_meta, object_type_for_kind,
-    object_type_from_crd, object_type_without_schema, type_from_openapi,
+    FunctionOverload, ObjectType, Type, TypeEnv, check, crd_kinds, object_meta,
+    object_type_for_kind, object_type_from_crd, object_type_without_schema, type_from_openapi,
 };
 use crate::Env;
 
@@ -439,6 +439,147 @@ fn custom_functions_are_dyn() {
     let env = rule_env().with_function("sum").with_function("find");
     let (ty, found) = check_with(source, &env);
     assert_eq!((ty, found), (Type::Bool, Vec::<String>::new()));
+}
+
+#[test]
+fn custom_functions_declared_with_types_are_typed() {
+    let tuple = |t: Type, u: Type, v: Type| Type::opaque("tuple", vec![t, u, v]);
+    let (t, u, v) = (Type::param("T"), Type::param("U"), Type::param("V"));
+    let env = rule_env()
+        .with_overload(
+            "fn",
+            FunctionOverload::global(vec![Type::String, Type::Int], Type::String),
+        )
+        .with_overload(
+            "tuple",
+            FunctionOverload::global(
+                vec![t.clone(), u.clone(), v.clone()],
+                tuple(t.clone(), u, v),
+            ),
+        )
+        .with_overload(
+            "sort",
+            FunctionOverload::global(
+                vec![tuple(t.clone(), t.clone(), t.clone())],
+                tuple(t.clone(), t.clone(), t.clone()),
+            ),
+        )
+        .with_overload(
+            "pair",
+            FunctionOverload::global(vec![t.clone(), t.clone()], Type::list(t.clone())),
+        )
+        .with_overload(
+            "first",
+            FunctionOverload::member(Type::list(t.clone()), vec![], t),
+        );
+    let dyns = tuple(Type::Dyn, Type::Dyn, Type::Dyn);
+    let cases: &[(&str, Type)] = &[
+        ("fn('abc', 123)", Type::String),
+        (
+            "fn(self.metadata.name, self.spec.replicas).size()",
+            Type::Int,
+        ),
+        ("'abc'.fn(123)", Type::String),
+        ("fn(now, dyn(1))", Type::String),
+        (
+            "tuple(1, 2u, 3.0)",
+            tuple(Type::Int, Type::Uint, Type::Double),
+        ),
+        (
+            "[tuple(1, 2u, 3.0), tuple(dyn(1), dyn(2u), dyn(3.0))][0]",
+            dyns.clone(),
+        ),
+        ("sort(tuple(dyn(1), 2u, 3.0))", dyns.clone()),
+        (
+            "sort(tuple(1, 2, 3))",
+            tuple(Type::Int, Type::Int, Type::Int),
+        ),
+        (
+            "tuple(1, 2u, 3.0) == tuple(1, dyn(2u), dyn(3.0))",
+            Type::Bool,
+        ),
+        ("pair(1, 2)", Type::list(Type::Int)),
+        ("pair([], [1])", Type::list(Type::list(Type::Int))),
+        ("pair(1, 'a')", Type::list(Type::Dyn)),
+        ("pair(1, 2).first() + 1", Type::Int),
+        ("self.metadata.finalizers.first()", Type::String),
+        ("tuple([], [[]], {})", {
+            let empty = Type::list(Type::Dyn);
+            tuple(
+                empty.clone(),
+                Type::list(empty),
+                Type::map(Type::Dyn, Type::Dyn),
+            )
+        }),
+    ];
+    for (source, expected) in cases {
+        let (ty, found) = check_with(source, &env);
+        assert_eq!((&ty, found), (expected, Vec::new()), "`{source}`");
+    }
+    let reported: &[(&str, &str)] = &[
+        (
+            "fn(1, 2)",
+            "1:1: found no matching overload for 'fn' applied to '(int, int)'",
+        ),
+        (
+            "fn('a')",
+            "1:1: found no matching overload for 'fn' applied to '(string)'",
+        ),
+        (
+            "fn('a', 1) + 1",
+            "1:12: found no matching overload for '_+_' applied to '(string, int)'",
+        ),
+        (
+            "tuple(1, 2, 3) == 1",
+            "1:16: found no matching overload for '_==_' applied to '(tuple(int, int, int), int)'",
+        ),
+        (
+            "tuple(1, 2, 3).size()",
+            "1:16: found no matching overload for 'size' applied to 'tuple(int, int, int).()'",
+        ),
+    ];
+    for (source, expected) in reported {
+        assert_eq!(check_with(source, &env).1, [*expected], "`{source}`");
+    }
+    // A function declared by name only stays `dyn`; the unknown receiver of a method may be
+    // a library type's.
+    let (ty, found) = check_with("x.fn(1, 2, 3) + fn2(1)", &env.clone().with_function("fn2"));
+    assert_eq!((ty, found), (Type::Dyn, Vec::<String>::new()));
+}
+
+#[test]
+fn empty_literals_nest_without_limit() {
+    let nested = |depth: usize| (0..depth).fold(Type::Dyn, |t, _| Type::list(t));
+    let cases: &[(&str, Type)] = &[
+        ("[[], [[]], [[[]]], [[[[]]]]]", nested(5)),
+        ("[[[[[]]]], [], [[[]]]]", nested(5)),
+        ("[[[[[[[[[[[]]]]]]]]]], [[]], []]", nested(11)),
+        ("[[], [[1]]]", Type::list(Type::list(Type::list(Type::Int)))),
+        (
+            "[[[]], [[1]], []]",
+            Type::list(Type::list(Type::list(Type::Int))),
+        ),
+        (
+            "[[[]], [['a']], [[1]]]",
+            Type::list(Type::list(Type::list(Type::Dyn))),
+        ),
+        (
+            "[{}, {'a': [[]]}, {'b': [[], [[2]]]}]",
+            Type::list(Type::map(
+                Type::String,
+                Type::list(Type::list(Type::list(Type::Int))),
+            )),
+        ),
+        ("[].map(x, x)", Type::list(Type::Dyn)),
+        ("([].map(x, x))[0].foo", Type::Dyn),
+        ("[[]] + [[1]]", Type::list(Type::list(Type::Int))),
+        ("[1] + []", Type::list(Type::Int)),
+        ("[] == [[[]]]", Type::Bool),
+    ];
+    for (source, expected) in cases {
+        let (ty, found) = check_with(source, &rule_env());
+        assert_eq!((&ty, found), (expected, Vec::new()), "`{source}`");
+    }
 }
 
 #[test]
