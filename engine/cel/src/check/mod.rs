@@ -64,8 +64,8 @@ use std::sync::LazyLock;
 
 pub use cost::{CostEstimate, Estimate, estimate, estimate_cost};
 pub use openapi::{
-    CrdKind, bounded_type_from_openapi, crd_kinds, object_meta, object_type_for_kind,
-    object_type_from_crd, object_type_without_schema, type_from_openapi,
+    CrdKind, bounded_type_from_openapi, crd_kinds, custom_resource_meta, object_meta,
+    object_type_for_kind, object_type_from_crd, object_type_without_schema, type_from_openapi,
 };
 pub use types::{Bounds, ObjectType, Type};
 

@@ -83,9 +83,15 @@ pub fn object_type_from_crd(crd: &Json, version: &str) -> Option<Type> {
         .and_then(|v| v.get("schema"))
         .and_then(|s| s.get("openAPIV3Schema"))
         .or_else(|| spec.get("validation")?.get("openAPIV3Schema"));
-    Some(match schema {
+    let object = match schema {
         Some(schema) => convert(schema, kind, true),
         None => object_type_without_schema(kind),
+    };
+    Some(match object {
+        Type::Object(o) => {
+            Type::object(ObjectType::clone(&o).with_field("metadata", custom_resource_meta()))
+        }
+        other => other,
     })
 }
 
@@ -175,6 +181,18 @@ pub fn object_type_for_kind(crds: &[Json], api_version: &str, kind: &str) -> Opt
 /// bytes), but not every kind does. The number of labels, annotations and finalizers is
 /// not bounded.
 pub fn object_meta() -> Type {
+    meta(None)
+}
+
+/// [`object_meta`] of a custom resource: the API server requires its `name` (and
+/// `generateName`) to be a DNS subdomain, at most 253 bytes, as Kubernetes' CEL cost
+/// estimator for CRDs assumes.
+pub fn custom_resource_meta() -> Type {
+    meta(Some(253))
+}
+
+fn meta(name_bytes: Option<u64>) -> Type {
+    let name_bounds = || name_bytes.map(Bounds::max).unwrap_or_default();
     let owner_reference = ObjectType::new("OwnerReference")
         .with_field("apiVersion", Type::String)
         .with_field("kind", Type::String)
@@ -187,8 +205,8 @@ pub fn object_meta() -> Type {
     let timestamp = || Bounds::max(20);
     Type::object(
         ObjectType::new("ObjectMeta")
-            .with_field("name", Type::String)
-            .with_field("generateName", Type::String)
+            .with_bounded_field("name", Type::String, name_bounds())
+            .with_bounded_field("generateName", Type::String, name_bounds())
             .with_bounded_field("namespace", Type::String, Bounds::max(63))
             .with_field("selfLink", Type::String)
             .with_bounded_field("uid", Type::String, Bounds::max(36))

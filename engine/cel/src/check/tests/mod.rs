@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value as Json, json};
 
 use super::{
-    FunctionOverload, ObjectType, Type, TypeEnv, check, crd_kinds, object_meta,
-    object_type_for_kind, object_type_from_crd, object_type_without_schema, type_from_openapi,
+    FunctionOverload, ObjectType, Type, TypeEnv, check, crd_kinds, custom_resource_meta,
+    object_meta, object_type_for_kind, object_type_from_crd, object_type_without_schema,
+    type_from_openapi,
 };
 use crate::Env;
 
@@ -605,7 +606,7 @@ fn result_types() {
         ),
         ("self.status.conditions[0].lastTransitionTime", Type::String),
         ("self.metadata.finalizers", Type::list(Type::String)),
-        ("self.metadata", object_meta()),
+        ("self.metadata", custom_resource_meta()),
         ("[1, 'a']", Type::list(Type::Dyn)),
         ("[1, 2]", Type::list(Type::Int)),
         ("{'a': 1}", Type::map(Type::String, Type::Int)),
@@ -721,7 +722,7 @@ fn a_crd_kind_is_a_resource() {
         object.fields.keys().collect::<Vec<_>>(),
         ["apiVersion", "kind", "metadata", "spec", "status"]
     );
-    assert_eq!(object.fields.get("metadata"), Some(&object_meta()));
+    assert_eq!(object.fields.get("metadata"), Some(&custom_resource_meta()));
     let Some(Type::Object(spec)) = object.fields.get("spec") else {
         panic!("an object spec")
     };
