@@ -1,0 +1,576 @@
+//! Compiling a rule: its lookups, guards, variables, outputs and status mapping, with every
+//! expression and template reference checked against what the rule defines.
+
+use super::order::order_steps;
+use super::*;
+
+impl Loader<'_> {
+    /// Compiles a CEL expression found at `path` of `node`; reports a syntax error with its
+    /// position in the file and a caret under it.
+    fn compile_expr(
+        &mut self,
+        env: &cel::Env,
+        file: &str,
+        rule: &str,
+        node: &Node,
+        path: &str,
+        source: &str,
+    ) -> Option<Expr> {
+        match env.compile(source) {
+            Ok(program) => Some(Expr {
+                program,
+                path: path.to_string(),
+            }),
+            Err(e) => {
+                let d = self.expression_diagnostic(
+                    "cel::syntax",
+                    format!("invalid CEL expression: {}", e.message),
+                    file,
+                    rule,
+                    node,
+                    path,
+                    e.line,
+                    e.column,
+                );
+                self.error(d);
+                None
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn compile_rule(
+        &mut self,
+        pack: &PackDocument,
+        env: &cel::Env,
+        templates: &TemplateSet,
+        file: &str,
+        node: &Node,
+        document: RuleDocument,
+    ) -> Option<CompiledRule> {
+        let errors_before = self.error_count();
+        let rule = document.metadata.name.clone();
+        let spec = &document.spec;
+        let at = |path: &str| node.closest(&yaml::parse_path(path)).pos;
+        let roles: BTreeMap<&str, &[Access]> = pack
+            .spec
+            .clusters
+            .iter()
+            .map(|c| (c.name.as_str(), c.access.as_slice()))
+            .collect();
+        let need_role =
+            |loader: &mut Self, role: &str, access: Access, path: &str| match roles.get(role) {
+                None => loader.error(
+                    Diagnostic::error(
+                        "pack::unknown-cluster",
+                        format!("cluster `{role}` is not declared in pack.yaml"),
+                    )
+                    .at(file, at(path))
+                    .in_rule(&rule),
+                ),
+                Some(access_list) if !access_list.contains(&access) => loader.error(
+                    Diagnostic::error(
+                        "pack::cluster-access",
+                        format!(
+                            "cluster `{role}` is not declared with `{}` access in pack.yaml",
+                            access_name(access)
+                        ),
+                    )
+                    .at(file, at(path))
+                    .in_rule(&rule),
+                ),
+                Some(_) => {}
+            };
+
+        let watch_cluster = spec
+            .watch
+            .cluster
+            .clone()
+            .unwrap_or_else(|| pack.spec.source_cluster.clone());
+        need_role(self, &watch_cluster, Access::Read, "spec.watch.cluster");
+
+        let mut lookups = Vec::new();
+        let mut names = BTreeSet::new();
+        for (i, lookup) in spec.lookups.iter().enumerate() {
+            let base = format!("spec.lookups[{i}]");
+            if RESERVED_NAMES.contains(&lookup.name.as_str()) || !is_identifier(&lookup.name) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-name",
+                        format!(
+                            "lookup name `{}` must be an identifier other than {}",
+                            lookup.name,
+                            RESERVED_NAMES.join(", ")
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
+                );
+            }
+            if !names.insert(lookup.name.clone()) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::duplicate-name",
+                        format!("two lookups are named `{}`", lookup.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
+                );
+            }
+            let cluster = lookup
+                .cluster
+                .clone()
+                .unwrap_or_else(|| watch_cluster.clone());
+            need_role(self, &cluster, Access::Read, &format!("{base}.cluster"));
+            let namespace = lookup.namespace.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.namespace"), s)
+            });
+            let when = lookup.when.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
+            });
+            let key = match (&lookup.object_name, &lookup.match_labels) {
+                (Some(name), None) => self
+                    .compile_expr(env, file, &rule, node, &format!("{base}.objectName"), name)
+                    .map(LookupKey::Name),
+                (None, Some(labels)) => self
+                    .compile_expr(
+                        env,
+                        file,
+                        &rule,
+                        node,
+                        &format!("{base}.matchLabels"),
+                        labels,
+                    )
+                    .map(LookupKey::Labels),
+                _ => {
+                    self.error(
+                        Diagnostic::error(
+                            "pack::invalid-value",
+                            format!(
+                                "lookup `{}` needs exactly one of `objectName` and `matchLabels`",
+                                lookup.name
+                            ),
+                        )
+                        .at(file, at(&base))
+                        .in_rule(&rule),
+                    );
+                    None
+                }
+            };
+            if let Some(key) = key {
+                lookups.push(CompiledLookup {
+                    name: lookup.name.clone(),
+                    cluster,
+                    api_version: lookup.api_version.clone(),
+                    kind: lookup.kind.clone(),
+                    namespace,
+                    key,
+                    when,
+                    required: lookup.required,
+                    reason: lookup
+                        .reason
+                        .clone()
+                        .unwrap_or_else(|| "LookupNotFound".to_string()),
+                });
+            }
+        }
+
+        let mut guards = Vec::new();
+        for (i, guard) in spec.when.iter().enumerate() {
+            let base = format!("spec.when[{i}]");
+            let expr = self.compile_expr(
+                env,
+                file,
+                &rule,
+                node,
+                &format!("{base}.expression"),
+                &guard.expression,
+            );
+            let message_expr = guard.message_expression.as_ref().and_then(|s| {
+                self.compile_expr(
+                    env,
+                    file,
+                    &rule,
+                    node,
+                    &format!("{base}.messageExpression"),
+                    s,
+                )
+            });
+            if let Some(expr) = expr {
+                guards.push(CompiledGuard {
+                    expr,
+                    reason: guard.reason.clone(),
+                    message: guard.message.clone(),
+                    message_expr,
+                });
+            }
+        }
+
+        let mut vars = Vec::new();
+        let mut var_names = BTreeSet::new();
+        for (i, var) in spec.vars.iter().enumerate() {
+            let base = format!("spec.vars[{i}]");
+            if !is_identifier(&var.name) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-name",
+                        format!("variable name `{}` is not an identifier", var.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
+                );
+            }
+            if !var_names.insert(var.name.clone()) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::duplicate-name",
+                        format!("two variables are named `{}`", var.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(&rule),
+                );
+            }
+            if let Some(expr) = self.compile_expr(
+                env,
+                file,
+                &rule,
+                node,
+                &format!("{base}.expression"),
+                &var.expression,
+            ) {
+                vars.push(CompiledVar {
+                    name: var.name.clone(),
+                    key: Arc::from(var.name.as_str()),
+                    expr,
+                });
+            }
+        }
+
+        let mut outputs = Vec::new();
+        for (i, output) in spec.outputs.iter().enumerate() {
+            let base = format!("spec.outputs[{i}]");
+            need_role(
+                self,
+                &output.cluster,
+                Access::Write,
+                &format!("{base}.cluster"),
+            );
+            if !pack.spec.scope.iter().any(|s| s.cluster == output.cluster) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::scope",
+                        format!(
+                            "output `{}` writes to cluster `{}`, which no scope entry allows",
+                            output.name, output.cluster
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.cluster")))
+                    .in_rule(&rule),
+                );
+            }
+            if !templates.has_template(&output.template) {
+                self.error(
+                    Diagnostic::error(
+                        "template::not-found",
+                        format!("template `{}` not found under templates/", output.template),
+                    )
+                    .at(file, at(&format!("{base}.template")))
+                    .in_rule(&rule),
+                );
+            }
+            let when = output.when.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
+            });
+            let for_each = output.for_each.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.forEach"), s)
+            });
+            outputs.push(CompiledOutput {
+                name: output.name.clone(),
+                cluster: output.cluster.clone(),
+                template: output.template.clone(),
+                when,
+                for_each,
+            });
+        }
+
+        let status = spec.status.as_ref().map(|status| {
+            let mut fields = Vec::new();
+            for (field, source) in &status.fields {
+                if let Some(expr) = self.compile_expr(
+                    env,
+                    file,
+                    &rule,
+                    node,
+                    &format!("spec.status.fields.{field}"),
+                    source,
+                ) {
+                    fields.push((field.clone(), expr));
+                }
+            }
+            let mut conditions = Vec::new();
+            for (i, condition) in status.conditions.iter().enumerate() {
+                if let Some(c) = self.compile_condition(env, file, &rule, node, i, condition) {
+                    conditions.push(c);
+                }
+            }
+            CompiledStatus { fields, conditions }
+        });
+        if status.is_some() {
+            need_role(self, &watch_cluster, Access::WriteStatus, "spec.status");
+        }
+
+        // Every expression may read only what exists.
+        let lookup_names: BTreeSet<String> = lookups.iter().map(|l| l.name.clone()).collect();
+        let mut all_exprs: Vec<&Expr> = Vec::new();
+        for l in &lookups {
+            all_exprs.extend(l.namespace.iter());
+            all_exprs.extend(l.when.iter());
+            match &l.key {
+                LookupKey::Name(e) | LookupKey::Labels(e) => all_exprs.push(e),
+            }
+        }
+        for g in &guards {
+            all_exprs.push(&g.expr);
+            all_exprs.extend(g.message_expr.iter());
+        }
+        all_exprs.extend(vars.iter().map(|v| &v.expr));
+        for o in &outputs {
+            all_exprs.extend(o.when.iter());
+            all_exprs.extend(o.for_each.iter());
+        }
+        if let Some(s) = &status {
+            all_exprs.extend(s.fields.iter().map(|(_, e)| e));
+            for c in &s.conditions {
+                all_exprs.push(&c.status);
+                all_exprs.push(&c.reason);
+                all_exprs.extend(c.message.iter());
+            }
+        }
+        let mut reference_errors = Vec::new();
+        for expr in &all_exprs {
+            for variable in &expr.program.references().variables {
+                let known = ["self", "vars", "cluster", "now", "tables"]
+                    .contains(&variable.as_str())
+                    || lookup_names.contains(variable);
+                if !known {
+                    reference_errors.push((
+                        expr.path.clone(),
+                        expr.source().to_string(),
+                        format!("unknown variable `{variable}`"),
+                        variable.clone(),
+                    ));
+                }
+            }
+            for (root, field) in &expr.program.references().selections {
+                if root == "vars" && !var_names.contains(field) {
+                    reference_errors.push((
+                        expr.path.clone(),
+                        expr.source().to_string(),
+                        format!("unknown variable `vars.{field}`"),
+                        format!("vars.{field}"),
+                    ));
+                }
+            }
+        }
+        for (path, source, message, needle) in reference_errors {
+            let (line, column) = find_in_source(&source, &needle);
+            let d = self.expression_diagnostic(
+                "cel::unknown-variable",
+                message,
+                file,
+                &rule,
+                node,
+                &path,
+                line,
+                column,
+            );
+            self.error(d);
+        }
+
+        // Templates may read only what exists.
+        for output in &outputs {
+            if !templates.has_template(&output.template) {
+                continue;
+            }
+            for reference in templates.referenced_paths(&output.template) {
+                let Some(root) = reference.path.first() else {
+                    continue;
+                };
+                let problem = match root.as_str() {
+                    "self" | "cluster" | "now" | "tables" => None,
+                    "item" | "index" if output.for_each.is_some() => None,
+                    "vars" => match reference.path.get(1) {
+                        Some(var) if !var_names.contains(var) => {
+                            Some(format!("variable `vars.{var}` is not defined"))
+                        }
+                        _ => None,
+                    },
+                    name if lookup_names.contains(name) => None,
+                    name => Some(format!("variable `{name}` is not defined")),
+                };
+                if let Some(problem) = problem {
+                    let template_file = self
+                        .files
+                        .display(&format!("templates/{}", output.template));
+                    self.error(
+                        Diagnostic::error(
+                            "template::unknown-variable",
+                            format!(
+                                "{problem} (template `{}` used by output `{}`)",
+                                output.template, output.name
+                            ),
+                        )
+                        .at(
+                            &template_file,
+                            Pos {
+                                line: reference.line,
+                                column: reference.column,
+                            },
+                        )
+                        .in_rule(&rule),
+                    );
+                }
+            }
+        }
+
+        let steps = match order_steps(&lookups, &guards, &vars) {
+            Ok(steps) => steps,
+            Err(cycle) => {
+                self.error(
+                    Diagnostic::error(
+                        "pack::cycle",
+                        format!(
+                            "lookups and variables depend on each other in a cycle: {}",
+                            cycle.join(" -> ")
+                        ),
+                    )
+                    .at(file, at("spec"))
+                    .in_rule(&rule),
+                );
+                Vec::new()
+            }
+        };
+
+        if self.error_count() > errors_before {
+            return None;
+        }
+        let watch = CompiledWatch {
+            cluster: watch_cluster,
+            api_version: spec.watch.api_version.clone(),
+            kind: spec.watch.kind.clone(),
+            selector: spec.watch.selector.clone(),
+        };
+        self.type_check(
+            &rule,
+            file,
+            node,
+            &watch,
+            &lookups,
+            &guards,
+            &vars,
+            &steps,
+            &outputs,
+            status.as_ref(),
+            pack.cost_per_expression(),
+        );
+        if self.error_count() > errors_before {
+            return None;
+        }
+        Some(CompiledRule {
+            name: rule,
+            file: file.to_string(),
+            watch,
+            lookups,
+            guards,
+            vars,
+            steps,
+            outputs,
+            status,
+            deletion: spec.deletion,
+        })
+    }
+
+    fn compile_condition(
+        &mut self,
+        env: &cel::Env,
+        file: &str,
+        rule: &str,
+        node: &Node,
+        i: usize,
+        condition: &ConditionMapping,
+    ) -> Option<CompiledCondition> {
+        let base = format!("spec.status.conditions[{i}]");
+        let status = self.compile_expr(
+            env,
+            file,
+            rule,
+            node,
+            &format!("{base}.status"),
+            &condition.status,
+        );
+        let reason = self.compile_expr(
+            env,
+            file,
+            rule,
+            node,
+            &format!("{base}.reason"),
+            &condition.reason,
+        );
+        let message = match &condition.message {
+            Some(m) => {
+                Some(self.compile_expr(env, file, rule, node, &format!("{base}.message"), m)?)
+            }
+            None => None,
+        };
+        Some(CompiledCondition {
+            type_: condition.type_.clone(),
+            status: status?,
+            reason: reason?,
+            message,
+        })
+    }
+}
+
+fn access_name(access: Access) -> &'static str {
+    match access {
+        Access::Read => "read",
+        Access::Write => "write",
+        Access::WriteStatus => "writeStatus",
+    }
+}
+
+/// 1-based (line, column) of the first occurrence of `needle` as a whole identifier path in
+/// `source`, or (1, 1).
+fn find_in_source(source: &str, needle: &str) -> (usize, usize) {
+    let bytes = source.as_bytes();
+    let mut start = 0;
+    while let Some(found) = source[start..].find(needle) {
+        let at = start + found;
+        let before_ok = at == 0 || !is_ident_byte(bytes[at - 1]) && bytes[at - 1] != b'.';
+        let end = at + needle.len();
+        let after_ok = end >= bytes.len() || !is_ident_byte(bytes[end]);
+        if before_ok && after_ok {
+            let line = source[..at].matches('\n').count() + 1;
+            let line_start = source[..at].rfind('\n').map(|i| i + 1).unwrap_or(0);
+            let column = source[line_start..at].chars().count() + 1;
+            return (line, column);
+        }
+        start = at + needle.len().max(1);
+    }
+    (1, 1)
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[cfg(test)]
+mod tests {
+    use super::find_in_source;
+
+    #[test]
+    fn find_identifier_in_source() {
+        assert_eq!(find_in_source("a.vars.x + vars.x", "vars.x"), (1, 12));
+        assert_eq!(find_in_source("1 +\n  fleet.x", "fleet"), (2, 3));
+    }
+}
