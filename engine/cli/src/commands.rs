@@ -32,11 +32,23 @@ fn load_files(
     Ok((files, result))
 }
 
-/// Loads a pack, printing its diagnostics to stderr.
+/// Loads a pack, printing its errors to stderr; warnings are only counted (`check` shows them).
 fn load_pack(dir: &Path, sources: &Sources) -> Result<Pack, CliError> {
     let (files, result) = load_files(dir, sources)?;
+    let mut warnings = 0;
     for d in &result.diagnostics {
-        eprintln!("{d}");
+        if d.is_error() {
+            eprintln!("{d}");
+        } else {
+            warnings += 1;
+        }
+    }
+    if warnings > 0 {
+        tracing::info!(
+            "pack `{}` has {warnings} warnings: `switchyard check {}` shows them",
+            files.root,
+            files.root
+        );
     }
     result
         .pack
