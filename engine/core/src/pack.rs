@@ -335,7 +335,7 @@ impl<'a> Loader<'a> {
             };
             let mut path_text = error.path().to_string();
             let mut path = yaml::parse_path(&path_text);
-            let message = error.inner().to_string();
+            let message = without_type_names(&error.inner().to_string());
             let unknown = message.starts_with("unknown field");
             if unknown
                 && let Some(field) = message.split('`').nth(1)
@@ -711,6 +711,27 @@ impl<'a> Loader<'a> {
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count()
+    }
+}
+
+/// serde's message without the Rust type names it mentions (`expected struct Watch` ->
+/// `expected a map`): users write YAML, not Rust.
+fn without_type_names(message: &str) -> String {
+    static TYPE_NAME: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"expected (struct|enum|tuple struct) [A-Za-z0-9_]+").ok()
+    });
+    match TYPE_NAME.as_ref() {
+        Some(re) => re
+            .replace_all(message, |c: &regex::Captures<'_>| {
+                if &c[1] == "enum" {
+                    "expected one of the allowed values"
+                } else {
+                    "expected a map"
+                }
+                .to_string()
+            })
+            .into_owned(),
+        None => message.to_string(),
     }
 }
 

@@ -600,3 +600,35 @@ fn check_warns_where_the_cost_of_an_expression_cannot_be_bounded() {
         ]
     );
 }
+
+#[test]
+fn type_errors_in_pack_files_speak_yaml_not_rust() {
+    let messages = |rule: String| -> Vec<String> {
+        let files = PackFiles {
+            root: "demo".into(),
+            files: BTreeMap::from([
+                ("pack.yaml".to_string(), PACK.to_string()),
+                ("rules/app.yaml".to_string(), rule),
+            ]),
+            shared_partials: BTreeMap::new(),
+        };
+        load(&files)
+            .diagnostics
+            .iter()
+            .map(|d| d.to_string())
+            .collect()
+    };
+    let watch = "  watch: {apiVersion: example.com/v1, kind: App}";
+    assert_eq!(
+        messages(RULE.replace(watch, "  watch: 5")),
+        [
+            "demo/rules/app.yaml:6:10: error[pack::invalid-value]: invalid type: integer `5`, expected a map at `spec.watch`"
+        ]
+    );
+    assert_eq!(
+        messages(RULE.replace(watch, &format!("{watch}\n  deletion: Maybe"))),
+        [
+            "demo/rules/app.yaml:7:13: error[pack::invalid-value]: unknown variant `Maybe`, expected `Delete` or `Orphan` at `spec.deletion`"
+        ]
+    );
+}
