@@ -51,21 +51,29 @@ fn evaluate(
     source: &str,
     bound: &BTreeMap<String, cel::Value>,
 ) -> Result<serde_json::Value, String> {
-    let program = env.compile(source).map_err(|e| {
-        format!(
-            "{}:{}: {}\n  | {}",
-            e.line,
-            e.column,
-            e.message,
-            e.caret(source).replace('\n', "\n  | ")
-        )
-    })?;
+    let program = env
+        .compile(source)
+        .map_err(|e| at_position(source, e.line, e.column, &e.message))?;
     let mut activation = cel::Activation::new(env);
     for (name, value) in bound {
         activation.bind(name, value.clone());
     }
-    let value = program.eval(&activation).map_err(|e| e.message)?;
+    let value = program
+        .eval(&activation)
+        .map_err(|e| match (e.line, e.column) {
+            (Some(line), Some(column)) => at_position(source, line, column, &e.message),
+            _ => e.message,
+        })?;
     value.to_json().map_err(|e| e.message)
+}
+
+/// `line:column: message` and the source line with a caret under the column.
+fn at_position(source: &str, line: usize, column: usize, message: &str) -> String {
+    let text = source.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    format!(
+        "{line}:{column}: {message}\n  | {text}\n  | {}^",
+        " ".repeat(column.saturating_sub(1))
+    )
 }
 
 pub fn run(expression: Option<&str>, file: Option<&Path>, vars: &[String]) -> Result<u8, CliError> {

@@ -427,3 +427,18 @@ fn errors_only(output: &str) -> String {
     }
     out
 }
+
+#[test]
+fn cel_reports_evaluation_errors_at_the_failing_node() {
+    let out = switchyard(&[
+        "cel",
+        "self.spec.x + 1",
+        "--var",
+        r#"self={"spec":{"x":"a"}}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:13: no matching overload for '_+_' applied to (string, int)\n  | self.spec.x + 1\n  |             ^\n"
+    );
+}
