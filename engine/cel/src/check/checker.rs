@@ -600,21 +600,8 @@ impl<'a> Checker<'a> {
 /// The byte offset of the `)` closing the `(` `text` starts with, skipping string literals.
 fn closing_parenthesis(text: &str) -> Option<usize> {
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            continue;
-        }
+    for (i, c) in super::outside_literals(text) {
         match c {
-            '\'' | '"' => quote = Some(c),
             '(' => depth += 1,
             ')' => {
                 depth = depth.saturating_sub(1);

@@ -1419,25 +1419,12 @@ fn close_brackets(source: &str, start: usize, end: usize) -> usize {
         return end;
     };
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
+    for (i, c) in super::outside_literals(text) {
         let at = start + i;
-        if at >= end && depth == 0 && quote.is_none() {
+        if at >= end && depth == 0 {
             return at.max(end);
         }
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            continue;
-        }
         match c {
-            '\'' | '"' => quote = Some(c),
             '(' | '[' | '{' => depth += 1,
             ')' | ']' | '}' => {
                 if depth == 0 {

@@ -71,6 +71,31 @@ pub use types::{Bounds, ObjectType, Type};
 
 use crate::error::{CompileError, position_of_byte};
 
+/// The characters of CEL source outside its string literals (each literal's opening quote
+/// included), with their byte offsets: the
+/// scanners that find where a node's text ends must not count brackets inside strings.
+pub(crate) fn outside_literals(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    text.char_indices().filter(move |&(_, c)| {
+        if let Some(q) = quote {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == q {
+                quote = None;
+            }
+            return false;
+        }
+        if c == '\'' || c == '"' {
+            // The opening quote is yielded: a literal starts outside the others.
+            quote = Some(c);
+        }
+        true
+    })
+}
+
 /// The types of the variables an expression may read, and the custom functions it may
 /// call. Undeclared variables are `dyn`: the engine reports unknown variables itself.
 #[derive(Debug, Clone, Default)]
