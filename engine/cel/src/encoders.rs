@@ -127,16 +127,8 @@ fn decode(src: &[u8], padded: bool) -> Result<Vec<u8>, usize> {
 #[cfg(test)]
 mod tests {
     use super::base64_decode;
-    use crate::{Activation, Env, Inspect};
-
-    fn eval(source: &str) -> Result<Inspect, String> {
-        let env = Env::kubernetes();
-        let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
-        program
-            .eval(&Activation::new(&env))
-            .map(|v| v.inspect())
-            .map_err(|e| e.message)
-    }
+    use crate::Inspect;
+    use crate::tests::eval_source as eval;
 
     fn decoded(s: &str) -> Result<Vec<u8>, String> {
         base64_decode(s.as_bytes()).map_err(|e| e.message)

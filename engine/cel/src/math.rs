@@ -257,16 +257,8 @@ fn bits() -> Vec<Overload> {
 
 #[cfg(test)]
 mod tests {
+    use crate::tests::eval_source as eval;
     use crate::{Activation, Env, Inspect, Value};
-
-    fn eval(source: &str) -> Result<Inspect, String> {
-        let env = Env::kubernetes();
-        let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
-        program
-            .eval(&Activation::new(&env))
-            .map(|v| v.inspect())
-            .map_err(|e| e.message)
-    }
 
     fn ok(source: &str) -> Inspect {
         eval(source).unwrap_or_else(|e| panic!("{source}: {e}"))

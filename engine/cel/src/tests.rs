@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 
-use crate::{Activation, CompileError, CustomFunction, Env, EvalError, Program, Value};
+use crate::{Activation, CompileError, CustomFunction, Env, EvalError, Inspect, Program, Value};
 
 fn compile_err(source: &str) -> CompileError {
     match Env::kubernetes().compile(source) {
@@ -1141,4 +1141,15 @@ fn chains_of_additions_behave_as_the_additions_one_by_one() {
         program.eval_with_cost(&activation).unwrap().1,
         7 + 20 + 30 + 40
     );
+}
+
+/// Compiles and evaluates `source` with no variables: the value, or the error text
+/// (`compile: ...` for a compile error). Shared by the library modules' tests.
+pub(crate) fn eval_source(source: &str) -> Result<Inspect, String> {
+    let env = Env::kubernetes();
+    let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
+    program
+        .eval(&Activation::new(&env))
+        .map(|v| v.inspect())
+        .map_err(|e| e.message)
 }
