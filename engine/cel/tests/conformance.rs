@@ -33,7 +33,7 @@
 
 #[path = "support/textproto.rs"]
 mod textproto;
-use textproto::{Field, Message, parse_textproto};
+use textproto::{Field, Message, parse_textproto, suite_files};
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -106,19 +106,13 @@ fn suite_dir() -> PathBuf {
 #[test]
 fn conformance() {
     let dir = suite_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Some(files) = suite_files(&dir) else {
         println!(
             "the CEL conformance suite is not at {}: skipping the conformance tests",
             dir.display()
         );
         return;
     };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "textproto"))
-        .collect();
-    files.sort();
 
     // Quiet the panics of the interpreter, which `Program::eval` turns into errors.
     let hook = std::panic::take_hook();

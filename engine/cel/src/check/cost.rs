@@ -35,7 +35,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::{Arc, LazyLock};
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, SourceInfo};
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, SourceInfo};
 
 use super::TypeEnv;
 use super::decls::{Arg, DECLARATIONS, merge, resolve};
@@ -197,22 +197,8 @@ fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
             .chain(&call.args)
             .collect(),
         Expr::List(list) => list.elements.iter().collect(),
-        Expr::Map(map) => map
-            .entries
-            .iter()
-            .flat_map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
-                EntryExpr::StructField(field) => vec![&field.value],
-            })
-            .collect(),
-        Expr::Struct(message) => message
-            .entries
-            .iter()
-            .flat_map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
-                EntryExpr::StructField(field) => vec![&field.value],
-            })
-            .collect(),
+        Expr::Map(map) => entry_children(&map.entries),
+        Expr::Struct(message) => entry_children(&message.entries),
         Expr::Comprehension(c) => vec![
             &c.iter_range,
             &c.accu_init,
@@ -222,6 +208,17 @@ fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
         ],
         Expr::Unspecified | Expr::Literal(_) | Expr::Ident(_) => Vec::new(),
     }
+}
+
+/// The keys and values of a map literal, or the values of a message literal.
+fn entry_children(entries: &[IdedEntryExpr]) -> Vec<&IdedExpr> {
+    entries
+        .iter()
+        .flat_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(entry) => vec![&entry.key, &entry.value],
+            EntryExpr::StructField(field) => vec![&field.value],
+        })
+        .collect()
 }
 
 // ---- costs and sizes ----------------------------------------------------------------------

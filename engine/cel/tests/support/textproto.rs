@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
+
 /// A text-format protobuf message: its fields in order, repeated fields repeated.
 #[derive(Debug, Default)]
 pub struct Message {
@@ -301,4 +303,17 @@ fn parse_value(lexer: &mut Lexer) -> Result<Field, String> {
         Some('"' | '\'') => Ok(Field::Scalar(Scalar::Str(lexer.strings()?))),
         _ => Ok(Field::Scalar(Scalar::Token(lexer.token()?))),
     }
+}
+
+/// The suite's `*.textproto` files in `dir`, in name order; `None` when the folder cannot be
+/// read (the suite is not beside the workspace).
+pub fn suite_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "textproto"))
+        .collect();
+    files.sort();
+    Some(files)
 }

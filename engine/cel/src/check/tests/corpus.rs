@@ -333,19 +333,13 @@ fn check_conformance_file(env: &Env, name: &str, file: &Message, tally: &mut Tal
 #[test]
 fn no_false_positives_on_the_conformance_suite() {
     let dir: &Path = &shared().join("cel-spec");
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Some(files) = super::textproto::suite_files(dir) else {
         println!(
             "the CEL conformance suite is not at {}: skipped",
             dir.display()
         );
         return;
     };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "textproto"))
-        .collect();
-    files.sort();
     let env = Env::kubernetes();
     let mut tally = Tally::default();
     for path in &files {
