@@ -15,7 +15,7 @@ pub mod handwritten;
 
 use std::path::{Path, PathBuf};
 
-use switchyard_cli::files::{display, read_pack, walk};
+use switchyard_files::{display, read_pack, walk};
 use switchyard_core::plan::parse_inputs;
 use switchyard_core::{Pack, PackFiles};
 

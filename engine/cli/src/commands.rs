@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use switchyard_core::diagnostic::Severity;
 use switchyard_core::{Pack, diff, model, plan, testing};
 
-use crate::files::{read_crds, read_inputs, read_pack};
+use crate::files::read_inputs;
 use crate::{CliError, DiffFormat, RenderFormat, Sources};
 
 fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
@@ -24,12 +24,11 @@ fn load_files(
     dir: &Path,
     sources: &Sources,
 ) -> Result<(switchyard_core::PackFiles, switchyard_core::LoadResult), CliError> {
-    let files = read_pack(dir, sources.partials.as_deref())?;
-    let options = switchyard_core::LoadOptions {
-        crds: read_crds(dir, &sources.crds)?,
-    };
-    let result = switchyard_core::load_with(&files, &options);
-    Ok((files, result))
+    Ok(crate::files::load_pack_dir(
+        dir,
+        sources.partials.as_deref(),
+        &sources.crds,
+    )?)
 }
 
 /// Loads a pack, printing its errors to stderr; warnings are only counted (`check` shows them).

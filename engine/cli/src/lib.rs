@@ -1,10 +1,11 @@
-//! The `switchyard` command's file handling, as a library: reading pack folders, shared
-//! partials, CRDs and input objects from disk. The binary (`src/main.rs`) is a thin layer of
-//! subcommands over this and `switchyard-core`; benchmarks and tests read packs the same way.
+//! The `switchyard` command's library: its error type, and its file handling, which lives in
+//! `switchyard-files` (the broker reads packs the same way) and is re-exported as [`files`].
+//! The binary (`src/main.rs`) is a thin layer of subcommands over this and `switchyard-core`.
 
 use std::path::Path;
 
-pub mod files;
+pub use switchyard_files as files;
+use switchyard_files::FileError;
 
 /// Errors that stop a command. Exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +29,16 @@ impl CliError {
         CliError::Io {
             path: files::display(path),
             source,
+        }
+    }
+}
+
+impl From<FileError> for CliError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Usage(message) => CliError::Usage(message),
+            FileError::Io { path, source } => CliError::Io { path, source },
+            FileError::Input(message) => CliError::Input(message),
         }
     }
 }

@@ -44,7 +44,7 @@ pub struct DesiredObject {
 }
 
 /// Something a rule read, for re-evaluation when it changes.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum ReadKey {
     Object(ObjectKey),

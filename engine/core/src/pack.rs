@@ -128,6 +128,33 @@ impl Pack {
             .collect()
     }
 
+    /// What each rule watches, looks up and writes to: what a runtime must watch for it.
+    pub fn rule_kinds(&self) -> Vec<RuleKinds> {
+        self.rules
+            .iter()
+            .map(|r| RuleKinds {
+                name: r.name.clone(),
+                watch: KindIn {
+                    cluster: r.watch.cluster.clone(),
+                    api_version: r.watch.api_version.clone(),
+                    kind: r.watch.kind.clone(),
+                },
+                selector: r.watch.selector.clone(),
+                lookups: r
+                    .lookups
+                    .iter()
+                    .map(|l| KindIn {
+                        cluster: l.cluster.clone(),
+                        api_version: l.api_version.clone(),
+                        kind: l.kind.clone(),
+                    })
+                    .collect(),
+                output_clusters: r.outputs.iter().map(|o| o.cluster.clone()).collect(),
+                deletion: r.deletion,
+            })
+            .collect()
+    }
+
     /// The test suites found under `tests/`, with their file names.
     pub fn test_suites(&self) -> &[(String, TestSuiteDocument)] {
         &self.tests
@@ -141,6 +168,25 @@ impl Pack {
     pub fn tables(&self) -> &BTreeMap<String, Table> {
         &self.tables
     }
+}
+
+/// A kind in a cluster role.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KindIn {
+    pub cluster: String,
+    pub api_version: String,
+    pub kind: String,
+}
+
+/// The kinds one rule reads and the clusters it writes to ([`Pack::rule_kinds`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleKinds {
+    pub name: String,
+    pub watch: KindIn,
+    pub selector: Option<LabelSelector>,
+    pub lookups: Vec<KindIn>,
+    pub output_clusters: BTreeSet<String>,
+    pub deletion: DeletionPolicy,
 }
 
 pub(crate) struct CompiledRule {

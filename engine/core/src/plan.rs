@@ -95,15 +95,8 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
                     merged.insert(desired.key.clone(), desired.clone());
                 }
                 Some(existing) => {
-                    if without_ownership(&existing.object) == without_ownership(&desired.object) {
-                        existing.sources.extend(desired.sources.iter().cloned());
-                        existing.owners.extend(desired.owners.iter().cloned());
-                    } else {
-                        conflicts.push(Conflict {
-                            key: desired.key.clone(),
-                            kept: existing.owners.clone(),
-                            refused: desired.owners.clone(),
-                        });
+                    if let Err(conflict) = absorb(existing, desired) {
+                        conflicts.push(conflict);
                     }
                 }
             }
@@ -113,13 +106,7 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
     let mut objects: Vec<DesiredObject> = merged
         .into_values()
         .map(|mut d| {
-            stamp_ownership(
-                &mut d.object,
-                pack.name(),
-                &version,
-                &join_comma(&d.sources),
-                &join_comma(&d.owners),
-            );
+            stamp_merged(pack.name(), &version, &mut d);
             d
         })
         .collect();
@@ -139,8 +126,46 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
     }
 }
 
-fn join_comma(set: &BTreeSet<String>) -> String {
-    set.iter().cloned().collect::<Vec<_>>().join(",")
+/// How many triggers the `switchyard.dev/owners` annotation names. Kubernetes refuses an
+/// object whose annotations exceed 256 KiB together, and an output shared by thousands of
+/// triggers (a tenant's namespace) must still apply; past this many, the annotation names the
+/// first ones in key order and ends with [`OWNERS_MORE`].
+pub const OWNERS_LISTED: usize = 8;
+/// The last entry of a `switchyard.dev/owners` annotation that names only some owners.
+pub const OWNERS_MORE: &str = "+more";
+
+/// The `switchyard.dev/owners` annotation for a set of owners: bounded whatever its size.
+pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
+    let mut listed: Vec<&str> = owners.iter().take(OWNERS_LISTED).map(String::as_str).collect();
+    if owners.len() > OWNERS_LISTED {
+        listed.push(OWNERS_MORE);
+    }
+    listed.join(",")
+}
+
+/// Adds another trigger's version of an object to the merged one: the same contents (ownership
+/// aside) join its sources and owners; different contents are a conflict and leave it as it
+/// was.
+pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<(), Conflict> {
+    if without_ownership(&existing.object) == without_ownership(&incoming.object) {
+        existing.sources.extend(incoming.sources.iter().cloned());
+        existing.owners.extend(incoming.owners.iter().cloned());
+        Ok(())
+    } else {
+        Err(Conflict {
+            key: incoming.key.clone(),
+            kept: existing.owners.clone(),
+            refused: incoming.owners.clone(),
+        })
+    }
+}
+
+/// Writes a merged object's ownership metadata: every source, and its owners as
+/// [`owners_annotation`] bounds them.
+pub fn stamp_merged(pack: &str, version: &str, desired: &mut DesiredObject) {
+    let sources = desired.sources.iter().cloned().collect::<Vec<_>>().join(",");
+    let owners = owners_annotation(&desired.owners);
+    stamp_ownership(&mut desired.object, pack, version, &sources, &owners);
 }
 
 fn without_ownership(object: &Value) -> Value {

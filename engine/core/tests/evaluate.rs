@@ -315,6 +315,37 @@ fn shared_output_is_one_object_owned_by_every_trigger() {
     assert!(p.conflicts.is_empty());
 }
 
+/// 5,000 triggers sharing one namespace: its ownership metadata stays far below Kubernetes'
+/// 256 KiB limit on an object's annotations, naming the first owners and `+more`.
+#[test]
+fn ownership_metadata_of_a_widely_shared_output_is_bounded() {
+    let pack = pack_with(RULE);
+    let mut objects = vec![team()];
+    objects.extend((0..5000).map(|i| app(&format!("app-{i:04}"), &[], "n")));
+    let p = plan(&pack, &world(&objects), now());
+    let ns = p
+        .objects
+        .iter()
+        .find(|d| d.key.kind == "Namespace")
+        .unwrap();
+    assert_eq!(ns.owners.len(), 5000);
+    let annotations = ns.object["metadata"]["annotations"].as_object().unwrap();
+    let total: usize = annotations
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().unwrap().len())
+        .sum();
+    assert!(total < 2048, "annotations take {total} bytes");
+    let owners: Vec<&str> = annotations["switchyard.dev/owners"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(owners.len(), 9);
+    assert_eq!(owners[0], "source:App.example.com:default/app-0000");
+    assert_eq!(owners[7], "source:App.example.com:default/app-0007");
+    assert_eq!(owners[8], "+more");
+}
+
 #[test]
 fn outputs_outside_the_scope_are_refused() {
     let rule = RULE.replace("'team-' + owner.metadata.name", "'kube-system'");

@@ -1,19 +1,61 @@
-//! Reading packs and inputs from disk: the only file-system code of the dry-run commands.
+//! Reading packs and inputs from disk: the only file-system code of the dry-run commands and
+//! of the broker's pack loading. The core does no I/O; this crate turns folders into
+//! [`PackFiles`] and CRD documents for it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use switchyard_core::PackFiles;
 use switchyard_core::diagnostic::Diagnostic;
 use switchyard_core::plan::parse_inputs;
+use switchyard_core::{LoadOptions, LoadResult, PackFiles};
 
-use crate::CliError;
+/// Why files could not be read. The messages are what `switchyard` prints after `error: `.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// A path given by the user that is not usable (a pack folder that does not exist).
+    #[error("{0}")]
+    Usage(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    /// A file whose contents cannot be used (invalid YAML, an input that is not an object).
+    #[error("{0}")]
+    Input(String),
+}
+
+impl FileError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        FileError::Io {
+            path: display(path),
+            source,
+        }
+    }
+}
+
+/// Reads a pack folder and the CRDs it is checked against, and loads it: what every command
+/// and the broker do with a pack folder. `partials` and `crds` default as in [`read_pack`]
+/// and [`read_crds`]. Diagnostics (errors included) are in the [`LoadResult`]; only files
+/// that cannot be read are an `Err`.
+pub fn load_pack_dir(
+    dir: &Path,
+    partials: Option<&Path>,
+    crds: &[PathBuf],
+) -> Result<(PackFiles, LoadResult), FileError> {
+    let files = read_pack(dir, partials)?;
+    let options = LoadOptions {
+        crds: read_crds(dir, crds)?,
+    };
+    let result = switchyard_core::load_with(&files, &options);
+    Ok((files, result))
+}
 
 /// Reads every text file under `dir` into a [`PackFiles`], with the shared partials of the
 /// nearest `templates/` folder above the pack (or `partials` when given).
-pub fn read_pack(dir: &Path, partials: Option<&Path>) -> Result<PackFiles, CliError> {
+pub fn read_pack(dir: &Path, partials: Option<&Path>) -> Result<PackFiles, FileError> {
     if !dir.is_dir() {
-        return Err(CliError::Usage(format!(
+        return Err(FileError::Usage(format!(
             "pack folder `{}` does not exist",
             dir.display()
         )));
@@ -30,7 +72,7 @@ pub fn read_pack(dir: &Path, partials: Option<&Path>) -> Result<PackFiles, CliEr
             }
             // Binary files (images in docs) are not part of the pack.
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
-            Err(e) => return Err(CliError::io(&path, e)),
+            Err(e) => return Err(FileError::io(&path, e)),
         }
     }
     let mut shared_partials = BTreeMap::new();
@@ -48,7 +90,7 @@ pub fn read_pack(dir: &Path, partials: Option<&Path>) -> Result<PackFiles, CliEr
             };
             let name = to_slash(relative);
             let name = name.trim_end_matches(".hbs").to_string();
-            let text = std::fs::read_to_string(&path).map_err(|e| CliError::io(&path, e))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| FileError::io(&path, e))?;
             shared_partials.insert(name, (display(&path), text));
         }
     }
@@ -60,9 +102,15 @@ pub fn read_pack(dir: &Path, partials: Option<&Path>) -> Result<PackFiles, CliEr
 }
 
 /// The repository's shared `templates/` folder: the first ancestor of the pack's parent that
-/// has one.
-fn find_shared_templates(pack: &Path) -> Option<PathBuf> {
+/// has one. The partials folder [`read_pack`] uses when none is given.
+pub fn find_shared_templates(pack: &Path) -> Option<PathBuf> {
     find_above(pack, "templates")
+}
+
+/// The nearest `config/crds/` folder above the pack: the CRDs [`read_crds`] reads when none
+/// are given.
+pub fn find_crds(pack: &Path) -> Option<PathBuf> {
+    find_above(pack, "config/crds")
 }
 
 /// The first ancestor of the pack's parent that has the folder `relative`.
@@ -77,9 +125,9 @@ fn find_above(pack: &Path, relative: &str) -> Option<PathBuf> {
 
 /// Reads CustomResourceDefinitions from files and folders (`*.yaml`, `*.yml`, `*.json`),
 /// default the nearest `config/crds/` above the pack. Documents of other kinds are skipped.
-pub fn read_crds(pack: &Path, paths: &[PathBuf]) -> Result<Vec<serde_json::Value>, CliError> {
+pub fn read_crds(pack: &Path, paths: &[PathBuf]) -> Result<Vec<serde_json::Value>, FileError> {
     let paths: Vec<PathBuf> = if paths.is_empty() {
-        find_above(pack, "config/crds").into_iter().collect()
+        find_crds(pack).into_iter().collect()
     } else {
         paths.to_vec()
     };
@@ -97,9 +145,9 @@ pub fn read_crds(pack: &Path, paths: &[PathBuf]) -> Result<Vec<serde_json::Value
             ) {
                 continue;
             }
-            let text = std::fs::read_to_string(&file).map_err(|e| CliError::io(&file, e))?;
+            let text = std::fs::read_to_string(&file).map_err(|e| FileError::io(&file, e))?;
             let documents = switchyard_core::yaml::parse_documents(&text).map_err(|e| {
-                CliError::Input(format!(
+                FileError::Input(format!(
                     "{}:{}:{}: invalid YAML: {}",
                     display(&file),
                     e.pos.line,
@@ -125,7 +173,7 @@ pub fn read_crds(pack: &Path, paths: &[PathBuf]) -> Result<Vec<serde_json::Value
 pub fn read_inputs(
     paths: &[PathBuf],
     default_cluster: &str,
-) -> Result<Vec<(String, serde_json::Value)>, CliError> {
+) -> Result<Vec<(String, serde_json::Value)>, FileError> {
     let mut objects = Vec::new();
     for path in paths {
         let files = if path.is_dir() {
@@ -137,9 +185,9 @@ pub fn read_inputs(
             vec![path.clone()]
         };
         for file in files {
-            let text = std::fs::read_to_string(&file).map_err(|e| CliError::io(&file, e))?;
+            let text = std::fs::read_to_string(&file).map_err(|e| FileError::io(&file, e))?;
             let mut found = parse_inputs(&text, &display(&file), default_cluster)
-                .map_err(|d: Box<Diagnostic>| CliError::Input(d.to_string()))?;
+                .map_err(|d: Box<Diagnostic>| FileError::Input(d.to_string()))?;
             objects.append(&mut found);
         }
     }
@@ -147,13 +195,13 @@ pub fn read_inputs(
 }
 
 /// Every file under `dir`, sorted, skipping hidden entries.
-pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+pub fn walk(dir: &Path) -> Result<Vec<PathBuf>, FileError> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(current) = stack.pop() {
-        let entries = std::fs::read_dir(&current).map_err(|e| CliError::io(&current, e))?;
+        let entries = std::fs::read_dir(&current).map_err(|e| FileError::io(&current, e))?;
         for entry in entries {
-            let entry = entry.map_err(|e| CliError::io(&current, e))?;
+            let entry = entry.map_err(|e| FileError::io(&current, e))?;
             let path = entry.path();
             if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
@@ -173,6 +221,7 @@ fn to_slash(path: &Path) -> String {
     path.to_string_lossy().replace('\\', "/")
 }
 
+/// How a path is shown in messages and diagnostics: forward slashes, no leading `./`.
 pub fn display(path: &Path) -> String {
     to_slash(path).trim_start_matches("./").to_string()
 }

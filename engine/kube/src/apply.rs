@@ -1,0 +1,271 @@
+//! Writes to the clusters: server-side apply of outputs, status and finalizers (one field
+//! manager per pack), deletes and orphaning. Every function is one API call (after a cached
+//! discovery), so the controller decides what to write and this module only writes it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions,
+};
+use kube::discovery::Scope;
+use kube::{Client, Error as KubeError};
+use serde_json::{Value, json};
+use switchyard_core::ObjectKey;
+use switchyard_core::evaluate::{LABEL_MANAGED_BY, LABEL_PACK};
+
+use crate::watch;
+
+/// Why a write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("no cluster `{0}` is configured")]
+    UnknownCluster(String),
+    #[error("{api_version} {kind} is not served by cluster `{cluster}`: {source}")]
+    Discovery {
+        cluster: String,
+        api_version: String,
+        kind: String,
+        #[source]
+        source: KubeError,
+    },
+    #[error("{action} {object}: {source}")]
+    Api {
+        action: &'static str,
+        object: String,
+        #[source]
+        source: KubeError,
+    },
+}
+
+impl ApplyError {
+    /// A short reason for conditions and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ApplyError::UnknownCluster(_) => "UnknownCluster",
+            ApplyError::Discovery { .. } => "KindNotServed",
+            ApplyError::Api { .. } => "ApplyFailed",
+        }
+    }
+
+    /// The API answered 404.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ApplyError::Api { source: KubeError::Api(s), .. } if s.code == 404)
+    }
+}
+
+/// The field manager of a pack: `switchyard/<pack>`.
+pub fn field_manager(pack: &str) -> String {
+    format!("switchyard/{pack}")
+}
+
+/// The API clients of the clusters, and the resources discovered in each.
+pub struct Clusters {
+    clients: BTreeMap<String, Client>,
+    resources: Mutex<HashMap<(String, String, String), (ApiResource, bool)>>,
+}
+
+impl Clusters {
+    /// `clients` maps the core's cluster names (`source`, `provider/x86`) to clients.
+    pub fn new(clients: BTreeMap<String, Client>) -> Arc<Self> {
+        Arc::new(Clusters {
+            clients,
+            resources: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn client(&self, cluster: &str) -> Result<&Client, ApplyError> {
+        self.clients
+            .get(cluster)
+            .ok_or_else(|| ApplyError::UnknownCluster(cluster.to_string()))
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.clients.keys().map(String::as_str)
+    }
+
+    /// The API resource of a kind and whether it is namespaced, discovered once per cluster.
+    async fn resource(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ApiResource, bool), ApplyError> {
+        let key = (
+            cluster.to_string(),
+            api_version.to_string(),
+            kind.to_string(),
+        );
+        if let Some(found) = self
+            .resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(found.clone());
+        }
+        let client = self.client(cluster)?;
+        let (resource, capabilities) = watch::resolve(client, api_version, kind)
+            .await
+            .map_err(|source| ApplyError::Discovery {
+                cluster: cluster.to_string(),
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                source,
+            })?;
+        let namespaced = capabilities.scope == Scope::Namespaced;
+        self.resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, (resource.clone(), namespaced));
+        Ok((resource, namespaced))
+    }
+
+    async fn api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, ApplyError> {
+        let (resource, namespaced) = self
+            .resource(&key.cluster, &key.api_version, &key.kind)
+            .await?;
+        let client = self.client(&key.cluster)?.clone();
+        Ok(match (&key.namespace, namespaced) {
+            (Some(ns), true) => Api::namespaced_with(client, ns, &resource),
+            _ => Api::all_with(client, &resource),
+        })
+    }
+
+    /// Server-side applies an output; returns what the API server stored.
+    pub async fn apply(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        object: &Value,
+    ) -> Result<DynamicObject, ApplyError> {
+        let api = self.api(key).await?;
+        let params = PatchParams::apply(&field_manager(pack)).force();
+        api.patch(&key.name, &params, &Patch::Apply(object))
+            .await
+            .map_err(|source| ApplyError::Api {
+                action: "apply",
+                object: key.to_string(),
+                source,
+            })
+    }
+
+    /// Deletes an output, only the incarnation the cache saw (`uid`).
+    pub async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<(), ApplyError> {
+        let api = self.api(key).await?;
+        let params = DeleteParams {
+            preconditions: uid.map(|uid| Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            propagation_policy: Some(kube::api::PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        match api.delete(&key.name, &params).await {
+            Ok(_) => Ok(()),
+            Err(KubeError::Api(s)) if s.code == 404 => Ok(()),
+            Err(source) => Err(ApplyError::Api {
+                action: "delete",
+                object: key.to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Leaves an output in place, no longer managed: removes the pack's labels so prune never
+    /// finds it again.
+    pub async fn orphan(&self, pack: &str, key: &ObjectKey) -> Result<(), ApplyError> {
+        let api = self.api(key).await?;
+        let patch = json!({"metadata": {"labels": {LABEL_PACK: null, LABEL_MANAGED_BY: null}}});
+        let params = PatchParams {
+            field_manager: Some(field_manager(pack)),
+            ..PatchParams::default()
+        };
+        match api.patch(&key.name, &params, &Patch::Merge(&patch)).await {
+            Ok(_) => Ok(()),
+            Err(KubeError::Api(s)) if s.code == 404 => Ok(()),
+            Err(source) => Err(ApplyError::Api {
+                action: "orphan",
+                object: key.to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Applies the trigger's status through the status subresource (the spec is never
+    /// written).
+    pub async fn apply_status(
+        &self,
+        pack: &str,
+        trigger: &ObjectKey,
+        status: &Value,
+    ) -> Result<(), ApplyError> {
+        let api = self.api(trigger).await?;
+        let body = json!({
+            "apiVersion": trigger.api_version,
+            "kind": trigger.kind,
+            "metadata": identity_metadata(trigger),
+            "status": status,
+        });
+        let params = PatchParams::apply(&field_manager(pack)).force();
+        api.patch_status(&trigger.name, &params, &Patch::Apply(&body))
+            .await
+            .map(|_| ())
+            .map_err(|source| ApplyError::Api {
+                action: "write status of",
+                object: trigger.to_string(),
+                source,
+            })
+    }
+
+    /// Adds the pack's finalizer to the trigger or removes it. A merge patch of the whole
+    /// list with the cached resourceVersion as precondition: other controllers' finalizers
+    /// are kept (a concurrent change fails with a conflict and is retried with the newer
+    /// list), and a trigger that is gone is never created again, as an apply would.
+    pub async fn set_finalizer(
+        &self,
+        trigger: &ObjectKey,
+        cached: &Value,
+        finalizer: &str,
+        present: bool,
+    ) -> Result<(), ApplyError> {
+        let api = self.api(trigger).await?;
+        let mut finalizers: Vec<Value> = cached
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        finalizers.retain(|f| f.as_str() != Some(finalizer));
+        if present {
+            finalizers.push(Value::String(finalizer.to_string()));
+        }
+        let patch = json!({"metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": cached.pointer("/metadata/resourceVersion"),
+        }});
+        match api
+            .patch(&trigger.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Gone already: nothing holds it any more.
+            Err(KubeError::Api(s)) if s.code == 404 && !present => Ok(()),
+            Err(source) => Err(ApplyError::Api {
+                action: if present {
+                    "add finalizer to"
+                } else {
+                    "remove finalizer from"
+                },
+                object: trigger.to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+fn identity_metadata(key: &ObjectKey) -> Value {
+    match &key.namespace {
+        Some(ns) => json!({"name": key.name, "namespace": ns}),
+        None => json!({"name": key.name}),
+    }
+}

@@ -1,0 +1,251 @@
+//! `switchyard run`: wires clusters, watches, the controller, hot reload and health together.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::apply::Clusters;
+use crate::config::{BrokerConfig, ConfigError};
+use crate::controller::{CLEANUP_POLL, Controller, ReconcileError, Work};
+use crate::health::Health;
+use crate::packs::{self, PackSet};
+use crate::queue::{Backoff, Queue};
+use crate::store::{KindCache, KindKey, Store};
+use crate::watch::{self, WatchEvent, WatchMode};
+
+/// Why the broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// A running broker: its controller (for tests and benchmarks) and its health state.
+pub struct Handle {
+    pub controller: Arc<Controller>,
+    pub health: Health,
+}
+
+struct Watches {
+    running: BTreeMap<KindKey, (WatchMode, JoinHandle<()>)>,
+}
+
+/// Runs the broker until `shutdown` resolves: then it stops taking work, lets in-flight work
+/// finish, and returns.
+pub async fn run(
+    config: BrokerConfig,
+    shutdown: impl Future<Output = ()>,
+    on_start: impl FnOnce(Handle),
+) -> Result<(), BrokerError> {
+    config.validate()?;
+    let mut clients = BTreeMap::new();
+    for cluster in &config.clusters {
+        let client = crate::clusters::connect(cluster).await?;
+        clients.insert(cluster.id().to_string(), client);
+    }
+    let clusters = Clusters::new(clients);
+    let store = Store::new();
+    let queue: Arc<Queue<Work>> = Queue::new(Backoff::default());
+    let controller = Controller::new(store.clone(), clusters.clone(), queue.clone());
+    let health = Health::new();
+    on_start(Handle {
+        controller: controller.clone(),
+        health: health.clone(),
+    });
+
+    let (events_tx, mut events_rx) = mpsc::unbounded_channel::<WatchEvent>();
+    let mut watches = Watches {
+        running: BTreeMap::new(),
+    };
+
+    // The first pack set: a broken one leaves the broker running and not ready, waiting for
+    // a fixed set on disk.
+    let mut fingerprints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    reload(&config, &controller, &health, &mut fingerprints).await;
+    ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
+
+    let packs_dir = config.packs.clone().unwrap_or_default();
+    let (mut reloads, _guard) = crate::reload::watch(&packs_dir, config.reload_debounce())
+        .map_err(|e| BrokerError::Io(e.to_string()))?;
+
+    let addr = config.health_socket_addr()?;
+    let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::health::serve(addr, health.clone(), async move {
+        let _ = health_stopped.await;
+    }));
+
+    let mut workers = Vec::new();
+    for _ in 0..config.workers.max(1) {
+        let queue = queue.clone();
+        let controller = controller.clone();
+        workers.push(tokio::spawn(async move {
+            while let Some(work) = queue.next().await {
+                match controller.process(&work).await {
+                    Ok(()) => queue.done(&work),
+                    Err(ReconcileError::Pending(why)) => {
+                        tracing::debug!(%why, "waiting");
+                        queue.done(&work);
+                        queue.add_after(work, CLEANUP_POLL);
+                    }
+                    Err(e) => {
+                        let delay = queue.retry(&work);
+                        tracing::warn!(work = ?work, error = %e, retry_in = ?delay, "work failed; retrying");
+                    }
+                }
+            }
+        }));
+    }
+
+    let mut resync = tokio::time::interval(config.resync());
+    resync.tick().await;
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(event) = events_rx.recv() => match event {
+                WatchEvent::Changed(change) => controller.changed(&change),
+                WatchEvent::Synced(kind) => {
+                    health.set_watch(kind.to_string(), true);
+                    controller.watch_synced(kind);
+                }
+                WatchEvent::Failed(kind, message) => {
+                    tracing::warn!(watch = %kind, %message, "watch cannot start");
+                    health.set_watch(kind.to_string(), false);
+                }
+            },
+            Some(()) = reloads.recv() => {
+                reload(&config, &controller, &health, &mut fingerprints).await;
+                ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
+            }
+            _ = resync.tick() => controller.resync(),
+        }
+    }
+
+    tracing::info!("shutting down: finishing work in flight");
+    health.set_shutting_down();
+    queue.close();
+    let drain = futures::future::join_all(workers);
+    if tokio::time::timeout(Duration::from_secs(30), drain)
+        .await
+        .is_err()
+    {
+        tracing::warn!("work still in flight after 30s; stopping anyway");
+    }
+    for (_, (_, task)) in watches.running {
+        task.abort();
+    }
+    let _ = stop_health.send(());
+    let _ = server.await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Loads the pack set from disk; installs it when it loads, keeps the running one when not.
+async fn reload(
+    config: &BrokerConfig,
+    controller: &Controller,
+    health: &Health,
+    fingerprints: &mut BTreeMap<String, BTreeMap<String, u64>>,
+) {
+    let to_load = config.clone();
+    let loaded = tokio::task::spawn_blocking(move || packs::load_pack_set(&to_load)).await;
+    let set: PackSet = match loaded {
+        Ok(Ok(set)) => set,
+        Ok(Err(e)) => {
+            tracing::error!("pack set does not load; the running packs stay:\n{e}");
+            health.set_reload_error(e.to_string());
+            return;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "pack loading panicked; the running packs stay");
+            health.set_reload_error(e.to_string());
+            return;
+        }
+    };
+    let mut install = Vec::new();
+    let mut next = BTreeMap::new();
+    for pack in &set.packs {
+        let rules = packs::rule_fingerprints(pack);
+        let changed: Option<BTreeSet<String>> = fingerprints.get(pack.name()).map(|before| {
+            rules
+                .iter()
+                .filter(|(rule, print)| before.get(*rule) != Some(*print))
+                .map(|(rule, _)| rule.clone())
+                .collect()
+        });
+        next.insert(pack.name().to_string(), rules);
+        if changed.as_ref().is_some_and(BTreeSet::is_empty)
+            && fingerprints.contains_key(pack.name())
+        {
+            // Nothing this pack's rules depend on changed.
+            install.push((pack.clone(), Some(BTreeSet::new())));
+        } else {
+            install.push((pack.clone(), changed));
+        }
+    }
+    *fingerprints = next;
+    let names: Vec<(String, String)> = set
+        .packs
+        .iter()
+        .map(|p| (p.name().to_string(), p.version().to_string()))
+        .collect();
+    tracing::info!(packs = ?names, "pack set loaded");
+    controller.install(install);
+    health.set_packs(names);
+}
+
+/// Starts the watches the loaded packs need and stops the ones they no longer need.
+fn ensure_watches(
+    controller: &Arc<Controller>,
+    store: &Arc<Store>,
+    clusters: &Arc<Clusters>,
+    health: &Health,
+    events: &mpsc::UnboundedSender<WatchEvent>,
+    watches: &mut Watches,
+) {
+    let needed = controller.needed_watches();
+    let stale: Vec<KindKey> = watches
+        .running
+        .iter()
+        .filter(|(k, (mode, _))| needed.get(*k) != Some(mode))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for kind in stale {
+        if let Some((_, task)) = watches.running.remove(&kind) {
+            task.abort();
+        }
+        store.remove(&kind);
+        controller.watch_stopped(&kind);
+        health.remove_watch(&kind.to_string());
+    }
+    for (kind, mode) in needed {
+        if watches.running.contains_key(&kind) {
+            continue;
+        }
+        let client = match clusters.client(&kind.cluster) {
+            Ok(client) => client.clone(),
+            Err(e) => {
+                tracing::error!(watch = %kind, error = %e, "a pack needs a cluster the broker has no client for");
+                health.set_watch(kind.to_string(), false);
+                continue;
+            }
+        };
+        let cache = Arc::new(KindCache::new(matches!(mode, WatchMode::Metadata { .. })));
+        store.add(kind.clone(), cache.clone());
+        health.set_watch(kind.to_string(), false);
+        let task = tokio::spawn(watch::run(
+            client,
+            kind.clone(),
+            mode.clone(),
+            cache,
+            events.clone(),
+        ));
+        watches.running.insert(kind, (mode, task));
+    }
+}

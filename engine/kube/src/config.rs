@@ -1,0 +1,831 @@
+//! The broker's configuration: a `BrokerConfig` file (`--config FILE`) and the flags of
+//! `switchyard run`, which override it.
+//!
+//! ```yaml
+//! apiVersion: switchyard.dev/v1alpha1
+//! kind: BrokerConfig
+//! spec:
+//!   packs: /etc/switchyard/packs
+//!   clusters:
+//!     - {role: source, kubeconfig: /etc/switchyard/kcp.kubeconfig, context: root}
+//!     - {role: karmada, inCluster: true}
+//! ```
+//!
+//! Relative paths in a file are relative to the file's folder (as in a kubeconfig); relative
+//! paths in flags are relative to the working directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use switchyard_core::model::ApiVersion;
+use switchyard_core::yaml::{self, Node, PathSegment};
+
+/// What `--cluster karmada=in-cluster` writes instead of a kubeconfig path.
+pub const IN_CLUSTER: &str = "in-cluster";
+
+/// The configuration file: `apiVersion`, `kind: BrokerConfig` and the `spec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "Switchyard broker configuration (switchyard.dev/v1alpha1)")]
+pub struct BrokerConfigDocument {
+    pub api_version: ApiVersion,
+    /// Always `BrokerConfig`.
+    pub kind: BrokerConfigKind,
+    pub spec: BrokerConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum BrokerConfigKind {
+    BrokerConfig,
+}
+
+/// How `switchyard run` is set up: which packs it runs and which clusters it connects to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrokerConfig {
+    /// The packs folder: a pack itself (it has a `pack.yaml`), or a folder whose immediate
+    /// subfolders with a `pack.yaml` are the packs. Watched: a change reloads every pack.
+    /// Required (here or with `--packs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packs: Option<PathBuf>,
+    /// The shared partials folder; default the nearest `templates/` folder above each pack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partials: Option<PathBuf>,
+    /// Folders or files of CustomResourceDefinitions the packs' expressions are type-checked
+    /// against; default the nearest `config/crds/` folder above each pack.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crds: Vec<PathBuf>,
+    /// The clusters the broker connects to, each filling a cluster role of the packs.
+    #[serde(default)]
+    pub clusters: Vec<ClusterConfig>,
+    /// How often every trigger is evaluated again even when nothing changed, in seconds.
+    #[serde(default = "default_resync_seconds")]
+    pub resync_seconds: u64,
+    /// How many triggers are evaluated and applied at once.
+    #[serde(default = "default_workers")]
+    pub workers: usize,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served (`host:port`).
+    #[serde(default = "default_health_addr")]
+    pub health_addr: String,
+    /// How long the packs folder must be quiet after a change before packs are reloaded, in
+    /// milliseconds.
+    #[serde(default = "default_reload_debounce_millis")]
+    pub reload_debounce_millis: u64,
+    /// The format of log lines on stderr.
+    #[serde(default)]
+    pub log_format: LogFormat,
+}
+
+/// One cluster connection: a kubeconfig (and optionally one of its contexts), or the
+/// service account of the pod the broker runs in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// The cluster role the packs name (`source`, `karmada`): a DNS-1123 label.
+    pub role: String,
+    /// The member's name when a role has several clusters (`provider/x86`): a DNS-1123
+    /// label. A role has either one unnamed cluster or only named ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The kubeconfig file. Exactly one of `kubeconfig` and `inCluster` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use; default its current context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Connect with the pod's service account to the cluster the broker runs in.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_cluster: bool,
+}
+
+/// The format of log lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+fn default_resync_seconds() -> u64 {
+    300
+}
+
+fn default_workers() -> usize {
+    8
+}
+
+fn default_health_addr() -> String {
+    "0.0.0.0:8080".to_string()
+}
+
+fn default_reload_debounce_millis() -> u64 {
+    500
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            packs: None,
+            partials: None,
+            crds: Vec::new(),
+            clusters: Vec::new(),
+            resync_seconds: default_resync_seconds(),
+            workers: default_workers(),
+            health_addr: default_health_addr(),
+            reload_debounce_millis: default_reload_debounce_millis(),
+            log_format: LogFormat::default(),
+        }
+    }
+}
+
+/// A cluster's identity: its role, and its name within the role when the role has several.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClusterId {
+    pub role: String,
+    pub name: Option<String>,
+}
+
+impl ClusterId {
+    pub fn new(role: impl Into<String>, name: Option<String>) -> Self {
+        ClusterId {
+            role: role.into(),
+            name,
+        }
+    }
+}
+
+/// `role` or `role/name`.
+impl fmt::Display for ClusterId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "{}/{name}", self.role),
+            None => f.write_str(&self.role),
+        }
+    }
+}
+
+impl ClusterConfig {
+    pub fn id(&self) -> ClusterId {
+        ClusterId::new(self.role.clone(), self.name.clone())
+    }
+}
+
+/// The command-line flags of `switchyard run` that override the file. `None` and empty
+/// lists leave the file's value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Flags {
+    pub packs: Option<PathBuf>,
+    pub partials: Option<PathBuf>,
+    /// Replaces the file's `crds` when not empty.
+    pub crds: Vec<PathBuf>,
+    /// From [`parse_cluster_flag`]; each replaces the file's cluster with the same role and
+    /// name, or is added.
+    pub clusters: Vec<ClusterConfig>,
+    pub resync_seconds: Option<u64>,
+    pub workers: Option<usize>,
+    pub health_addr: Option<String>,
+    pub reload_debounce_millis: Option<u64>,
+    pub log_format: Option<LogFormat>,
+}
+
+/// Errors in the configuration and in connecting to clusters. Each names the file (with
+/// line and column), the flag or the cluster it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    /// A problem in the configuration file, at `file:line:col`.
+    #[error("{location}: {message}")]
+    File { location: String, message: String },
+    #[error("--cluster `{flag}`: {message}")]
+    ClusterFlag { flag: String, message: String },
+    /// A problem in the configuration as a whole (after the flags are applied).
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cluster `{cluster}`: kubeconfig `{path}`: {source}")]
+    Kubeconfig {
+        cluster: ClusterId,
+        path: String,
+        source: kube::config::KubeconfigError,
+    },
+    #[error("cluster `{cluster}`: in-cluster configuration: {source}")]
+    InCluster {
+        cluster: ClusterId,
+        source: kube::config::InClusterError,
+    },
+    #[error("cluster `{cluster}` ({source_text}): cannot create a client: {error}")]
+    Client {
+        cluster: ClusterId,
+        /// The kubeconfig file, or `in-cluster`.
+        source_text: String,
+        error: kube::Error,
+    },
+}
+
+const CLUSTER_FLAG_FORMS: &str =
+    "expected ROLE=KUBECONFIG[@CONTEXT], ROLE/NAME=KUBECONFIG[@CONTEXT] or ROLE=in-cluster";
+
+/// Parses a `--cluster` value: `source=/path/kc`, `provider/x86=/path/kc@ctx` or
+/// `karmada=in-cluster`. The context follows the first `@` (context names such as
+/// `kubernetes-admin@kubernetes` keep theirs); a kubeconfig path containing `@` is written in
+/// the configuration file instead.
+pub fn parse_cluster_flag(s: &str) -> Result<ClusterConfig, ConfigError> {
+    let fail = |message: String| ConfigError::ClusterFlag {
+        flag: s.to_string(),
+        message,
+    };
+    let Some((id, target)) = s.split_once('=') else {
+        return Err(fail(format!("no `=`: {CLUSTER_FLAG_FORMS}")));
+    };
+    let (role, name) = match id.split_once('/') {
+        Some((role, name)) => (role, Some(name)),
+        None => (id, None),
+    };
+    if role.is_empty() {
+        return Err(fail(format!("no role before `=`: {CLUSTER_FLAG_FORMS}")));
+    }
+    check_label("role", role).map_err(fail)?;
+    if let Some(name) = name {
+        check_label("cluster name", name).map_err(fail)?;
+    }
+    let name = name.map(str::to_string);
+    if target == IN_CLUSTER {
+        return Ok(ClusterConfig {
+            role: role.to_string(),
+            name,
+            kubeconfig: None,
+            context: None,
+            in_cluster: true,
+        });
+    }
+    let (path, context) = match target.split_once('@') {
+        Some((path, context)) => (path, Some(context)),
+        None => (target, None),
+    };
+    if path == IN_CLUSTER {
+        return Err(fail(
+            "`in-cluster` takes no context: the pod's service account has one cluster".into(),
+        ));
+    }
+    if path.is_empty() {
+        return Err(fail(format!(
+            "no kubeconfig path after `=`: {CLUSTER_FLAG_FORMS}"
+        )));
+    }
+    if context == Some("") {
+        return Err(fail(
+            "no context after `@` (leave out `@` for the kubeconfig's current context)".into(),
+        ));
+    }
+    Ok(ClusterConfig {
+        role: role.to_string(),
+        name,
+        kubeconfig: Some(PathBuf::from(path)),
+        context: context.map(str::to_string),
+        in_cluster: false,
+    })
+}
+
+/// `Err(message)` when `value` is not a DNS-1123 label.
+fn check_label(what: &str, value: &str) -> Result<(), String> {
+    if is_dns1123_label(value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} `{value}` is not a DNS-1123 label (lowercase letters, digits and `-`, \
+             starting and ending with a letter or digit, at most 63 characters)"
+        ))
+    }
+}
+
+fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+impl BrokerConfig {
+    /// Reads a `BrokerConfig` file. Syntax errors, unknown fields, wrong types and invalid
+    /// clusters are reported at their `file:line:col`. Relative paths are made relative to the
+    /// file's folder. Whether the configuration is complete (packs, clusters) is checked by
+    /// [`BrokerConfig::with_flags`], since flags may complete it.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let shown = switchyard_files::display(path);
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        let mut config = Self::from_yaml(&text, &shown)?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        config.resolve_paths(base);
+        Ok(config)
+    }
+
+    /// Parses the text of a `BrokerConfig` file; `file` is how it is named in errors. Paths
+    /// are left as written.
+    pub fn from_yaml(text: &str, file: &str) -> Result<Self, ConfigError> {
+        let at = |pos: yaml::Pos, message: String| ConfigError::File {
+            location: format!("{file}:{}:{}", pos.line, pos.column),
+            message,
+        };
+        let documents = yaml::parse_documents(text)
+            .map_err(|e| at(e.pos, format!("invalid YAML: {}", e.message)))?;
+        let documents: Vec<&Node> = documents
+            .iter()
+            .filter(|n| !matches!(n.value, yaml::NodeValue::Scalar(serde_json::Value::Null, _)))
+            .collect();
+        let [node] = documents.as_slice() else {
+            return Err(ConfigError::File {
+                location: file.to_string(),
+                message: format!(
+                    "expected one BrokerConfig document, found {}",
+                    documents.len()
+                ),
+            });
+        };
+        let document: BrokerConfigDocument =
+            serde_path_to_error::deserialize(node.to_json()).map_err(|error| {
+                let message = without_type_names(&error.inner().to_string());
+                let mut path = yaml::parse_path(&error.path().to_string());
+                let pos = match message.split('`').nth(1) {
+                    // serde names an unknown field without putting it in the path.
+                    Some(field) if message.starts_with("unknown field") => {
+                        if path.last() != Some(&PathSegment::Key(field.to_string())) {
+                            path.push(PathSegment::Key(field.to_string()));
+                        }
+                        let (parent, last) = path.split_at(path.len() - 1);
+                        let parent = node.closest(parent);
+                        match last {
+                            [PathSegment::Key(k)] => parent.key_pos(k).unwrap_or(parent.pos),
+                            _ => parent.pos,
+                        }
+                    }
+                    _ => node.closest(&path).pos,
+                };
+                let shown = yaml::path_to_string(&path);
+                if shown.is_empty() || shown == "." {
+                    at(pos, message)
+                } else {
+                    at(pos, format!("{message} at `{shown}`"))
+                }
+            })?;
+        let config = document.spec;
+        if let Some((i, problem)) = cluster_problems(&config.clusters).into_iter().next() {
+            let path = match i {
+                Some(i) => format!("spec.clusters[{i}]"),
+                None => "spec.clusters".to_string(),
+            };
+            return Err(at(node.closest(&yaml::parse_path(&path)).pos, problem));
+        }
+        Ok(config)
+    }
+
+    /// Makes relative paths relative to `base`.
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if let Some(p) = &mut self.packs {
+            resolve(p);
+        }
+        if let Some(p) = &mut self.partials {
+            resolve(p);
+        }
+        self.crds.iter_mut().for_each(resolve);
+        for cluster in &mut self.clusters {
+            if let Some(p) = &mut cluster.kubeconfig {
+                resolve(p);
+            }
+        }
+    }
+
+    /// Applies the flags over this configuration (from a file, or the default) and checks the
+    /// result is complete and valid.
+    pub fn with_flags(mut self, flags: Flags) -> Result<Self, ConfigError> {
+        let Flags {
+            packs,
+            partials,
+            crds,
+            clusters,
+            resync_seconds,
+            workers,
+            health_addr,
+            reload_debounce_millis,
+            log_format,
+        } = flags;
+        if packs.is_some() {
+            self.packs = packs;
+        }
+        if partials.is_some() {
+            self.partials = partials;
+        }
+        if !crds.is_empty() {
+            self.crds = crds;
+        }
+        for cluster in clusters {
+            let id = cluster.id();
+            match self.clusters.iter_mut().find(|c| c.id() == id) {
+                Some(existing) => *existing = cluster,
+                None => self.clusters.push(cluster),
+            }
+        }
+        if let Some(v) = resync_seconds {
+            self.resync_seconds = v;
+        }
+        if let Some(v) = workers {
+            self.workers = v;
+        }
+        if let Some(v) = health_addr {
+            self.health_addr = v;
+        }
+        if let Some(v) = reload_debounce_millis {
+            self.reload_debounce_millis = v;
+        }
+        if let Some(v) = log_format {
+            self.log_format = v;
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Checks the configuration is complete and consistent.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.packs.is_none() {
+            return Err(ConfigError::Invalid(
+                "no packs folder: give `--packs DIR` or `spec.packs` in the configuration file"
+                    .into(),
+            ));
+        }
+        if self.clusters.is_empty() {
+            return Err(ConfigError::Invalid(
+                "no clusters: give `--cluster ROLE=KUBECONFIG[@CONTEXT]` (repeatable) or \
+                 `spec.clusters` in the configuration file"
+                    .into(),
+            ));
+        }
+        if let Some((_, problem)) = cluster_problems(&self.clusters).into_iter().next() {
+            return Err(ConfigError::Invalid(problem));
+        }
+        if self.workers == 0 {
+            return Err(ConfigError::Invalid("workers must be at least 1".into()));
+        }
+        if self.resync_seconds == 0 {
+            return Err(ConfigError::Invalid(
+                "resyncSeconds must be at least 1".into(),
+            ));
+        }
+        self.health_socket_addr()?;
+        Ok(())
+    }
+
+    /// `healthAddr` as a socket address.
+    pub fn health_socket_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.health_addr.parse().map_err(|e| {
+            ConfigError::Invalid(format!(
+                "healthAddr `{}` is not HOST:PORT with an IP address: {e}",
+                self.health_addr
+            ))
+        })
+    }
+
+    pub fn resync(&self) -> Duration {
+        Duration::from_secs(self.resync_seconds)
+    }
+
+    pub fn reload_debounce(&self) -> Duration {
+        Duration::from_millis(self.reload_debounce_millis)
+    }
+
+    /// The configured clusters by id.
+    pub fn cluster_ids(&self) -> BTreeSet<ClusterId> {
+        self.clusters.iter().map(ClusterConfig::id).collect()
+    }
+}
+
+/// Problems of the cluster list, with the index of the entry they are about (none: the list).
+fn cluster_problems(clusters: &[ClusterConfig]) -> Vec<(Option<usize>, String)> {
+    let mut problems = Vec::new();
+    let mut seen = BTreeSet::new();
+    // role -> (has an unnamed cluster, named members)
+    let mut roles: BTreeMap<&str, (Option<usize>, Vec<(usize, &str)>)> = BTreeMap::new();
+    for (i, cluster) in clusters.iter().enumerate() {
+        let id = cluster.id();
+        if let Err(message) = check_label("cluster role", &cluster.role) {
+            problems.push((Some(i), message));
+            continue;
+        }
+        if let Some(name) = &cluster.name
+            && let Err(message) = check_label(&format!("cluster `{id}`: name"), name)
+        {
+            problems.push((Some(i), message));
+            continue;
+        }
+        match (&cluster.kubeconfig, cluster.in_cluster) {
+            (Some(_), true) | (None, false) => problems.push((
+                Some(i),
+                format!("cluster `{id}` needs exactly one of `kubeconfig` and `inCluster: true`"),
+            )),
+            (None, true) if cluster.context.is_some() => problems.push((
+                Some(i),
+                format!("cluster `{id}`: `context` needs a `kubeconfig`, not `inCluster`"),
+            )),
+            _ => {}
+        }
+        if !seen.insert(id.clone()) {
+            problems.push((Some(i), format!("cluster `{id}` is configured twice")));
+        }
+        let entry = roles.entry(cluster.role.as_str()).or_default();
+        match &cluster.name {
+            None => entry.0 = Some(i),
+            Some(name) => entry.1.push((i, name.as_str())),
+        }
+    }
+    for (role, (unnamed, named)) in roles {
+        if let (Some(i), Some((_, first))) = (unnamed, named.first()) {
+            problems.push((
+                Some(i),
+                format!(
+                    "cluster role `{role}` has both an unnamed cluster and named members \
+                     (`{role}/{first}`): name every cluster of the role"
+                ),
+            ));
+        }
+    }
+    problems.sort_by_key(|(i, _)| *i);
+    problems
+}
+
+/// serde's message without the Rust type names it mentions: users write YAML, not Rust.
+fn without_type_names(message: &str) -> String {
+    let mut out = message.to_string();
+    for (prefix, replacement) in [
+        ("expected struct ", "expected a map"),
+        ("expected enum ", "expected one of the allowed values"),
+    ] {
+        while let Some(start) = out.find(prefix) {
+            let rest = &out[start + prefix.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            out.replace_range(start..start + prefix.len() + end, replacement);
+        }
+    }
+    out
+}
+
+/// The JSON Schema of the configuration file, as checked in at
+/// `schemas/broker-config.schema.json`.
+pub fn schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(BrokerConfigDocument);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn parse(text: &str) -> Result<BrokerConfig, String> {
+        BrokerConfig::from_yaml(text, "broker.yaml").map_err(|e| e.to_string())
+    }
+
+    fn flag(s: &str) -> ClusterConfig {
+        parse_cluster_flag(s).unwrap()
+    }
+
+    #[test]
+    fn cluster_flags() {
+        assert_eq!(
+            flag("source=/path/kc"),
+            ClusterConfig {
+                role: "source".into(),
+                name: None,
+                kubeconfig: Some("/path/kc".into()),
+                context: None,
+                in_cluster: false,
+            }
+        );
+        let c = flag("provider/x86=/path/kc@kubernetes-admin@kubernetes");
+        assert_eq!(c.id().to_string(), "provider/x86");
+        assert_eq!(c.kubeconfig, Some("/path/kc".into()));
+        assert_eq!(c.context.as_deref(), Some("kubernetes-admin@kubernetes"));
+        let c = flag("karmada=in-cluster");
+        assert!(c.in_cluster && c.kubeconfig.is_none());
+    }
+
+    #[test]
+    fn cluster_flag_errors_name_the_value() {
+        let error = |s: &str| parse_cluster_flag(s).unwrap_err().to_string();
+        assert_eq!(
+            error("source"),
+            "--cluster `source`: no `=`: expected ROLE=KUBECONFIG[@CONTEXT], \
+             ROLE/NAME=KUBECONFIG[@CONTEXT] or ROLE=in-cluster"
+        );
+        assert!(
+            error("Source=/kc").starts_with(
+                "--cluster `Source=/kc`: role `Source` is not a DNS-1123 label"
+            ),
+            "{}",
+            error("Source=/kc")
+        );
+        assert!(error("p/X_1=/kc").contains("cluster name `X_1` is not a DNS-1123 label"));
+        assert_eq!(
+            error("source="),
+            "--cluster `source=`: no kubeconfig path after `=`: expected \
+             ROLE=KUBECONFIG[@CONTEXT], ROLE/NAME=KUBECONFIG[@CONTEXT] or ROLE=in-cluster"
+        );
+        assert!(error("source=/kc@").contains("no context after `@`"));
+        assert!(error("source=in-cluster@ctx").contains("`in-cluster` takes no context"));
+        assert!(error("=/kc").contains("no role before `=`"));
+    }
+
+    #[test]
+    fn cluster_id_display_and_order() {
+        let a = ClusterId::new("provider", Some("x86".into()));
+        let b = ClusterId::new("provider", None);
+        assert_eq!(a.to_string(), "provider/x86");
+        assert_eq!(b.to_string(), "provider");
+        assert!(b < a);
+    }
+
+    const FILE: &str = "\
+apiVersion: switchyard.dev/v1alpha1
+kind: BrokerConfig
+spec:
+  packs: packs
+  clusters:
+    - role: source
+      kubeconfig: kc/kcp.yaml
+      context: root
+    - role: karmada
+      inCluster: true
+  workers: 4
+";
+
+    #[test]
+    fn file_with_defaults() {
+        let config = parse(FILE).unwrap();
+        assert_eq!(config.packs, Some(PathBuf::from("packs")));
+        assert_eq!(config.workers, 4);
+        assert_eq!(config.resync_seconds, 300);
+        assert_eq!(config.health_addr, "0.0.0.0:8080");
+        assert_eq!(config.reload_debounce_millis, 500);
+        assert_eq!(config.log_format, LogFormat::Text);
+        assert_eq!(config.clusters.len(), 2);
+        config.validate().unwrap();
+    }
+
+    #[test]
+    fn from_file_resolves_relative_paths_against_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.yaml");
+        std::fs::write(&path, FILE).unwrap();
+        let config = BrokerConfig::from_file(&path).unwrap();
+        assert_eq!(config.packs, Some(dir.path().join("packs")));
+        assert_eq!(
+            config.clusters[0].kubeconfig,
+            Some(dir.path().join("kc/kcp.yaml"))
+        );
+    }
+
+    #[test]
+    fn file_errors_name_file_line_and_column() {
+        let unknown = FILE.replace("  workers: 4", "  workerz: 4");
+        assert_eq!(
+            parse(&unknown).unwrap_err(),
+            "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
+             `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, \
+             `reloadDebounceMillis`, `logFormat` at `spec.workerz`"
+        );
+        let wrong_type = FILE.replace("workers: 4", "workers: many");
+        let e = parse(&wrong_type).unwrap_err();
+        assert!(e.starts_with("broker.yaml:11:12: invalid type"), "{e}");
+        assert!(e.ends_with("at `spec.workers`"), "{e}");
+        let bad_cluster = FILE.replace("      inCluster: true\n", "");
+        assert_eq!(
+            parse(&bad_cluster).unwrap_err(),
+            "broker.yaml:9:7: cluster `karmada` needs exactly one of `kubeconfig` and \
+             `inCluster: true`"
+        );
+        let bad_kind = FILE.replace("kind: BrokerConfig", "kind: Broker");
+        let e = parse(&bad_kind).unwrap_err();
+        assert!(e.starts_with("broker.yaml:2:7: unknown variant `Broker`"), "{e}");
+        assert!(
+            parse("spec: [").unwrap_err().starts_with("broker.yaml:"),
+            "syntax errors have a position"
+        );
+        assert_eq!(
+            parse("").unwrap_err(),
+            "broker.yaml: expected one BrokerConfig document, found 0"
+        );
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let config = parse(FILE)
+            .unwrap()
+            .with_flags(Flags {
+                packs: Some("other".into()),
+                clusters: vec![flag("source=/k2@ctx"), flag("edge=/k3")],
+                workers: Some(2),
+                log_format: Some(LogFormat::Json),
+                ..Flags::default()
+            })
+            .unwrap();
+        assert_eq!(config.packs, Some(PathBuf::from("other")));
+        assert_eq!(config.workers, 2);
+        assert_eq!(config.log_format, LogFormat::Json);
+        let ids: Vec<String> = config.clusters.iter().map(|c| c.id().to_string()).collect();
+        assert_eq!(ids, ["source", "karmada", "edge"]);
+        assert_eq!(config.clusters[0].kubeconfig, Some("/k2".into()));
+        assert_eq!(config.clusters[0].context.as_deref(), Some("ctx"));
+    }
+
+    #[test]
+    fn flags_alone_are_a_configuration() {
+        let config = BrokerConfig::default()
+            .with_flags(Flags {
+                packs: Some("rules".into()),
+                clusters: vec![flag("source=/kc"), flag("karmada=/kc@karmada")],
+                ..Flags::default()
+            })
+            .unwrap();
+        assert_eq!(config.clusters.len(), 2);
+        assert_eq!(
+            config.health_socket_addr().unwrap(),
+            "0.0.0.0:8080".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn validation() {
+        let error = |flags: Flags| {
+            BrokerConfig::default()
+                .with_flags(flags)
+                .unwrap_err()
+                .to_string()
+        };
+        let with = |clusters: &[&str]| Flags {
+            packs: Some("rules".into()),
+            clusters: clusters.iter().map(|c| flag(c)).collect(),
+            ..Flags::default()
+        };
+        assert_eq!(
+            error(Flags {
+                clusters: vec![flag("source=/kc")],
+                ..Flags::default()
+            }),
+            "no packs folder: give `--packs DIR` or `spec.packs` in the configuration file"
+        );
+        assert!(error(with(&[])).starts_with("no clusters"));
+        assert_eq!(
+            error(with(&["provider=/kc", "provider/x86=/kc"])),
+            "cluster role `provider` has both an unnamed cluster and named members \
+             (`provider/x86`): name every cluster of the role"
+        );
+        assert!(
+            error(Flags {
+                health_addr: Some("localhost".into()),
+                ..with(&["source=/kc"])
+            })
+            .starts_with("healthAddr `localhost` is not HOST:PORT")
+        );
+        assert_eq!(
+            error(Flags {
+                workers: Some(0),
+                ..with(&["source=/kc"])
+            }),
+            "workers must be at least 1"
+        );
+        let twice = "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  \
+                     clusters:\n    - {role: a, inCluster: true}\n    - {role: a, inCluster: true}\n";
+        assert_eq!(
+            parse(twice).unwrap_err(),
+            "broker.yaml:6:7: cluster `a` is configured twice"
+        );
+        let bad_role = "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  \
+                        clusters:\n    - {role: A, inCluster: true}\n";
+        assert!(
+            parse(bad_role)
+                .unwrap_err()
+                .starts_with("broker.yaml:5:7: cluster role `A` is not a DNS-1123 label")
+        );
+    }
+}

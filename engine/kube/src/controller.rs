@@ -1,0 +1,1061 @@
+//! The controller: turns watch events into work, evaluates triggers with the core's
+//! `evaluate()`, and makes the clusters match the outcomes.
+//!
+//! State kept in memory, rebuilt from the clusters after a restart (level-triggered):
+//! - per pack, each trigger's contribution (the objects it desires) and the reverse map from
+//!   an output to the triggers that desire it;
+//! - the dependency index: from everything an evaluation read (`Outcome.reads`) to the
+//!   triggers that read it, so a change re-evaluates exactly those triggers;
+//! - what was last applied to each output, so a converged system writes nothing.
+//!
+//! Prune safety: an output is deleted only when every watch its pack needs has synced, every
+//! trigger of the pack has been evaluated once since start or reload, and no trigger whose
+//! evaluation failed could still own it (see [`Controller::prune`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::Value;
+use switchyard_core::evaluate::{
+    ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SYNCED, LABEL_PACK,
+};
+use switchyard_core::model::DeletionPolicy;
+use switchyard_core::object::{labels, selector_matches};
+use switchyard_core::plan::{OWNERS_MORE, absorb, stamp_merged};
+use switchyard_core::{DesiredObject, ObjectKey, Outcome, Pack, ReadKey, Trigger, evaluate};
+
+use crate::apply::{ApplyError, Clusters};
+use crate::queue::Queue;
+use crate::store::{KindKey, Store};
+use crate::watch::{Change, WatchMode};
+
+/// A unit of work: evaluate one trigger for one pack, or prune one pack's outputs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Work {
+    Trigger(Arc<str>, ObjectKey),
+    Prune(Arc<str>),
+}
+
+/// What a loaded pack needs watched, by kind: the mode and whether the kind holds triggers.
+pub fn watch_plan(pack: &Pack) -> BTreeMap<KindKey, WatchMode> {
+    let mut plan: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
+    let kind = |cluster: &str, api_version: &str, kind: &str| KindKey {
+        cluster: cluster.to_string(),
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+    };
+    for rule in pack.rule_kinds() {
+        plan.insert(
+            kind(&rule.watch.cluster, &rule.watch.api_version, &rule.watch.kind),
+            WatchMode::Full,
+        );
+        for l in &rule.lookups {
+            plan.insert(kind(&l.cluster, &l.api_version, &l.kind), WatchMode::Full);
+        }
+    }
+    // Outputs: every kind the scope allows, metadata only unless a rule reads it; the label
+    // selector keeps the cache to objects some pack manages.
+    for scope in &pack.spec().scope {
+        for k in &scope.kinds {
+            plan.entry(kind(&scope.cluster, &k.api_version, &k.kind))
+                .or_insert_with(|| WatchMode::Metadata {
+                    labels: LABEL_PACK.to_string(),
+                });
+        }
+    }
+    plan
+}
+
+/// Where a pack stands in its first round of evaluations after start or reload.
+#[derive(Debug)]
+enum Initial {
+    /// Some watch the pack needs has not synced yet; then the triggers of these rules (all
+    /// rules: `None`) are evaluated.
+    Waiting(Option<BTreeSet<String>>),
+    /// These triggers have not been evaluated yet.
+    Pending(HashSet<ObjectKey>),
+    /// Every trigger has been evaluated once: prune may run.
+    Done,
+}
+
+struct PackState {
+    pack: Arc<Pack>,
+    kinds: BTreeMap<KindKey, WatchMode>,
+    /// Each trigger's desired objects, as its last successful evaluation left them.
+    contributions: HashMap<ObjectKey, Vec<DesiredObject>>,
+    /// Output -> the triggers that desire it, in key order (the first one's content wins).
+    by_output: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+    /// Triggers whose evaluation failed before any succeeded: what they own is unknown.
+    unknown: HashSet<ObjectKey>,
+    /// Triggers being deleted that wait for their outputs to be gone.
+    deleting: HashSet<ObjectKey>,
+    initial: Initial,
+}
+
+impl PackState {
+    fn new(pack: Arc<Pack>) -> Self {
+        PackState {
+            kinds: watch_plan(&pack),
+            pack,
+            contributions: HashMap::new(),
+            by_output: HashMap::new(),
+            unknown: HashSet::new(),
+            deleting: HashSet::new(),
+            initial: Initial::Waiting(None),
+        }
+    }
+
+    /// Replaces a trigger's contribution; returns the outputs whose merged form may change.
+    fn set_contribution(&mut self, trigger: &ObjectKey, desired: Vec<DesiredObject>) -> BTreeSet<ObjectKey> {
+        let mut touched = BTreeSet::new();
+        if let Some(previous) = self.contributions.remove(trigger) {
+            for d in previous {
+                if let Some(owners) = self.by_output.get_mut(&d.key) {
+                    owners.remove(trigger);
+                    if owners.is_empty() {
+                        self.by_output.remove(&d.key);
+                    }
+                }
+                touched.insert(d.key);
+            }
+        }
+        for d in &desired {
+            self.by_output
+                .entry(d.key.clone())
+                .or_default()
+                .insert(trigger.clone());
+            touched.insert(d.key.clone());
+        }
+        if !desired.is_empty() {
+            self.contributions.insert(trigger.clone(), desired);
+        }
+        touched
+    }
+
+    /// The object to apply for an output: every contribution merged as `render` merges them.
+    fn merged(&self, key: &ObjectKey) -> Option<DesiredObject> {
+        let owners = self.by_output.get(key)?;
+        let mut merged: Option<DesiredObject> = None;
+        for trigger in owners {
+            let Some(d) = self
+                .contributions
+                .get(trigger)
+                .and_then(|c| c.iter().find(|d| &d.key == key))
+            else {
+                continue;
+            };
+            match &mut merged {
+                None => merged = Some(d.clone()),
+                Some(m) => {
+                    if let Err(conflict) = absorb(m, d) {
+                        tracing::warn!(
+                            object = %key,
+                            kept = ?conflict.kept,
+                            refused = ?conflict.refused,
+                            "triggers render different contents for one object; kept the first"
+                        );
+                    }
+                }
+            }
+        }
+        let mut merged = merged?;
+        stamp_merged(self.pack.name(), &self.pack.version().to_string(), &mut merged);
+        Some(merged)
+    }
+
+    fn mark_evaluated(&mut self, trigger: &ObjectKey) -> bool {
+        if let Initial::Pending(pending) = &mut self.initial {
+            pending.remove(trigger);
+            if pending.is_empty() {
+                self.initial = Initial::Done;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Rules of this pack watch objects of this kind, and the object matches one's selector.
+    fn watches(&self, key: &ObjectKey, object: Option<&Value>) -> bool {
+        self.pack.rule_kinds().iter().any(|r| {
+            r.watch.cluster == key.cluster
+                && r.watch.api_version == key.api_version
+                && r.watch.kind == key.kind
+                && match (&r.selector, object) {
+                    (Some(s), Some(o)) => selector_matches(s, &labels(o)),
+                    _ => true,
+                }
+        })
+    }
+}
+
+/// What was last applied to an output, to skip writes that would change nothing.
+#[derive(Debug, Clone, PartialEq)]
+struct Applied {
+    hash: u64,
+    generation: Option<i64>,
+    resource_version: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    packs: BTreeMap<Arc<str>, PackState>,
+    /// What each evaluation read, and the reverse: who read it.
+    reads: HashMap<(Arc<str>, ObjectKey), BTreeSet<ReadKey>>,
+    readers: HashMap<ReadKey, HashSet<(Arc<str>, ObjectKey)>>,
+    applied: HashMap<ObjectKey, Applied>,
+    synced: HashSet<KindKey>,
+}
+
+/// Counters of the writes made, for metrics and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Writes {
+    pub applies: u64,
+    pub status: u64,
+    pub deletes: u64,
+    pub finalizers: u64,
+}
+
+/// The broker's controller. Cheap to share: every method takes `&self`.
+pub struct Controller {
+    store: Arc<Store>,
+    clusters: Arc<Clusters>,
+    queue: Arc<Queue<Work>>,
+    state: Mutex<State>,
+    writes: Mutex<Writes>,
+}
+
+/// A failure that retries the work item with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error("{0}")]
+    Pending(String),
+}
+
+impl Controller {
+    pub fn new(store: Arc<Store>, clusters: Arc<Clusters>, queue: Arc<Queue<Work>>) -> Arc<Self> {
+        Arc::new(Controller {
+            store,
+            clusters,
+            queue,
+            state: Mutex::new(State::default()),
+            writes: Mutex::new(Writes::default()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn writes(&self) -> Writes {
+        *self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn count(&self, f: impl FnOnce(&mut Writes)) {
+        f(&mut self.writes.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// The loaded packs' names and versions.
+    pub fn packs(&self) -> Vec<(String, String)> {
+        self.lock()
+            .packs
+            .values()
+            .map(|p| (p.pack.name().to_string(), p.pack.version().to_string()))
+            .collect()
+    }
+
+    /// Every kind some loaded pack needs, with the mode to watch it in.
+    pub fn needed_watches(&self) -> BTreeMap<KindKey, WatchMode> {
+        let state = self.lock();
+        let mut needed: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
+        for p in state.packs.values() {
+            for (kind, mode) in &p.kinds {
+                match needed.get(kind) {
+                    Some(WatchMode::Full) => {}
+                    _ => {
+                        needed.insert(kind.clone(), mode.clone());
+                    }
+                }
+            }
+        }
+        needed
+    }
+
+    /// Installs a new set of packs. `changed_rules` names, per pack, the rules whose
+    /// definition changed (`None`: the pack is new or changed as a whole). Only triggers of
+    /// changed rules are evaluated again; the pack's prune waits until they all were.
+    pub fn install(&self, packs: Vec<(Arc<Pack>, Option<BTreeSet<String>>)>) {
+        let mut state = self.lock();
+        let names: BTreeSet<Arc<str>> = packs.iter().map(|(p, _)| Arc::from(p.name())).collect();
+        let removed: Vec<Arc<str>> = state
+            .packs
+            .keys()
+            .filter(|n| !names.contains(*n))
+            .cloned()
+            .collect();
+        for name in removed {
+            // Outputs of a pack that is no longer loaded stay where they are: removing a
+            // folder by mistake must not delete a fleet's infrastructure.
+            tracing::warn!(pack = %name, "pack unloaded; its outputs are left in place");
+            state.packs.remove(&name);
+            state.reads.retain(|(p, _), _| p != &name);
+            for readers in state.readers.values_mut() {
+                readers.retain(|(p, _)| p != &name);
+            }
+        }
+        for (pack, changed) in packs {
+            let name: Arc<str> = Arc::from(pack.name());
+            match state.packs.get_mut(&name) {
+                Some(existing) => {
+                    existing.kinds = watch_plan(&pack);
+                    existing.pack = pack;
+                    match changed {
+                        // Nothing the rules depend on changed: nothing to evaluate again.
+                        Some(rules) if rules.is_empty() => {}
+                        changed => {
+                            tracing::info!(pack = %name, rules = ?changed, "pack reloaded");
+                            existing.initial = Initial::Waiting(changed);
+                        }
+                    }
+                }
+                None => {
+                    state.packs.insert(name.clone(), PackState::new(pack));
+                }
+            }
+        }
+        drop(state);
+        self.start_ready_packs();
+    }
+
+    /// A watch delivered a complete list.
+    pub fn watch_synced(&self, kind: KindKey) {
+        self.lock().synced.insert(kind);
+        self.start_ready_packs();
+    }
+
+    /// A watch stopped (its kind is no longer needed).
+    pub fn watch_stopped(&self, kind: &KindKey) {
+        self.lock().synced.remove(kind);
+    }
+
+    /// Every watch synced, per pack: packs waiting for theirs start their first round.
+    fn start_ready_packs(&self) {
+        let mut work = Vec::new();
+        {
+            let mut state = self.lock();
+            let synced = state.synced.clone();
+            for (name, p) in state.packs.iter_mut() {
+                let Initial::Waiting(rules) = &p.initial else {
+                    continue;
+                };
+                let rules = rules.clone();
+                if !p.kinds.keys().all(|k| synced.contains(k)) {
+                    continue;
+                }
+                let mut triggers = HashSet::new();
+                for rule in p.pack.rule_kinds() {
+                    if rules.as_ref().is_some_and(|r| !r.contains(&rule.name)) {
+                        continue;
+                    }
+                    let kind = KindKey {
+                        cluster: rule.watch.cluster.clone(),
+                        api_version: rule.watch.api_version.clone(),
+                        kind: rule.watch.kind.clone(),
+                    };
+                    let Some(cache) = self.store.cache(&kind) else {
+                        continue;
+                    };
+                    for object in cache.list(None) {
+                        if let Ok(key) = ObjectKey::of(&kind.cluster, &object)
+                            && p.watches(&key, Some(&object))
+                        {
+                            triggers.insert(key);
+                        }
+                    }
+                }
+                if rules.is_none() {
+                    // Triggers known from before that are gone now must be cleaned up too.
+                    triggers.extend(p.contributions.keys().cloned());
+                }
+                tracing::info!(pack = %name, triggers = triggers.len(), "watches synced; evaluating every trigger");
+                for t in &triggers {
+                    work.push(Work::Trigger(name.clone(), t.clone()));
+                }
+                p.initial = if triggers.is_empty() {
+                    work.push(Work::Prune(name.clone()));
+                    Initial::Done
+                } else {
+                    Initial::Pending(triggers)
+                };
+            }
+        }
+        for w in work {
+            self.queue.add(w);
+        }
+    }
+
+    /// Packs whose first round is not complete, with what they wait for.
+    pub fn not_ready(&self) -> Vec<String> {
+        let state = self.lock();
+        let mut out = Vec::new();
+        for (name, p) in &state.packs {
+            match &p.initial {
+                Initial::Waiting(_) => {
+                    for k in p.kinds.keys().filter(|k| !state.synced.contains(*k)) {
+                        out.push(format!("pack {name}: watch {k} not synced"));
+                    }
+                }
+                Initial::Pending(t) => out.push(format!(
+                    "pack {name}: {} triggers not evaluated yet",
+                    t.len()
+                )),
+                Initial::Done => {}
+            }
+        }
+        out
+    }
+
+    /// Every trigger of every pack, evaluated again (periodic resync) and a prune pass.
+    pub fn resync(&self) {
+        let mut work = Vec::new();
+        {
+            let state = self.lock();
+            for (name, p) in &state.packs {
+                for rule in p.pack.rule_kinds() {
+                    let kind = KindKey {
+                        cluster: rule.watch.cluster.clone(),
+                        api_version: rule.watch.api_version.clone(),
+                        kind: rule.watch.kind.clone(),
+                    };
+                    if let Some(cache) = self.store.cache(&kind) {
+                        for object in cache.list(None) {
+                            if let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
+                                work.push(Work::Trigger(name.clone(), key));
+                            }
+                        }
+                    }
+                }
+                work.push(Work::Prune(name.clone()));
+            }
+        }
+        for w in work {
+            self.queue.add(w);
+        }
+    }
+
+    /// Maps a changed object to the work it causes: the trigger itself, the triggers that
+    /// read it (by key or by list), the triggers that desire it (drift), and a prune pass
+    /// when it is an output nobody desires.
+    pub fn changed(&self, change: &Change) {
+        let key = ObjectKey {
+            cluster: change.kind.cluster.clone(),
+            api_version: change.kind.api_version.clone(),
+            kind: change.kind.kind.clone(),
+            namespace: change.namespace.clone(),
+            name: change.name.clone(),
+        };
+        let mut work: Vec<Work> = Vec::new();
+        {
+            let state = self.lock();
+            let object = change.current.as_deref().or(change.previous.as_deref());
+            for (name, p) in &state.packs {
+                if p.watches(&key, object) {
+                    work.push(Work::Trigger(name.clone(), key.clone()));
+                }
+                if let Some(triggers) = p.by_output.get(&key) {
+                    work.extend(triggers.iter().map(|t| Work::Trigger(name.clone(), t.clone())));
+                } else if object.is_some_and(|o| {
+                    o.pointer("/metadata/labels")
+                        .and_then(|l| l.get(LABEL_PACK))
+                        .and_then(Value::as_str)
+                        == Some(name)
+                }) {
+                    work.push(Work::Prune(name.clone()));
+                }
+                if change.current.is_none() {
+                    // A deleted object may be the last output a deleting trigger waits for.
+                    work.extend(p.deleting.iter().map(|t| Work::Trigger(name.clone(), t.clone())));
+                }
+            }
+            let reads = [
+                ReadKey::Object(key.clone()),
+                ReadKey::List {
+                    cluster: key.cluster.clone(),
+                    api_version: key.api_version.clone(),
+                    kind: key.kind.clone(),
+                    namespace: key.namespace.clone(),
+                },
+                ReadKey::List {
+                    cluster: key.cluster.clone(),
+                    api_version: key.api_version.clone(),
+                    kind: key.kind.clone(),
+                    namespace: None,
+                },
+            ];
+            for read in &reads {
+                if let Some(readers) = state.readers.get(read) {
+                    work.extend(
+                        readers
+                            .iter()
+                            .map(|(p, t)| Work::Trigger(p.clone(), t.clone())),
+                    );
+                }
+            }
+        }
+        for w in work {
+            self.queue.add(w);
+        }
+    }
+
+    /// Runs one work item.
+    pub async fn process(&self, work: &Work) -> Result<(), ReconcileError> {
+        match work {
+            Work::Trigger(pack, trigger) => self.reconcile(pack, trigger).await,
+            Work::Prune(pack) => self.prune(pack).await,
+        }
+    }
+
+    fn record_reads(&self, state: &mut State, pack: &Arc<str>, trigger: &ObjectKey, reads: BTreeSet<ReadKey>) {
+        let id = (pack.clone(), trigger.clone());
+        if let Some(old) = state.reads.remove(&id) {
+            for r in old {
+                if let Some(readers) = state.readers.get_mut(&r) {
+                    readers.remove(&id);
+                    if readers.is_empty() {
+                        state.readers.remove(&r);
+                    }
+                }
+            }
+        }
+        if reads.is_empty() {
+            return;
+        }
+        for r in &reads {
+            state.readers.entry(r.clone()).or_default().insert(id.clone());
+        }
+        state.reads.insert(id, reads);
+    }
+
+    async fn reconcile(&self, pack_name: &Arc<str>, trigger: &ObjectKey) -> Result<(), ReconcileError> {
+        let Some(pack) = self.lock().packs.get(pack_name).map(|p| p.pack.clone()) else {
+            return Ok(());
+        };
+        let object = self.store.get_object(trigger);
+        let Some(object) = object else {
+            // The trigger is gone: it desires nothing any more.
+            let touched = {
+                let mut state = self.lock();
+                self.record_reads(&mut state, pack_name, trigger, BTreeSet::new());
+                let Some(p) = state.packs.get_mut(pack_name) else {
+                    return Ok(());
+                };
+                p.unknown.remove(trigger);
+                p.deleting.remove(trigger);
+                let touched = p.set_contribution(trigger, Vec::new());
+                if p.mark_evaluated(trigger) {
+                    self.queue.add(Work::Prune(pack_name.clone()));
+                }
+                touched
+            };
+            if !touched.is_empty() {
+                self.queue.add(Work::Prune(pack_name.clone()));
+            }
+            return self.sync_outputs(pack_name, &touched).await;
+        };
+
+        let outcome = match evaluate(
+            &pack,
+            Trigger {
+                cluster: &trigger.cluster,
+                object: &object,
+            },
+            &*self.store,
+            Utc::now(),
+        ) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::warn!(trigger = %trigger, error = %e, "object cannot be evaluated");
+                return Ok(());
+            }
+        };
+        if outcome.rules.is_empty() {
+            // No rule of this pack watches it (any more): like a trigger that is gone.
+            let touched = {
+                let mut state = self.lock();
+                self.record_reads(&mut state, pack_name, trigger, BTreeSet::new());
+                match state.packs.get_mut(pack_name) {
+                    Some(p) => {
+                        p.mark_evaluated(trigger);
+                        p.set_contribution(trigger, Vec::new())
+                    }
+                    None => BTreeSet::new(),
+                }
+            };
+            if !touched.is_empty() {
+                self.queue.add(Work::Prune(pack_name.clone()));
+            }
+            return self.sync_outputs(pack_name, &touched).await;
+        }
+        {
+            let mut state = self.lock();
+            self.record_reads(&mut state, pack_name, trigger, outcome.reads.clone());
+        }
+        if outcome.deleting {
+            return self.finish_deletion(pack_name, &pack, trigger, &object).await;
+        }
+
+        let failed = !outcome.errors.is_empty() || synced_false(&outcome);
+        let finalizer = outcome.finalizer.clone();
+        let touched = {
+            let mut state = self.lock();
+            let Some(p) = state.packs.get_mut(pack_name) else {
+                return Ok(());
+            };
+            if failed {
+                // A failing trigger keeps what it had: never prune because evaluation failed.
+                if !p.contributions.contains_key(trigger) {
+                    p.unknown.insert(trigger.clone());
+                }
+                BTreeSet::new()
+            } else {
+                p.unknown.remove(trigger);
+                let mut touched = p.set_contribution(trigger, outcome.desired.clone());
+                // Outputs desired before: checked again so drift is corrected.
+                touched.extend(outcome.desired.iter().map(|d| d.key.clone()));
+                touched
+            }
+        };
+
+        // The finalizer goes on before any output exists, so a delete can never skip cleanup.
+        if let Some(f) = &finalizer
+            && !has_finalizer(&object, f)
+            && !touched.is_empty()
+        {
+            self.clusters.set_finalizer(trigger, &object, f, true).await?;
+            self.count(|w| w.finalizers += 1);
+        }
+        let applied = self.sync_outputs(pack_name, &touched).await;
+        let mut status = outcome.status.clone();
+        if let (Err(ReconcileError::Apply(e)), Some(status)) = (&applied, &mut status) {
+            set_synced(status, "False", e.reason(), &format!("{e}"));
+        }
+        if let Some(status) = &status {
+            self.write_status(pack_name, trigger, &object, status).await?;
+        }
+        {
+            let mut state = self.lock();
+            if let Some(p) = state.packs.get_mut(pack_name)
+                && p.mark_evaluated(trigger)
+            {
+                self.queue.add(Work::Prune(pack_name.clone()));
+            }
+        }
+        if !failed {
+            self.queue.add(Work::Prune(pack_name.clone()));
+        }
+        applied
+    }
+
+    /// The trigger is being deleted: its outputs go (or are orphaned), and its finalizer is
+    /// removed once they are confirmed gone.
+    async fn finish_deletion(
+        &self,
+        pack_name: &Arc<str>,
+        pack: &Pack,
+        trigger: &ObjectKey,
+        object: &Value,
+    ) -> Result<(), ReconcileError> {
+        let finalizer = format!("switchyard.dev/{}", pack.name());
+        let (touched, previous_keys) = {
+            let mut state = self.lock();
+            let Some(p) = state.packs.get_mut(pack_name) else {
+                return Ok(());
+            };
+            let previous: Vec<ObjectKey> = p
+                .contributions
+                .get(trigger)
+                .map(|c| c.iter().map(|d| d.key.clone()).collect())
+                .unwrap_or_default();
+            let touched = p.set_contribution(trigger, Vec::new());
+            p.deleting.insert(trigger.clone());
+            p.mark_evaluated(trigger);
+            (touched, previous)
+        };
+        self.sync_outputs(pack_name, &touched).await?;
+        self.prune(pack_name).await?;
+        if !has_finalizer(object, &finalizer) {
+            self.lock()
+                .packs
+                .get_mut(pack_name)
+                .map(|p| p.deleting.remove(trigger));
+            return Ok(());
+        }
+        // Still there: outputs this trigger had that nobody else desires, or, when its
+        // outputs are unknown (after a restart), anything prune could not remove yet.
+        let remaining = self.cleanup_remaining(pack_name, trigger, &previous_keys);
+        if let Some(what) = remaining {
+            return Err(ReconcileError::Pending(format!(
+                "waiting for {what} to be deleted before removing the finalizer of {trigger}"
+            )));
+        }
+        self.clusters
+            .set_finalizer(trigger, object, &finalizer, false)
+            .await?;
+        self.count(|w| w.finalizers += 1);
+        if let Some(p) = self.lock().packs.get_mut(pack_name) {
+            p.deleting.remove(trigger);
+        }
+        tracing::info!(trigger = %trigger, "outputs cleaned up; finalizer removed");
+        Ok(())
+    }
+
+    /// An output of this trigger that still exists and is not desired by another trigger.
+    fn cleanup_remaining(&self, pack_name: &Arc<str>, trigger: &ObjectKey, previous: &[ObjectKey]) -> Option<String> {
+        let state = self.lock();
+        let p = state.packs.get(pack_name)?;
+        let owner = trigger.to_string();
+        for (kind, _) in p.kinds.iter() {
+            let Some(cache) = self.store.cache(kind) else {
+                continue;
+            };
+            for o in cache.list(None) {
+                if !managed_by(&o, pack_name) {
+                    continue;
+                }
+                let Ok(key) = ObjectKey::of(&kind.cluster, &o) else {
+                    continue;
+                };
+                if p.by_output.contains_key(&key) {
+                    continue;
+                }
+                let owners = o
+                    .pointer(&format!("/metadata/annotations/{}", escape_pointer(ANNOTATION_OWNERS)))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let listed = owners.split(',').any(|x| x == owner);
+                let truncated = owners.split(',').any(|x| x == OWNERS_MORE);
+                if previous.contains(&key) || listed || truncated {
+                    return Some(key.to_string());
+                }
+            }
+        }
+        None
+    }
+
+    /// Applies the merged form of each output that is still desired and not up to date.
+    async fn sync_outputs(&self, pack_name: &Arc<str>, keys: &BTreeSet<ObjectKey>) -> Result<(), ReconcileError> {
+        let mut first_error = None;
+        for key in keys {
+            let (merged, record) = {
+                let state = self.lock();
+                let Some(p) = state.packs.get(pack_name) else {
+                    return Ok(());
+                };
+                (p.merged(key), state.applied.get(key).cloned())
+            };
+            let Some(merged) = merged else {
+                // Nobody desires it: prune decides.
+                continue;
+            };
+            let hash = hash_value(&merged.object);
+            let live = self.store.get_object(key);
+            if let Some(live) = &live
+                && up_to_date(&merged.object, live, hash, record.as_ref(), self.store.is_metadata_only(key))
+            {
+                continue;
+            }
+            match self.clusters.apply(pack_name, key, &merged.object).await {
+                Ok(stored) => {
+                    self.count(|w| w.applies += 1);
+                    let record = Applied {
+                        hash,
+                        generation: stored.metadata.generation,
+                        resource_version: stored.metadata.resource_version.clone(),
+                    };
+                    self.lock().applied.insert(key.clone(), record);
+                    tracing::debug!(object = %key, "applied");
+                }
+                Err(e) => {
+                    tracing::warn!(object = %key, error = %e, "apply failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    async fn write_status(&self, pack_name: &str, trigger: &ObjectKey, live: &Value, status: &Value) -> Result<(), ReconcileError> {
+        let current = live.get("status").cloned().unwrap_or(Value::Null);
+        if is_subset(status, &current) {
+            return Ok(());
+        }
+        self.clusters.apply_status(pack_name, trigger, status).await?;
+        self.count(|w| w.status += 1);
+        Ok(())
+    }
+
+    /// Deletes (or orphans) the pack's outputs that no trigger desires, when that is safe:
+    /// every watch synced, every trigger evaluated once since start or reload, and never an
+    /// object a failing trigger may own.
+    async fn prune(&self, pack_name: &Arc<str>) -> Result<(), ReconcileError> {
+        let mut doomed: Vec<(ObjectKey, Option<String>, DeletionPolicy)> = Vec::new();
+        {
+            let state = self.lock();
+            let Some(p) = state.packs.get(pack_name) else {
+                return Ok(());
+            };
+            if !matches!(p.initial, Initial::Done) {
+                return Ok(());
+            }
+            let unknown: HashSet<String> = p.unknown.iter().map(ToString::to_string).collect();
+            let policies: HashMap<String, DeletionPolicy> = p
+                .pack
+                .rule_kinds()
+                .into_iter()
+                .map(|r| (r.name, r.deletion))
+                .collect();
+            for kind in p.kinds.keys() {
+                let Some(cache) = self.store.cache(kind) else {
+                    continue;
+                };
+                for o in cache.list(None) {
+                    if !managed_by(&o, pack_name) {
+                        continue;
+                    }
+                    let Ok(key) = ObjectKey::of(&kind.cluster, &o) else {
+                        continue;
+                    };
+                    if p.by_output.contains_key(&key) {
+                        continue;
+                    }
+                    let annotation = |name: &str| {
+                        o.pointer(&format!("/metadata/annotations/{}", escape_pointer(name)))
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    let owners = annotation(ANNOTATION_OWNERS);
+                    let protected = !unknown.is_empty()
+                        && owners
+                            .split(',')
+                            .any(|x| unknown.contains(x) || x == OWNERS_MORE);
+                    if protected {
+                        tracing::info!(object = %key, "not pruned: a trigger that may own it fails to evaluate");
+                        continue;
+                    }
+                    // The rule that made it says what happens to it; a rule that no longer
+                    // exists deletes.
+                    let orphan = annotation(ANNOTATION_RULE).split(',').any(|source| {
+                        let rule = source.split('/').next().unwrap_or_default();
+                        policies.get(rule) == Some(&DeletionPolicy::Orphan)
+                    });
+                    let uid = o
+                        .pointer("/metadata/uid")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    doomed.push((
+                        key,
+                        uid,
+                        if orphan { DeletionPolicy::Orphan } else { DeletionPolicy::Delete },
+                    ));
+                }
+            }
+        }
+        let mut first_error = None;
+        for (key, uid, policy) in doomed {
+            let result = match policy {
+                DeletionPolicy::Delete => {
+                    tracing::info!(object = %key, "pruning an output no trigger desires");
+                    self.clusters.delete(&key, uid.as_deref()).await
+                }
+                DeletionPolicy::Orphan => {
+                    tracing::info!(object = %key, "orphaning an output no trigger desires");
+                    self.clusters.orphan(pack_name, &key).await
+                }
+            };
+            match result {
+                Ok(()) => {
+                    self.count(|w| w.deletes += 1);
+                    self.lock().applied.remove(&key);
+                }
+                Err(e) => {
+                    tracing::warn!(object = %key, error = %e, "prune failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Store {
+    /// The cached object behind a key.
+    pub fn get_object(&self, key: &ObjectKey) -> Option<Arc<Value>> {
+        self.cache(&KindKey {
+            cluster: key.cluster.clone(),
+            api_version: key.api_version.clone(),
+            kind: key.kind.clone(),
+        })?
+        .get(key.namespace.as_deref(), &key.name)
+    }
+
+    fn is_metadata_only(&self, key: &ObjectKey) -> bool {
+        self.cache(&KindKey {
+            cluster: key.cluster.clone(),
+            api_version: key.api_version.clone(),
+            kind: key.kind.clone(),
+        })
+        .is_some_and(|c| c.metadata_only)
+    }
+}
+
+fn managed_by(object: &Value, pack: &str) -> bool {
+    object
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(LABEL_PACK))
+        .and_then(Value::as_str)
+        == Some(pack)
+}
+
+fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+fn has_finalizer(object: &Value, finalizer: &str) -> bool {
+    object
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(finalizer)))
+}
+
+fn synced_false(outcome: &Outcome) -> bool {
+    outcome
+        .status
+        .as_ref()
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
+                    && c.get("status").and_then(Value::as_str) == Some("False")
+            })
+        })
+}
+
+/// Overrides the `Synced` condition of a status patch (an apply failed after evaluation).
+fn set_synced(status: &mut Value, value: &str, reason: &str, message: &str) {
+    let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for c in conditions.iter_mut() {
+        if c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
+            && let Value::Object(m) = c
+        {
+            m.insert("status".into(), Value::String(value.into()));
+            m.insert("reason".into(), Value::String(reason.into()));
+            m.insert("message".into(), Value::String(message.into()));
+        }
+    }
+}
+
+fn hash_value(value: &Value) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // serde_json's map is ordered (BTreeMap without `preserve_order`): the text is canonical.
+    value.to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The live object already holds what would be applied: the same content was applied
+/// (hash) and nobody changed the object since (generation, or resourceVersion where there is
+/// none), and the ownership metadata is intact; or, when the whole object is cached, every
+/// field of the desired object has the same value live.
+fn up_to_date(desired: &Value, live: &Value, hash: u64, record: Option<&Applied>, metadata_only: bool) -> bool {
+    let metadata_intact = ["labels", "annotations"].iter().all(|field| {
+        let want = desired.pointer(&format!("/metadata/{field}")).unwrap_or(&Value::Null);
+        let have = live.pointer(&format!("/metadata/{field}")).unwrap_or(&Value::Null);
+        want.is_null() || is_subset(want, have)
+    });
+    if !metadata_intact {
+        return false;
+    }
+    if let Some(record) = record
+        && record.hash == hash
+    {
+        let generation = live.pointer("/metadata/generation").and_then(Value::as_i64);
+        let unchanged = match (record.generation, generation) {
+            (Some(a), Some(b)) => a == b,
+            _ => {
+                record.resource_version.as_deref()
+                    == live.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+            }
+        };
+        if unchanged {
+            return true;
+        }
+    }
+    !metadata_only && is_subset(desired, live)
+}
+
+/// Every field of `want` has the same value in `have` (lists element by element); fields
+/// only `have` has (defaults, other managers' fields) do not matter.
+pub fn is_subset(want: &Value, have: &Value) -> bool {
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w
+            .iter()
+            .all(|(k, v)| h.get(k).is_some_and(|hv| is_subset(v, hv)) || (v.is_null() && !h.contains_key(k))),
+        (Value::Array(w), Value::Array(h)) => {
+            w.len() == h.len() && w.iter().zip(h).all(|(a, b)| is_subset(a, b))
+        }
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => want == have,
+    }
+}
+
+/// How long to wait before a deleting trigger is looked at again when nothing else wakes it.
+pub const CLEANUP_POLL: Duration = Duration::from_secs(2);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn subset_ignores_defaults_and_compares_lists_elementwise() {
+        let want = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "a"}]}}}});
+        let have = json!({"spec": {"replicas": 2, "progressDeadlineSeconds": 600,
+                          "template": {"spec": {"containers": [{"name": "a", "imagePullPolicy": "Always"}]}}}});
+        assert!(is_subset(&want, &have));
+        let drifted = json!({"spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "a"}]}}}});
+        assert!(!is_subset(&want, &drifted));
+        let extra = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}}});
+        assert!(!is_subset(&want, &extra));
+        assert!(is_subset(&json!(1.0), &json!(1)));
+    }
+
+    #[test]
+    fn up_to_date_needs_unchanged_generation_and_intact_ownership() {
+        let desired = json!({"metadata": {"labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1}});
+        let hash = hash_value(&desired);
+        let record = Applied { hash, generation: Some(3), resource_version: Some("10".into()) };
+        let live = json!({"metadata": {"generation": 3, "resourceVersion": "11", "labels": {"switchyard.dev/pack": "p"}}});
+        assert!(up_to_date(&desired, &live, hash, Some(&record), true));
+        let edited = json!({"metadata": {"generation": 4, "labels": {"switchyard.dev/pack": "p"}}});
+        assert!(!up_to_date(&desired, &edited, hash, Some(&record), true));
+        let relabelled = json!({"metadata": {"generation": 3, "labels": {}}});
+        assert!(!up_to_date(&desired, &relabelled, hash, Some(&record), true));
+        // After a restart nothing is recorded: a full cache decides by content.
+        let full = json!({"metadata": {"generation": 9, "labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1, "y": 2}});
+        assert!(up_to_date(&desired, &full, hash, None, false));
+        assert!(!up_to_date(&desired, &full, hash, None, true));
+    }
+}

@@ -1,0 +1,326 @@
+//! Watching the packs folder (and the shared partials and CRDs) for changes: one message per
+//! burst of changes, after the folder has been quiet for the debounce time.
+//!
+//! ConfigMap volumes change by an atomic symlink swap in the mounted folder itself: the
+//! kubelet writes a new `..2026_…` folder, points a `..data_tmp` symlink at it and renames it
+//! over `..data`. The visible files are symlinks through `..data`, so the files themselves
+//! raise no event; the swap does, in the watched folder. Hidden entries therefore count as
+//! changes like any other.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use notify::event::{EventKind, MetadataKind, ModifyKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::config::BrokerConfig;
+
+/// Keeps the watch alive; dropping it stops watching and closes the channel.
+pub struct WatchGuard {
+    _watcher: RecommendedWatcher,
+}
+
+impl std::fmt::Debug for WatchGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchGuard").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("watching `{path}` for changes: {source}")]
+    Watch {
+        path: String,
+        source: notify::Error,
+    },
+    #[error("starting the reload debounce thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// Watches `dir` recursively: any creation, change, removal or rename under it sends one `()`
+/// once `debounce` has passed without another.
+pub fn watch(
+    dir: &Path,
+    debounce: Duration,
+) -> Result<(mpsc::Receiver<()>, WatchGuard), ReloadError> {
+    watch_paths(&[dir.to_path_buf()], debounce)
+}
+
+/// As [`watch`], for several folders and files. A file is watched through its folder (editors
+/// and the kubelet replace files by renaming), and only changes to it, or to its folder's
+/// hidden entries (a ConfigMap's `..data`), count.
+pub fn watch_paths(
+    paths: &[PathBuf],
+    debounce: Duration,
+) -> Result<(mpsc::Receiver<()>, WatchGuard), ReloadError> {
+    let (raw_tx, raw_rx) = std_mpsc::channel::<()>();
+    let files: Vec<PathBuf> = paths.iter().filter(|p| p.is_file()).cloned().collect();
+    let dirs: Vec<PathBuf> = paths.iter().filter(|p| !p.is_file()).cloned().collect();
+    let relevant_path = {
+        let files = files.clone();
+        // Without watched files every event comes from a watched folder.
+        move |path: &Path| {
+            files.is_empty()
+                || dirs.iter().any(|d| path.starts_with(d))
+                || files.iter().any(|f| {
+                    path == f
+                        || (path.parent() == f.parent()
+                            && path
+                                .file_name()
+                                .is_some_and(|n| n.to_string_lossy().starts_with("..")))
+                })
+        }
+    };
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        match event {
+            Ok(event) => {
+                if is_change(&event.kind)
+                    && (event.paths.is_empty() || event.paths.iter().any(|p| relevant_path(p)))
+                {
+                    tracing::trace!(?event, "packs changed");
+                    let _ = raw_tx.send(());
+                }
+            }
+            // Events may have been lost: reload rather than miss a change.
+            Err(error) => {
+                tracing::warn!(%error, "watching the packs folder");
+                let _ = raw_tx.send(());
+            }
+        }
+    })
+    .map_err(|source| ReloadError::Watch {
+        path: paths
+            .first()
+            .map(|p| switchyard_files::display(p))
+            .unwrap_or_default(),
+        source,
+    })?;
+    for path in paths {
+        let error = |source| ReloadError::Watch {
+            path: switchyard_files::display(path),
+            source,
+        };
+        if files.contains(path) {
+            let parent = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            watcher
+                .watch(parent, RecursiveMode::NonRecursive)
+                .map_err(error)?;
+        } else {
+            watcher.watch(path, RecursiveMode::Recursive).map_err(error)?;
+        }
+    }
+    let (tx, rx) = mpsc::channel(1);
+    std::thread::Builder::new()
+        .name("switchyard-reload".into())
+        .spawn(move || debounce_loop(&raw_rx, &tx, debounce))
+        .map_err(ReloadError::Thread)?;
+    Ok((rx, WatchGuard { _watcher: watcher }))
+}
+
+/// Forwards one message per burst of raw events. Ends when the watcher is dropped (the raw
+/// sender goes with it) or the receiver is closed.
+fn debounce_loop(raw: &std_mpsc::Receiver<()>, tx: &mpsc::Sender<()>, debounce: Duration) {
+    while raw.recv().is_ok() {
+        loop {
+            match raw.recv_timeout(debounce) {
+                Ok(()) => {}
+                Err(std_mpsc::RecvTimeoutError::Timeout) => break,
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        // A message already waiting covers this burst too.
+        if let Err(mpsc::error::TrySendError::Closed(())) = tx.try_send(()) {
+            return;
+        }
+    }
+}
+
+/// Whether an event changes what a reload would read. Reads (the reload itself opens every
+/// file) and access-time updates do not.
+fn is_change(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(_) => false,
+        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+        EventKind::Any
+        | EventKind::Create(_)
+        | EventKind::Modify(_)
+        | EventKind::Remove(_)
+        | EventKind::Other => true,
+    }
+}
+
+/// What the broker watches for `config`: the packs folder, the shared partials folder and
+/// the CRD folders or files, configured or found as the loader finds them (the nearest
+/// `templates/` and `config/crds/` above each pack). Paths that do not exist are left out.
+pub fn watched_paths(config: &BrokerConfig, pack_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = config.packs.iter().cloned().collect();
+    match &config.partials {
+        Some(p) => paths.push(p.clone()),
+        None => paths.extend(
+            pack_dirs
+                .iter()
+                .filter_map(|d| switchyard_files::find_shared_templates(d)),
+        ),
+    }
+    if config.crds.is_empty() {
+        paths.extend(pack_dirs.iter().filter_map(|d| switchyard_files::find_crds(d)));
+    } else {
+        paths.extend(config.crds.iter().cloned());
+    }
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        let path = path.canonicalize().unwrap_or(path);
+        if path.exists() && !kept.iter().any(|k| path.starts_with(k)) {
+            kept.retain(|k| !k.starts_with(&path));
+            kept.push(path);
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use std::time::Instant;
+
+    const DEBOUNCE: Duration = Duration::from_millis(300);
+
+    /// Waits for one message; `None` after `within`.
+    async fn next(rx: &mut mpsc::Receiver<()>, within: Duration) -> Option<()> {
+        tokio::time::timeout(within, rx.recv()).await.ok().flatten()
+    }
+
+    fn pack_dir() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("rules")).unwrap();
+        std::fs::write(dir.path().join("pack.yaml"), "a: 1\n").unwrap();
+        std::fs::write(dir.path().join("rules/r.yaml"), "b: 1\n").unwrap();
+        dir
+    }
+
+    #[tokio::test]
+    async fn an_edit_sends_one_message() {
+        let dir = pack_dir();
+        let (mut rx, _guard) = watch(dir.path(), DEBOUNCE).unwrap();
+        std::fs::write(dir.path().join("rules/r.yaml"), "b: 2\n").unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_edits_sends_one_message() {
+        let dir = pack_dir();
+        let (mut rx, _guard) = watch(dir.path(), DEBOUNCE).unwrap();
+        let started = Instant::now();
+        for i in 0..10 {
+            std::fs::write(dir.path().join("rules/r.yaml"), format!("b: {i}\n")).unwrap();
+            std::fs::write(dir.path().join(format!("rules/new-{i}.yaml")), "c: 1\n").unwrap();
+        }
+        std::fs::remove_file(dir.path().join("rules/new-3.yaml")).unwrap();
+        std::fs::rename(
+            dir.path().join("rules/new-4.yaml"),
+            dir.path().join("rules/renamed.yaml"),
+        )
+        .unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        assert!(started.elapsed() >= DEBOUNCE, "sent before the folder was quiet");
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn reading_sends_nothing() {
+        let dir = pack_dir();
+        let (mut rx, _guard) = watch(dir.path(), DEBOUNCE).unwrap();
+        switchyard_files::walk(dir.path())
+            .unwrap()
+            .iter()
+            .for_each(|p| drop(std::fs::read_to_string(p).unwrap()));
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    /// The kubelet's atomic writer: a new timestamped folder, a `..data_tmp` symlink to it
+    /// renamed over `..data`, the old folder removed. Visible files link through `..data`.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_configmap_symlink_swap_sends_a_message() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let old = root.join("..2026_01_01_00_00_00.000000001");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(old.join("pack.yaml"), "a: 1\n").unwrap();
+        symlink("..2026_01_01_00_00_00.000000001", root.join("..data")).unwrap();
+        symlink("..data/pack.yaml", root.join("pack.yaml")).unwrap();
+        let (mut rx, _guard) = watch(root, DEBOUNCE).unwrap();
+
+        let new = root.join("..2026_01_01_00_01_00.000000002");
+        std::fs::create_dir(&new).unwrap();
+        std::fs::write(new.join("pack.yaml"), "a: 2\n").unwrap();
+        symlink("..2026_01_01_00_01_00.000000002", root.join("..data_tmp")).unwrap();
+        std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+        std::fs::remove_dir_all(&old).unwrap();
+
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        assert_eq!(
+            std::fs::read_to_string(root.join("pack.yaml")).unwrap(),
+            "a: 2\n"
+        );
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_watched_file_counts_and_its_siblings_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let crd = dir.path().join("crd.yaml");
+        std::fs::write(&crd, "kind: CustomResourceDefinition\n").unwrap();
+        let (mut rx, _guard) = watch_paths(std::slice::from_ref(&crd), DEBOUNCE).unwrap();
+        std::fs::write(dir.path().join("other.txt"), "x").unwrap();
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+        std::fs::write(&crd, "kind: CustomResourceDefinition\n# changed\n").unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+    }
+
+    #[tokio::test]
+    async fn dropping_the_guard_closes_the_channel() {
+        let dir = pack_dir();
+        let (mut rx, guard) = watch(dir.path(), DEBOUNCE).unwrap();
+        drop(guard);
+        let closed = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+        assert_eq!(closed, Ok(None));
+    }
+
+    #[test]
+    fn watched_paths_of_a_configuration() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path().canonicalize().unwrap();
+        for d in ["rules/a", "templates/common", "config/crds"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let config = BrokerConfig {
+            packs: Some(root.join("rules")),
+            ..BrokerConfig::default()
+        };
+        let paths = watched_paths(&config, &[root.join("rules/a")]);
+        assert_eq!(
+            paths,
+            [
+                root.join("rules"),
+                root.join("templates"),
+                root.join("config/crds")
+            ]
+        );
+        let config = BrokerConfig {
+            packs: Some(root.clone()),
+            partials: Some(root.join("templates")),
+            ..BrokerConfig::default()
+        };
+        assert_eq!(watched_paths(&config, &[root.join("rules/a")]), [root]);
+    }
+}

@@ -1,0 +1,243 @@
+//! One watcher per (cluster, kind): kube-runtime's watcher (resourceVersion resume, relist on
+//! 410 Gone, backoff) feeding a [`KindCache`] and telling the controller what changed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, PartialObjectMeta};
+use kube::core::GroupVersionKind;
+use kube::discovery::ApiCapabilities;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Client, discovery};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::store::{KindCache, KindKey};
+
+/// How a kind is watched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchMode {
+    /// Whole objects: triggers and everything rules look up.
+    Full,
+    /// Metadata only, of objects with a label selector: outputs no rule reads.
+    Metadata { labels: String },
+}
+
+/// An object that changed in a cache.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub kind: KindKey,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// The object as it is now (`None`: deleted) and as it was.
+    pub current: Option<Arc<Value>>,
+    pub previous: Option<Arc<Value>>,
+}
+
+/// What watchers tell the controller.
+#[derive(Debug)]
+pub enum WatchEvent {
+    Changed(Change),
+    /// The cache holds a complete list (after the first list, and after every relist).
+    Synced(KindKey),
+    /// The kind cannot be watched (not served, forbidden); retried with backoff.
+    Failed(KindKey, String),
+}
+
+/// The kind's API resource and scope, from discovery.
+pub async fn resolve(
+    client: &Client,
+    api_version: &str,
+    kind: &str,
+) -> Result<(ApiResource, ApiCapabilities), kube::Error> {
+    let (group, version) = match api_version.rsplit_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    discovery::pinned_kind(client, &gvk).await
+}
+
+/// Runs one watch until the task is aborted.
+pub async fn run(
+    client: Client,
+    key: KindKey,
+    mode: WatchMode,
+    cache: Arc<KindCache>,
+    events: UnboundedSender<WatchEvent>,
+) {
+    let mut attempt = 0u32;
+    let resource = loop {
+        match resolve(&client, &key.api_version, &key.kind).await {
+            Ok((resource, _)) => break resource,
+            Err(e) => {
+                attempt += 1;
+                let message = format!("cannot resolve {key}: {e}");
+                tracing::warn!(watch = %key, error = %e, "kind not served; retrying");
+                if events.send(WatchEvent::Failed(key.clone(), message)).is_err() {
+                    return;
+                }
+                let delay = Duration::from_millis(500 * u64::from(attempt.min(20)));
+                tokio::time::sleep(delay.min(Duration::from_secs(10))).await;
+            }
+        }
+    };
+    match mode {
+        WatchMode::Full => {
+            let api: Api<DynamicObject> = Api::all_with(client, &resource);
+            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            pump(stream, &key, &cache, &events).await;
+        }
+        WatchMode::Metadata { labels } => {
+            let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &resource);
+            let config = watcher::Config::default().labels(&labels);
+            let stream = watcher::watcher(api, config).default_backoff();
+            pump(stream, &key, &cache, &events).await;
+        }
+    }
+}
+
+async fn pump<K: serde::Serialize>(
+    stream: impl futures::Stream<Item = Result<Event<K>, watcher::Error>>,
+    key: &KindKey,
+    cache: &KindCache,
+    events: &UnboundedSender<WatchEvent>,
+) {
+    let mut stream = std::pin::pin!(stream);
+    let mut relist: Vec<Arc<Value>> = Vec::new();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(watch = %key, error = %e, "watch failed; resuming");
+                continue;
+            }
+        };
+        let sent = match event {
+            Event::Init => {
+                relist.clear();
+                true
+            }
+            Event::InitApply(object) => {
+                if let Some(object) = to_value(key, &object) {
+                    relist.push(object);
+                }
+                true
+            }
+            Event::InitDone => {
+                let fresh = std::mem::take(&mut relist);
+                let mut changes = Vec::new();
+                for object in &fresh {
+                    let (namespace, name) = identity(object);
+                    let previous = cache.get(namespace.as_deref(), &name);
+                    if !same_version(previous.as_deref(), object) {
+                        changes.push(change(key, object.clone(), previous));
+                    }
+                }
+                for gone in cache.replace(fresh) {
+                    let (namespace, name) = identity(&gone);
+                    changes.push(Change {
+                        kind: key.clone(),
+                        namespace,
+                        name,
+                        current: None,
+                        previous: Some(gone),
+                    });
+                }
+                cache.set_synced();
+                changes
+                    .into_iter()
+                    .all(|c| events.send(WatchEvent::Changed(c)).is_ok())
+                    && events.send(WatchEvent::Synced(key.clone())).is_ok()
+            }
+            Event::Apply(object) => match to_value(key, &object) {
+                Some(object) => {
+                    let previous = cache.insert(object.clone());
+                    if same_version(previous.as_deref(), &object) {
+                        true
+                    } else {
+                        events
+                            .send(WatchEvent::Changed(change(key, object, previous)))
+                            .is_ok()
+                    }
+                }
+                None => true,
+            },
+            Event::Delete(object) => match to_value(key, &object) {
+                Some(object) => {
+                    let (namespace, name) = identity(&object);
+                    let previous = cache.remove(namespace.as_deref(), &name);
+                    events
+                        .send(WatchEvent::Changed(Change {
+                            kind: key.clone(),
+                            namespace,
+                            name,
+                            current: None,
+                            previous,
+                        }))
+                        .is_ok()
+                }
+                None => true,
+            },
+        };
+        if !sent {
+            // The controller is gone: the broker is shutting down.
+            return;
+        }
+    }
+}
+
+fn change(key: &KindKey, object: Arc<Value>, previous: Option<Arc<Value>>) -> Change {
+    let (namespace, name) = identity(&object);
+    Change {
+        kind: key.clone(),
+        namespace,
+        name,
+        current: Some(object),
+        previous,
+    }
+}
+
+fn same_version(previous: Option<&Value>, current: &Value) -> bool {
+    let version = |o: &Value| {
+        o.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    previous.is_some_and(|p| version(p).is_some() && version(p) == version(current))
+}
+
+/// The namespace and name of a cached object.
+pub fn identity(object: &Value) -> (Option<String>, String) {
+    let field = |f: &str| {
+        object
+            .pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let namespace = field("namespace");
+    ((!namespace.is_empty()).then_some(namespace), field("name"))
+}
+
+/// The cached form of a watched object: JSON with its apiVersion and kind (list items of
+/// built-in kinds may come without them) and without `managedFields`, which nothing reads
+/// and which is often the largest part of an object.
+fn to_value<K: serde::Serialize>(key: &KindKey, object: &K) -> Option<Arc<Value>> {
+    let mut value = match serde_json::to_value(object) {
+        Ok(value) => value,
+        Err(e) => {
+            tracing::warn!(watch = %key, error = %e, "object cannot be cached");
+            return None;
+        }
+    };
+    let map = value.as_object_mut()?;
+    map.insert("apiVersion".into(), Value::String(key.api_version.clone()));
+    map.insert("kind".into(), Value::String(key.kind.clone()));
+    if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    Some(Arc::new(value))
+}

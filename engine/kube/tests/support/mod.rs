@@ -1,0 +1,362 @@
+//! What the broker's end-to-end tests share: the kcp-karmada pack copied to a folder the test
+//! may edit, objects created through real API servers, the broker run in-process, and waits
+//! with deadlines that say what they waited for.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::Client;
+use serde_json::{Value, json};
+use switchyard_core::plan::{self, Plan};
+use switchyard_core::{MemoryWorld, ObjectKey};
+use switchyard_kube::config::{BrokerConfig, ClusterConfig};
+use switchyard_kube::controller::{Controller, is_subset};
+use switchyard_kube::health::Health;
+use switchyard_kube::watch::resolve;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// CRDs the source cluster serves (the seed kinds) and the Karmada ones the pack reads/writes.
+pub fn source_crds() -> Vec<Value> {
+    switchyard_testenv::read_crds(&repo().join("config/crds")).unwrap()
+}
+
+pub fn karmada_crds() -> Vec<Value> {
+    let dir = repo().join("../shared/crds/karmada");
+    let mut crds = Vec::new();
+    for file in [
+        "policy.karmada.io_propagationpolicies.yaml",
+        "work.karmada.io_resourcebindings.yaml",
+    ] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for d in switchyard_core::yaml::parse_documents(&text).unwrap() {
+            crds.push(d.to_json());
+        }
+    }
+    crds
+}
+
+/// A scratch copy of the repository's pack layout: `packs/kcp-karmada`, `templates/`,
+/// `config/crds/`, so a test can edit the pack while the broker runs.
+pub struct PackDir {
+    pub dir: tempfile::TempDir,
+}
+
+impl PackDir {
+    pub fn new() -> PackDir {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&repo().join("rules/kcp-karmada"), &dir.path().join("packs/kcp-karmada"));
+        copy_dir(&repo().join("templates"), &dir.path().join("templates"));
+        copy_dir(&repo().join("config/crds"), &dir.path().join("config/crds"));
+        PackDir { dir }
+    }
+
+    pub fn packs(&self) -> PathBuf {
+        self.dir.path().join("packs")
+    }
+
+    pub fn file(&self, relative: &str) -> PathBuf {
+        self.packs().join("kcp-karmada").join(relative)
+    }
+
+    pub fn edit(&self, relative: &str, f: impl FnOnce(String) -> String) {
+        let path = self.file(relative);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let edited = f(text.clone());
+        assert_ne!(text, edited, "the edit of {relative} changed nothing");
+        std::fs::write(&path, edited).unwrap();
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A broker running in this process.
+pub struct Broker {
+    pub controller: Arc<Controller>,
+    pub health: Health,
+    pub health_port: u16,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Broker {
+    pub async fn start(packs: &Path, clusters: &[(&str, &Path)]) -> Broker {
+        let health_port = free_port();
+        let config = BrokerConfig {
+            packs: Some(packs.to_path_buf()),
+            clusters: clusters
+                .iter()
+                .map(|(role, kubeconfig)| ClusterConfig {
+                    role: (*role).to_string(),
+                    name: None,
+                    kubeconfig: Some(kubeconfig.to_path_buf()),
+                    context: None,
+                    in_cluster: false,
+                })
+                .collect(),
+            resync_seconds: 3600,
+            workers: 4,
+            health_addr: format!("127.0.0.1:{health_port}"),
+            reload_debounce_millis: 200,
+            ..BrokerConfig::default()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (started, handle) = oneshot::channel();
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            let result = switchyard_kube::run(config, shutdown, move |h| {
+                let _ = started.send(h);
+            })
+            .await;
+            if let Err(e) = result {
+                panic!("broker failed: {e}");
+            }
+        });
+        let handle = handle.await.expect("the broker starts");
+        Broker {
+            controller: handle.controller,
+            health: handle.health,
+            health_port,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    /// SIGTERM's path: stop taking work, finish in-flight work, return.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(40), task)
+                .await
+                .expect("the broker stops within 40s")
+                .unwrap();
+        }
+    }
+
+    pub async fn readyz(&self) -> (u16, String) {
+        http_get(self.health_port, "/readyz?verbose").await
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// A plain HTTP/1.1 GET on loopback: status and body.
+pub async fn http_get(port: u16, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return (0, String::new());
+    };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response).await;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Polls `check` until it returns `Some`, or fails the test naming what was awaited and the
+/// last thing `check` saw.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        let last = match check().await {
+            Ok(value) => return value,
+            Err(why) => why,
+        };
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Typed access to any kind in a cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    resources: Arc<Mutex<BTreeMap<(String, String), (kube::api::ApiResource, bool)>>>,
+}
+
+impl Cluster {
+    pub fn new(client: Client) -> Cluster {
+        Cluster {
+            client,
+            resources: Arc::default(),
+        }
+    }
+
+    async fn api(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
+        let key = (api_version.to_string(), kind.to_string());
+        let cached = self.resources.lock().unwrap().get(&key).cloned();
+        let (resource, namespaced) = match cached {
+            Some(found) => found,
+            None => {
+                let (resource, caps) = resolve(&self.client, api_version, kind).await.unwrap();
+                let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+                self.resources
+                    .lock()
+                    .unwrap()
+                    .insert(key, (resource.clone(), namespaced));
+                (resource, namespaced)
+            }
+        };
+        match (namespace, namespaced) {
+            (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            _ => Api::all_with(self.client.clone(), &resource),
+        }
+    }
+
+    /// Creates or updates an object as a user would (server-side apply as `e2e-user`); a
+    /// `status` is written through the status subresource.
+    pub async fn put(&self, object: &Value) {
+        let av = object["apiVersion"].as_str().unwrap();
+        let kind = object["kind"].as_str().unwrap();
+        let ns = object.pointer("/metadata/namespace").and_then(Value::as_str);
+        let name = object["metadata"]["name"].as_str().unwrap();
+        let params = PatchParams::apply("e2e-user").force();
+        if let Some(ns) = ns {
+            let namespaces = self.api("v1", "Namespace", None).await;
+            let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            namespaces.patch(ns, &params, &Patch::Apply(&body)).await.unwrap();
+        }
+        let api = self.api(av, kind, ns).await;
+        let mut body = object.clone();
+        let status = body.as_object_mut().unwrap().remove("status");
+        api.patch(name, &params, &Patch::Apply(&body)).await.unwrap_or_else(|e| panic!("apply {kind} {name}: {e}"));
+        if let Some(status) = status {
+            let body = json!({"apiVersion": av, "kind": kind, "metadata": {"name": name, "namespace": ns}, "status": status});
+            api.patch_status(name, &params, &Patch::Apply(&body)).await.unwrap_or_else(|e| panic!("status of {kind} {name}: {e}"));
+        }
+    }
+
+    pub async fn get(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+        let api = self.api(api_version, kind, namespace).await;
+        api.get_opt(name)
+            .await
+            .unwrap()
+            .map(|o| serde_json::to_value(o).unwrap())
+    }
+
+    pub async fn get_key(&self, key: &ObjectKey) -> Option<Value> {
+        self.get(&key.api_version, &key.kind, key.namespace.as_deref(), &key.name).await
+    }
+
+    pub async fn delete(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) {
+        let api = self.api(api_version, kind, namespace).await;
+        match api.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => panic!("delete {kind} {name}: {e}"),
+        }
+    }
+
+    pub async fn list(&self, api_version: &str, kind: &str) -> Vec<Value> {
+        let api = self.api(api_version, kind, None).await;
+        api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|o| serde_json::to_value(o).unwrap())
+            .collect()
+    }
+}
+
+/// The kcp-karmada example inputs: (cluster role, object).
+pub fn example_inputs() -> Vec<(String, Value)> {
+    let path = repo().join("rules/kcp-karmada/examples/fleet-workloads.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    plan::parse_inputs(&text, "examples", "source").unwrap()
+}
+
+/// What `switchyard render` makes of these inputs with the pack as it is in `packs`.
+pub fn render(packs: &Path, inputs: &[(String, Value)]) -> Plan {
+    let pack_dir = packs.join("kcp-karmada");
+    let (_, result) = switchyard_files::load_pack_dir(&pack_dir, None, &[]).unwrap();
+    let pack = result.pack.expect("the pack loads");
+    let mut world = MemoryWorld::new();
+    for (cluster, object) in inputs {
+        world.insert(cluster, object.clone()).unwrap();
+    }
+    plan::plan(&pack, &world, chrono::Utc::now())
+}
+
+/// Every object of the plan exists in its cluster with the rendered content.
+pub async fn matches_plan(plan: &Plan, clusters: &BTreeMap<&str, Cluster>) -> Result<(), String> {
+    for desired in &plan.objects {
+        let cluster = &clusters[desired.key.cluster.as_str()];
+        match cluster.get_key(&desired.key).await {
+            None => return Err(format!("{} does not exist", desired.key)),
+            Some(live) if !is_subset(&desired.object, &live) => {
+                return Err(format!(
+                    "{} differs from render: want {}, live {}",
+                    desired.key, desired.object, live
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A condition of an object's status.
+pub fn condition(object: &Value, kind: &str) -> Option<Value> {
+    object
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+        .cloned()
+}

@@ -1,0 +1,552 @@
+//! One etcd and N kube-apiservers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Empty};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+
+use crate::TestEnvError;
+use crate::binaries::{self, Binaries};
+use crate::certs::Pki;
+use crate::process::{Proc, Watchdog, log_tail};
+use crate::proxy::{BoxBody, HttpsClient};
+
+/// How long a process may take to become ready.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a CustomResourceDefinition may take to become servable.
+const CRD_TIMEOUT: Duration = Duration::from_secs(30);
+/// Log lines quoted in start-up errors.
+const TAIL_LINES: usize = 30;
+
+/// One etcd and one kube-apiserver per simulated cluster, in a temporary folder that goes away
+/// with it. Dropping it kills every process.
+pub struct ControlPlane {
+    // Declaration order is drop order: API servers, then etcd, then the watchdog, then the
+    // folder their files live in.
+    servers: Vec<ApiServer>,
+    etcd: Proc,
+    etcd_url: String,
+    _watchdog: Arc<Watchdog>,
+    dir: tempfile::TempDir,
+}
+
+impl ControlPlane {
+    /// Starts one etcd and one kube-apiserver per name (e.g. `["source", "karmada"]`), and
+    /// returns when all are ready. Names are lowercase letters, digits and `-`.
+    pub async fn start(clusters: &[&str]) -> Result<ControlPlane, TestEnvError> {
+        let started = Instant::now();
+        for (index, name) in clusters.iter().enumerate() {
+            let valid = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !clusters[..index].contains(name);
+            if !valid {
+                return Err(TestEnvError::InvalidClusterName((*name).to_string()));
+            }
+        }
+        let Binaries {
+            etcd: etcd_bin,
+            kube_apiserver,
+        } = binaries::locate().await?;
+        let dir = tempfile::Builder::new()
+            .prefix("switchyard-testenv-")
+            .tempdir()
+            .map_err(|err| TestEnvError::io("creating a temporary folder", err))?;
+        let pki = Pki::generate(&dir.path().join("pki"))?;
+        let http = pki.admin_client()?;
+        let watchdog = Watchdog::start()?;
+
+        let client_port = free_port()?;
+        let peer_port = free_port()?;
+        let etcd_url = format!("http://127.0.0.1:{client_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let etcd_args = vec![
+            "--name=testenv".to_string(),
+            format!("--data-dir={}", dir.path().join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls={peer_url}"),
+            format!("--initial-advertise-peer-urls={peer_url}"),
+            format!("--initial-cluster=testenv={peer_url}"),
+            // Tests do not need durability; fsync dominates etcd's latency on slow disks.
+            "--unsafe-no-fsync=true".to_string(),
+        ];
+        let mut etcd = Proc::spawn(
+            "etcd",
+            &etcd_bin,
+            &etcd_args,
+            &dir.path().join("etcd.log"),
+            &watchdog,
+        )?;
+        wait_ready(&mut etcd, &http, &format!("{etcd_url}/health")).await?;
+        tracing::info!(elapsed = ?started.elapsed(), "etcd ready");
+
+        let mut servers = Vec::with_capacity(clusters.len());
+        for name in clusters {
+            servers.push(ApiServer::new(
+                name,
+                &kube_apiserver,
+                &etcd_url,
+                dir.path(),
+                &pki,
+                http.clone(),
+                &watchdog,
+            )?);
+        }
+        let mut control_plane = ControlPlane {
+            servers,
+            etcd,
+            etcd_url,
+            _watchdog: watchdog,
+            dir,
+        };
+        // Spawn every API server before waiting for any: they start in parallel.
+        for server in &mut control_plane.servers {
+            server.spawn()?;
+        }
+        for server in &mut control_plane.servers {
+            server.wait_ready().await?;
+        }
+        tracing::info!(elapsed = ?started.elapsed(), clusters = ?clusters, "control plane ready");
+        Ok(control_plane)
+    }
+
+    /// The API server of a cluster by name.
+    pub fn cluster(&self, name: &str) -> Option<&ApiServer> {
+        self.servers.iter().find(|server| server.name == name)
+    }
+
+    /// The API server of a cluster by name, to stop or restart it.
+    pub fn cluster_mut(&mut self, name: &str) -> Option<&mut ApiServer> {
+        self.servers.iter_mut().find(|server| server.name == name)
+    }
+
+    /// Every API server, in the order given to [`ControlPlane::start`].
+    pub fn clusters(&self) -> impl Iterator<Item = &ApiServer> {
+        self.servers.iter()
+    }
+
+    /// The shared etcd's client URL.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
+    }
+
+    /// The temporary folder holding certificates, kubeconfigs, data and logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        // Signal everything first so the processes die in parallel; each Proc's Drop then
+        // reaps its own.
+        for server in &mut self.servers {
+            if let Some(process) = server.process.as_mut() {
+                process.start_kill();
+            }
+        }
+        self.etcd.start_kill();
+    }
+}
+
+/// One kube-apiserver: a simulated cluster.
+pub struct ApiServer {
+    name: String,
+    url: String,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    program: PathBuf,
+    args: Vec<String>,
+    log: PathBuf,
+    http: HttpsClient,
+    watchdog: Arc<Watchdog>,
+    process: Option<Proc>,
+}
+
+impl ApiServer {
+    fn new(
+        name: &str,
+        program: &Path,
+        etcd_url: &str,
+        root: &Path,
+        pki: &Pki,
+        http: HttpsClient,
+        watchdog: &Arc<Watchdog>,
+    ) -> Result<ApiServer, TestEnvError> {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir)
+            .map_err(|err| TestEnvError::io(format!("creating {}", dir.display()), err))?;
+        let port = free_port()?;
+        let url = format!("https://127.0.0.1:{port}");
+        let path = |p: &Path| p.display().to_string();
+        let args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            // One prefix per cluster: the API servers share etcd and nothing else.
+            format!("--etcd-prefix=/switchyard-testenv/{name}"),
+            format!("--cert-dir={}", dir.join("certs").display()),
+            format!("--tls-cert-file={}", path(&pki.serving_cert)),
+            format!("--tls-private-key-file={}", path(&pki.serving_key)),
+            format!("--client-ca-file={}", path(&pki.ca)),
+            format!("--secure-port={port}"),
+            "--bind-address=127.0.0.1".to_string(),
+            "--advertise-address=127.0.0.1".to_string(),
+            "--service-cluster-ip-range=10.0.0.0/24".to_string(),
+            "--allow-privileged=true".to_string(),
+            "--authorization-mode=RBAC".to_string(),
+            format!("--service-account-issuer={url}"),
+            format!(
+                "--service-account-key-file={}",
+                path(&pki.service_account_public)
+            ),
+            format!(
+                "--service-account-signing-key-file={}",
+                path(&pki.service_account_key)
+            ),
+            // No controller creates default service accounts, so pods would be rejected.
+            "--disable-admission-plugins=ServiceAccount".to_string(),
+            // Less start-up work; tests inject 429s through FaultProxy instead.
+            "--enable-priority-and-fairness=false".to_string(),
+            // The `kubernetes` Endpoints would point at 127.0.0.1 anyway; skip the lease loop.
+            "--endpoint-reconciler-type=none".to_string(),
+        ];
+        let kubeconfig = dir.join("kubeconfig");
+        write_kubeconfig(&kubeconfig, name, &url, Some(pki))?;
+        Ok(ApiServer {
+            name: name.to_string(),
+            log: dir.join("kube-apiserver.log"),
+            url,
+            dir,
+            kubeconfig,
+            program: program.to_path_buf(),
+            args,
+            http,
+            watchdog: Arc::clone(watchdog),
+            process: None,
+        })
+    }
+
+    /// The cluster's name, also its kubeconfig context.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `https://127.0.0.1:PORT`; the port stays the same across restarts.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A kubeconfig whose current context (named after the cluster) is the admin, a member
+    /// of `system:masters`.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The kube-apiserver's log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// Whether the process is running (not stopped, not exited).
+    pub fn is_running(&mut self) -> bool {
+        self.process
+            .as_mut()
+            .is_some_and(|process| process.exited().is_none())
+    }
+
+    /// A client with the admin's credentials, built from [`ApiServer::kubeconfig_path`].
+    pub async fn client(&self) -> Result<kube::Client, TestEnvError> {
+        client_from_kubeconfig(&self.kubeconfig).await
+    }
+
+    /// Stops the kube-apiserver: SIGTERM, then SIGKILL after a grace period. Stopping a
+    /// stopped server does nothing.
+    pub async fn stop(&mut self) -> Result<(), TestEnvError> {
+        match self.process.take() {
+            Some(process) => process.stop().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the kube-apiserver if it runs and starts it again on the same port, etcd prefix
+    /// and certificates, so clients and kubeconfigs keep working and the data survives.
+    pub async fn restart(&mut self) -> Result<(), TestEnvError> {
+        let started = Instant::now();
+        self.stop().await?;
+        self.spawn()?;
+        self.wait_ready().await?;
+        tracing::info!(name = self.name, elapsed = ?started.elapsed(), "kube-apiserver restarted");
+        Ok(())
+    }
+
+    /// Applies CustomResourceDefinitions (server-side apply, so applying again updates them)
+    /// and waits until each is Established and a list of its resource succeeds.
+    ///
+    /// kube-apiserver holds every create of a custom resource for 2 s while its CRD has been
+    /// Established for less than 2 s (for HA consistency); this waits that window out too, so
+    /// the first create after it is not mysteriously slow.
+    pub async fn install_crds(&self, crds: &[Value]) -> Result<(), TestEnvError> {
+        let client = self.client().await?;
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let params = PatchParams::apply("switchyard-testenv").force();
+        let mut names = Vec::with_capacity(crds.len());
+        for crd in crds {
+            let name = crd
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| TestEnvError::Crd {
+                    name: "(unnamed)".to_string(),
+                    message: "metadata.name is missing".to_string(),
+                })?;
+            api.patch(name, &params, &Patch::Apply(crd)).await?;
+            names.push(name);
+        }
+        let deadline = Instant::now() + CRD_TIMEOUT;
+        let mut established_at = i64::MIN;
+        for name in names {
+            let at = wait_crd_servable(&api, &client, name, deadline).await?;
+            established_at = established_at.max(at);
+        }
+        // The condition's time has whole seconds; the server compares against that.
+        let window_ends = established_at.saturating_add(2).saturating_mul(1000);
+        let now = Timestamp::now().as_millisecond();
+        if let Ok(wait) = u64::try_from(window_ends.saturating_sub(now)) {
+            tokio::time::sleep(Duration::from_millis(wait + 50)).await;
+        }
+        Ok(())
+    }
+
+    fn spawn(&mut self) -> Result<(), TestEnvError> {
+        if self.process.is_none() {
+            let name = format!("kube-apiserver {}", self.name);
+            self.process = Some(Proc::spawn(
+                &name,
+                &self.program,
+                &self.args,
+                &self.log,
+                &self.watchdog,
+            )?);
+        }
+        Ok(())
+    }
+
+    async fn wait_ready(&mut self) -> Result<(), TestEnvError> {
+        let started = Instant::now();
+        let url = format!("{}/readyz", self.url);
+        match self.process.as_mut() {
+            Some(process) => wait_ready(process, &self.http, &url).await?,
+            None => {
+                return Err(TestEnvError::Exited {
+                    name: self.name.clone(),
+                    status: "not started".to_string(),
+                    log: self.log.clone(),
+                    tail: String::new(),
+                });
+            }
+        }
+        tracing::info!(name = self.name, elapsed = ?started.elapsed(), "kube-apiserver ready");
+        Ok(())
+    }
+
+    pub(crate) fn http(&self) -> &HttpsClient {
+        &self.http
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Reads every CustomResourceDefinition in the `*.yaml`, `*.yml` and `*.json` files of a
+/// folder (not recursive, in name order; multi-document files allowed; other kinds skipped),
+/// for [`ApiServer::install_crds`].
+pub fn read_crds(dir: &Path) -> Result<Vec<Value>, TestEnvError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|err| TestEnvError::io(format!("reading {}", dir.display()), err))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .map_err(|err| TestEnvError::io(format!("reading {}", dir.display()), err))?
+            .path();
+        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if matches!(extension, "yaml" | "yml" | "json") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    let mut crds = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| TestEnvError::io(format!("reading {}", path.display()), err))?;
+        let documents: Vec<Value> =
+            serde_saphyr::from_multiple(&text).map_err(|err| TestEnvError::Crd {
+                name: path.display().to_string(),
+                message: err.to_string(),
+            })?;
+        crds.extend(
+            documents
+                .into_iter()
+                .filter(|doc| doc["kind"] == "CustomResourceDefinition"),
+        );
+    }
+    Ok(crds)
+}
+
+pub(crate) async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, TestEnvError> {
+    // kube's rustls client uses the process-wide crypto provider; pick ring if none is set
+    // (an error only means one is installed already).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = Kubeconfig::read_from(path)?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Writes a kubeconfig (JSON, which is YAML) with one cluster, user and context named `name`.
+/// Without `pki` the user has no credentials: the fault proxy adds them.
+pub(crate) fn write_kubeconfig(
+    path: &Path,
+    name: &str,
+    server: &str,
+    pki: Option<&Pki>,
+) -> Result<(), TestEnvError> {
+    let mut cluster = json!({ "server": server });
+    let mut user = json!({});
+    if let Some(pki) = pki {
+        cluster["certificate-authority"] = json!(pki.ca);
+        user["client-certificate"] = json!(pki.admin_cert);
+        user["client-key"] = json!(pki.admin_key);
+    }
+    let kubeconfig = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{ "name": name, "cluster": cluster }],
+        "users": [{ "name": name, "user": user }],
+        "contexts": [{ "name": name, "context": { "cluster": name, "user": name } }],
+        "current-context": name,
+    });
+    let text = serde_json::to_string_pretty(&kubeconfig)
+        .map_err(|err| TestEnvError::io("serializing a kubeconfig", err.into()))?;
+    std::fs::write(path, text)
+        .map_err(|err| TestEnvError::io(format!("writing {}", path.display()), err))
+}
+
+/// A port free right now on 127.0.0.1 (the OS picks it; we release it for the process).
+pub(crate) fn free_port() -> Result<u16, TestEnvError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .map_err(|err| TestEnvError::io("finding a free port", err))
+}
+
+/// Polls `url` until it answers 200, failing early if the process exits.
+async fn wait_ready(process: &mut Proc, http: &HttpsClient, url: &str) -> Result<(), TestEnvError> {
+    let started = Instant::now();
+    let mut last = String::from("no answer yet");
+    loop {
+        if let Some(status) = process.exited() {
+            return Err(TestEnvError::Exited {
+                name: process.name().to_string(),
+                status,
+                log: process.log().to_path_buf(),
+                tail: log_tail(process.log(), TAIL_LINES),
+            });
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(TestEnvError::NotReady {
+                name: process.name().to_string(),
+                waited: started.elapsed(),
+                last,
+                log: process.log().to_path_buf(),
+                tail: log_tail(process.log(), TAIL_LINES),
+            });
+        }
+        match probe(http, url).await {
+            Ok(200) => return Ok(()),
+            Ok(status) => last = format!("last answer: HTTP {status}"),
+            Err(err) => last = format!("last error: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn probe(http: &HttpsClient, url: &str) -> Result<u16, String> {
+    let body: BoxBody = Empty::new().map_err(|never| match never {}).boxed();
+    let request = http::Request::get(url)
+        .body(body)
+        .map_err(|err| err.to_string())?;
+    match tokio::time::timeout(Duration::from_secs(2), http.request(request)).await {
+        Ok(Ok(response)) => Ok(response.status().as_u16()),
+        Ok(Err(err)) => Err(err.to_string()),
+        Err(_) => Err("timed out".to_string()),
+    }
+}
+
+/// Waits until the CRD is Established and its resource lists; returns when it became
+/// Established (Unix seconds).
+async fn wait_crd_servable(
+    api: &Api<CustomResourceDefinition>,
+    client: &kube::Client,
+    name: &str,
+    deadline: Instant,
+) -> Result<i64, TestEnvError> {
+    let mut last = String::from("not established");
+    loop {
+        let crd = api.get(name).await?;
+        let established = crd
+            .status
+            .as_ref()
+            .and_then(|status| status.conditions.as_ref())
+            .and_then(|conditions| {
+                conditions
+                    .iter()
+                    .find(|c| c.type_ == "Established" && c.status == "True")
+            })
+            .map(|c| {
+                c.last_transition_time
+                    .as_ref()
+                    .map_or_else(|| Timestamp::now().as_second(), |t| t.0.as_second())
+            });
+        if let Some(established_at) = established {
+            let version = crd
+                .spec
+                .versions
+                .iter()
+                .find(|v| v.storage)
+                .or_else(|| crd.spec.versions.iter().find(|v| v.served));
+            let Some(version) = version else {
+                return Err(TestEnvError::Crd {
+                    name: name.to_string(),
+                    message: "no served version".to_string(),
+                });
+            };
+            let group = &crd.spec.group;
+            let resource = ApiResource {
+                group: group.clone(),
+                version: version.name.clone(),
+                api_version: format!("{group}/{}", version.name),
+                kind: crd.spec.names.kind.clone(),
+                plural: crd.spec.names.plural.clone(),
+            };
+            let objects: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            match objects.list(&ListParams::default().limit(1)).await {
+                Ok(_) => return Ok(established_at),
+                Err(err) => last = format!("list failed: {err}"),
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(TestEnvError::Crd {
+                name: name.to_string(),
+                message: format!("not servable after {CRD_TIMEOUT:?}: {last}"),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

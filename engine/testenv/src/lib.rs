@@ -1,0 +1,98 @@
+//! Real Kubernetes API servers on loopback for the broker's tests, like controller-runtime's
+//! envtest, plus a proxy that injects faults between a client and one of them.
+//!
+//! [`ControlPlane::start`] runs one etcd and one kube-apiserver per simulated cluster (for
+//! example `source` and `karmada`), each API server under its own etcd prefix so they share
+//! nothing but the etcd process. Every API server serves HTTPS on `127.0.0.1` with certificates
+//! generated per control plane and an admin client certificate in `system:masters`; its
+//! [`ApiServer::kubeconfig_path`] works with `kube` and with `kubectl`. No controllers, scheduler
+//! or kubelets run: objects are stored and served, nothing reconciles them (no garbage
+//! collection, no namespace finalization, no default service accounts).
+//!
+//! [`FaultProxy`] sits in front of an [`ApiServer`], serves plain HTTP to the code under test
+//! and can fail requests, stall them or cut open watch streams, and counts what passes.
+//!
+//! The binaries come from `scripts/test-apiserver.sh` (kube-apiserver and etcd built from their
+//! Go modules once per machine), or from the folder named by `SWITCHYARD_TEST_BIN`. Every
+//! process listens on 127.0.0.1 only, logs to a file in the control plane's temporary folder
+//! (quoted in start-up errors) and is killed when the [`ControlPlane`] is dropped, panics
+//! included; a small watchdog process also kills them if the test binary itself is killed.
+//!
+//! Tests that should also run against a real cluster read [`external_kubeconfig`]: when
+//! `SWITCHYARD_E2E_KUBECONFIG` names a kubeconfig file, use it instead of starting a control
+//! plane.
+
+mod binaries;
+mod certs;
+mod control_plane;
+mod process;
+mod proxy;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use control_plane::{ApiServer, ControlPlane, read_crds};
+pub use proxy::{FaultProxy, ProxyCounts};
+
+/// Environment variable naming a kubeconfig of a real cluster for end-to-end tests.
+pub const E2E_KUBECONFIG_ENV: &str = "SWITCHYARD_E2E_KUBECONFIG";
+
+/// Environment variable naming the folder holding `etcd` and `kube-apiserver`.
+pub const TEST_BIN_ENV: &str = "SWITCHYARD_TEST_BIN";
+
+/// The kubeconfig of a real cluster to test against, from `SWITCHYARD_E2E_KUBECONFIG`, if set
+/// and not empty.
+pub fn external_kubeconfig() -> Option<PathBuf> {
+    std::env::var_os(E2E_KUBECONFIG_ENV)
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Everything that can go wrong while running a test control plane.
+#[derive(Debug, thiserror::Error)]
+pub enum TestEnvError {
+    #[error("kube-apiserver and etcd binaries: {0}")]
+    Binaries(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid cluster name `{0}`: use lowercase letters, digits and `-`, each name once")]
+    InvalidClusterName(String),
+    #[error("generating certificates: {0}")]
+    Certificate(#[from] rcgen::Error),
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error("{name} exited ({status}) while starting; last lines of {log}:\n{tail}")]
+    Exited {
+        name: String,
+        status: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error("{name} was not ready after {waited:?} ({last}); last lines of {log}:\n{tail}")]
+    NotReady {
+        name: String,
+        waited: Duration,
+        last: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("CustomResourceDefinition {name}: {message}")]
+    Crd { name: String, message: String },
+}
+
+impl TestEnvError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        TestEnvError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
