@@ -15,9 +15,9 @@ pub mod handwritten;
 
 use std::path::{Path, PathBuf};
 
-use switchyard_files::{display, read_pack, walk};
 use switchyard_core::plan::parse_inputs;
 use switchyard_core::{Pack, PackFiles};
+use switchyard_files::{display, read_pack, walk};
 
 pub use generate::generate;
 pub use handwritten::{Rendered, TriggerResult, handwritten};

@@ -307,10 +307,15 @@ pub fn diff(
     Ok(u8::from(!changes.is_empty()))
 }
 
-pub fn schema() -> Result<u8, CliError> {
+pub fn schema(broker_config: bool) -> Result<u8, CliError> {
+    let schema = if broker_config {
+        switchyard_kube::config::schema()
+    } else {
+        model::json_schema()
+    };
     outln!(
         "{}",
-        serde_json::to_string_pretty(&model::json_schema()).unwrap_or_default()
+        serde_json::to_string_pretty(&schema).unwrap_or_default()
     );
     Ok(0)
 }

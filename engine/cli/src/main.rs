@@ -24,6 +24,7 @@ macro_rules! outln {
 
 mod cel_command;
 mod commands;
+mod run_command;
 
 use switchyard_cli::{CliError, files};
 
@@ -145,8 +146,29 @@ enum Command {
         #[arg(long = "var", value_name = "NAME=JSON")]
         vars: Vec<String>,
     },
-    /// Print the JSON Schema of the pack format.
-    Schema,
+    /// Print the JSON Schema of the pack format (`--broker-config`: of the broker's
+    /// configuration file).
+    Schema {
+        #[arg(long)]
+        broker_config: bool,
+    },
+    /// Run the broker: watch the clusters, apply what the packs produce, write status,
+    /// clean up on delete, reload packs when they change on disk.
+    Run(run_command::RunArgs),
+}
+
+/// Logs go to stderr, filtered by `SWITCHYARD_LOG` (default: `default_level`).
+pub(crate) fn init_logs(json: bool, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
 }
 
 /// Stdout is gone: a closed pipe is a normal end, anything else an error.
@@ -159,11 +181,10 @@ pub(crate) fn stdout_failed(error: std::io::Error) -> ! {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("SWITCHYARD_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run(_)) {
+        init_logs(false, "error");
+    }
     let result = match cli.command {
         Command::Render {
             pack,
@@ -202,7 +223,8 @@ fn main() -> ExitCode {
             bindings,
             vars,
         } => cel_command::run(expression.as_deref(), bindings.as_deref(), &vars),
-        Command::Schema => commands::schema(),
+        Command::Schema { broker_config } => commands::schema(broker_config),
+        Command::Run(args) => run_command::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

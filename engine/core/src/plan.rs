@@ -136,7 +136,11 @@ pub const OWNERS_MORE: &str = "+more";
 
 /// The `switchyard.dev/owners` annotation for a set of owners: bounded whatever its size.
 pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
-    let mut listed: Vec<&str> = owners.iter().take(OWNERS_LISTED).map(String::as_str).collect();
+    let mut listed: Vec<&str> = owners
+        .iter()
+        .take(OWNERS_LISTED)
+        .map(String::as_str)
+        .collect();
     if owners.len() > OWNERS_LISTED {
         listed.push(OWNERS_MORE);
     }
@@ -163,7 +167,12 @@ pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<
 /// Writes a merged object's ownership metadata: every source, and its owners as
 /// [`owners_annotation`] bounds them.
 pub fn stamp_merged(pack: &str, version: &str, desired: &mut DesiredObject) {
-    let sources = desired.sources.iter().cloned().collect::<Vec<_>>().join(",");
+    let sources = desired
+        .sources
+        .iter()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(",");
     let owners = owners_annotation(&desired.owners);
     stamp_ownership(&mut desired.object, pack, version, &sources, &owners);
 }

@@ -225,3 +225,43 @@ fn to_slash(path: &Path) -> String {
 pub fn display(path: &Path) -> String {
     to_slash(path).trim_start_matches("./").to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    #[test]
+    fn a_pack_folder_loads_with_the_repository_partials_and_crds() {
+        let pack = root().join("rules/kcp-karmada");
+        let (files, result) = load_pack_dir(&pack, None, &[]).unwrap();
+        assert!(files.files.contains_key("pack.yaml"));
+        assert!(files.shared_partials.contains_key("common/source-labels"));
+        assert!(!result.has_errors(), "{:?}", result.diagnostics);
+        assert_eq!(result.pack.unwrap().name(), "kcp-karmada");
+        assert_eq!(
+            find_crds(&pack).unwrap(),
+            root().canonicalize().unwrap().join("config/crds")
+        );
+        assert!(!read_crds(&pack, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_path() {
+        let missing = Path::new("tests/fixtures/packs/does-not-exist");
+        let Err(error) = load_pack_dir(missing, None, &[]) else {
+            panic!("a missing folder loads");
+        };
+        assert_eq!(
+            error.to_string(),
+            "pack folder `tests/fixtures/packs/does-not-exist` does not exist"
+        );
+        let error = walk(Path::new("./no/such/dir")).unwrap_err().to_string();
+        assert!(error.starts_with("no/such/dir: "), "{error}");
+    }
+}

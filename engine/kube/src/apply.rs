@@ -5,9 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::discovery::Scope;
 use kube::{Client, Error as KubeError};
 use serde_json::{Value, json};
@@ -105,14 +103,15 @@ impl Clusters {
             return Ok(found.clone());
         }
         let client = self.client(cluster)?;
-        let (resource, capabilities) = watch::resolve(client, api_version, kind)
-            .await
-            .map_err(|source| ApplyError::Discovery {
-                cluster: cluster.to_string(),
-                api_version: api_version.to_string(),
-                kind: kind.to_string(),
-                source,
-            })?;
+        let (resource, capabilities) =
+            watch::resolve(client, api_version, kind)
+                .await
+                .map_err(|source| ApplyError::Discovery {
+                    cluster: cluster.to_string(),
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    source,
+                })?;
         let namespaced = capabilities.scope == Scope::Namespaced;
         self.resources
             .lock()
@@ -244,7 +243,11 @@ impl Clusters {
             "resourceVersion": cached.pointer("/metadata/resourceVersion"),
         }});
         match api
-            .patch(&trigger.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(
+                &trigger.name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
         {
             Ok(_) => Ok(()),

@@ -68,7 +68,14 @@ pub async fn run(
     // a fixed set on disk.
     let mut fingerprints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     reload(&config, &controller, &health, &mut fingerprints).await;
-    ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
+    ensure_watches(
+        &controller,
+        &store,
+        &clusters,
+        &health,
+        &events_tx,
+        &mut watches,
+    );
 
     let packs_dir = config.packs.clone().unwrap_or_default();
     let (mut reloads, _guard) = crate::reload::watch(&packs_dir, config.reload_debounce())
@@ -102,7 +109,7 @@ pub async fn run(
         }));
     }
 
-    let mut resync = tokio::time::interval(config.resync());
+    let mut resync = tokio::time::interval(config.resync().max(Duration::from_secs(1)));
     resync.tick().await;
     let mut shutdown = std::pin::pin!(shutdown);
     loop {

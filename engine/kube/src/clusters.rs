@@ -19,7 +19,7 @@ pub async fn client_config(cluster: &ClusterConfig) -> Result<kube::Config, Conf
             let kubeconfig_error = |source| ConfigError::Kubeconfig {
                 cluster: id.clone(),
                 path: shown.clone(),
-                source,
+                source: Box::new(source),
             };
             let kubeconfig = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
             let options = KubeConfigOptions {
@@ -30,8 +30,10 @@ pub async fn client_config(cluster: &ClusterConfig) -> Result<kube::Config, Conf
                 .await
                 .map_err(kubeconfig_error)
         }
-        None => kube::Config::incluster()
-            .map_err(|source| ConfigError::InCluster { cluster: id, source }),
+        None => kube::Config::incluster().map_err(|source| ConfigError::InCluster {
+            cluster: id,
+            source: Box::new(source),
+        }),
     }
 }
 
@@ -46,7 +48,7 @@ pub async fn connect(cluster: &ClusterConfig) -> Result<kube::Client, ConfigErro
             Some(path) => format!("kubeconfig `{}`", switchyard_files::display(path)),
             None => IN_CLUSTER.to_string(),
         },
-        error,
+        error: Box::new(error),
     })
 }
 

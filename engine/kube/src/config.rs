@@ -217,19 +217,19 @@ pub enum ConfigError {
     Kubeconfig {
         cluster: ClusterId,
         path: String,
-        source: kube::config::KubeconfigError,
+        source: Box<kube::config::KubeconfigError>,
     },
     #[error("cluster `{cluster}`: in-cluster configuration: {source}")]
     InCluster {
         cluster: ClusterId,
-        source: kube::config::InClusterError,
+        source: Box<kube::config::InClusterError>,
     },
     #[error("cluster `{cluster}` ({source_text}): cannot create a client: {error}")]
     Client {
         cluster: ClusterId,
         /// The kubeconfig file, or `in-cluster`.
         source_text: String,
-        error: kube::Error,
+        error: Box<kube::Error>,
     },
 }
 
@@ -357,12 +357,12 @@ impl BrokerConfig {
                 ),
             });
         };
-        let document: BrokerConfigDocument =
-            serde_path_to_error::deserialize(node.to_json()).map_err(|error| {
+        let document: BrokerConfigDocument = serde_path_to_error::deserialize(node.to_json())
+            .map_err(|error| {
                 let message = without_type_names(&error.inner().to_string());
                 let mut path = yaml::parse_path(&error.path().to_string());
                 let pos = match message.split('`').nth(1) {
-                    // serde names an unknown field without putting it in the path.
+                    // Point at the unknown key itself, whether or not the path ends with it.
                     Some(field) if message.starts_with("unknown field") => {
                         if path.last() != Some(&PathSegment::Key(field.to_string())) {
                             path.push(PathSegment::Key(field.to_string()));
@@ -522,8 +522,8 @@ impl BrokerConfig {
 fn cluster_problems(clusters: &[ClusterConfig]) -> Vec<(Option<usize>, String)> {
     let mut problems = Vec::new();
     let mut seen = BTreeSet::new();
-    // role -> (has an unnamed cluster, named members)
-    let mut roles: BTreeMap<&str, (Option<usize>, Vec<(usize, &str)>)> = BTreeMap::new();
+    // role -> (index of its unnamed cluster, names of its members)
+    let mut roles: BTreeMap<&str, (Option<usize>, Vec<&str>)> = BTreeMap::new();
     for (i, cluster) in clusters.iter().enumerate() {
         let id = cluster.id();
         if let Err(message) = check_label("cluster role", &cluster.role) {
@@ -553,11 +553,11 @@ fn cluster_problems(clusters: &[ClusterConfig]) -> Vec<(Option<usize>, String)> 
         let entry = roles.entry(cluster.role.as_str()).or_default();
         match &cluster.name {
             None => entry.0 = Some(i),
-            Some(name) => entry.1.push((i, name.as_str())),
+            Some(name) => entry.1.push(name.as_str()),
         }
     }
     for (role, (unnamed, named)) in roles {
-        if let (Some(i), Some((_, first))) = (unnamed, named.first()) {
+        if let (Some(i), Some(first)) = (unnamed, named.first()) {
             problems.push((
                 Some(i),
                 format!(
@@ -639,9 +639,8 @@ mod tests {
              ROLE/NAME=KUBECONFIG[@CONTEXT] or ROLE=in-cluster"
         );
         assert!(
-            error("Source=/kc").starts_with(
-                "--cluster `Source=/kc`: role `Source` is not a DNS-1123 label"
-            ),
+            error("Source=/kc")
+                .starts_with("--cluster `Source=/kc`: role `Source` is not a DNS-1123 label"),
             "{}",
             error("Source=/kc")
         );
@@ -726,7 +725,10 @@ spec:
         );
         let bad_kind = FILE.replace("kind: BrokerConfig", "kind: Broker");
         let e = parse(&bad_kind).unwrap_err();
-        assert!(e.starts_with("broker.yaml:2:7: unknown variant `Broker`"), "{e}");
+        assert!(
+            e.starts_with("broker.yaml:2:7: unknown variant `Broker`"),
+            "{e}"
+        );
         assert!(
             parse("spec: [").unwrap_err().starts_with("broker.yaml:"),
             "syntax errors have a position"

@@ -19,9 +19,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use switchyard_core::evaluate::{
-    ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SYNCED, LABEL_PACK,
-};
+use switchyard_core::evaluate::{ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SYNCED, LABEL_PACK};
 use switchyard_core::model::DeletionPolicy;
 use switchyard_core::object::{labels, selector_matches};
 use switchyard_core::plan::{OWNERS_MORE, absorb, stamp_merged};
@@ -49,7 +47,11 @@ pub fn watch_plan(pack: &Pack) -> BTreeMap<KindKey, WatchMode> {
     };
     for rule in pack.rule_kinds() {
         plan.insert(
-            kind(&rule.watch.cluster, &rule.watch.api_version, &rule.watch.kind),
+            kind(
+                &rule.watch.cluster,
+                &rule.watch.api_version,
+                &rule.watch.kind,
+            ),
             WatchMode::Full,
         );
         for l in &rule.lookups {
@@ -109,7 +111,11 @@ impl PackState {
     }
 
     /// Replaces a trigger's contribution; returns the outputs whose merged form may change.
-    fn set_contribution(&mut self, trigger: &ObjectKey, desired: Vec<DesiredObject>) -> BTreeSet<ObjectKey> {
+    fn set_contribution(
+        &mut self,
+        trigger: &ObjectKey,
+        desired: Vec<DesiredObject>,
+    ) -> BTreeSet<ObjectKey> {
         let mut touched = BTreeSet::new();
         if let Some(previous) = self.contributions.remove(trigger) {
             for d in previous {
@@ -162,7 +168,11 @@ impl PackState {
             }
         }
         let mut merged = merged?;
-        stamp_merged(self.pack.name(), &self.pack.version().to_string(), &mut merged);
+        stamp_merged(
+            self.pack.name(),
+            &self.pack.version().to_string(),
+            &mut merged,
+        );
         Some(merged)
     }
 
@@ -467,7 +477,11 @@ impl Controller {
                     work.push(Work::Trigger(name.clone(), key.clone()));
                 }
                 if let Some(triggers) = p.by_output.get(&key) {
-                    work.extend(triggers.iter().map(|t| Work::Trigger(name.clone(), t.clone())));
+                    work.extend(
+                        triggers
+                            .iter()
+                            .map(|t| Work::Trigger(name.clone(), t.clone())),
+                    );
                 } else if object.is_some_and(|o| {
                     o.pointer("/metadata/labels")
                         .and_then(|l| l.get(LABEL_PACK))
@@ -478,7 +492,11 @@ impl Controller {
                 }
                 if change.current.is_none() {
                     // A deleted object may be the last output a deleting trigger waits for.
-                    work.extend(p.deleting.iter().map(|t| Work::Trigger(name.clone(), t.clone())));
+                    work.extend(
+                        p.deleting
+                            .iter()
+                            .map(|t| Work::Trigger(name.clone(), t.clone())),
+                    );
                 }
             }
             let reads = [
@@ -519,7 +537,13 @@ impl Controller {
         }
     }
 
-    fn record_reads(&self, state: &mut State, pack: &Arc<str>, trigger: &ObjectKey, reads: BTreeSet<ReadKey>) {
+    fn record_reads(
+        &self,
+        state: &mut State,
+        pack: &Arc<str>,
+        trigger: &ObjectKey,
+        reads: BTreeSet<ReadKey>,
+    ) {
         let id = (pack.clone(), trigger.clone());
         if let Some(old) = state.reads.remove(&id) {
             for r in old {
@@ -535,12 +559,20 @@ impl Controller {
             return;
         }
         for r in &reads {
-            state.readers.entry(r.clone()).or_default().insert(id.clone());
+            state
+                .readers
+                .entry(r.clone())
+                .or_default()
+                .insert(id.clone());
         }
         state.reads.insert(id, reads);
     }
 
-    async fn reconcile(&self, pack_name: &Arc<str>, trigger: &ObjectKey) -> Result<(), ReconcileError> {
+    async fn reconcile(
+        &self,
+        pack_name: &Arc<str>,
+        trigger: &ObjectKey,
+    ) -> Result<(), ReconcileError> {
         let Some(pack) = self.lock().packs.get(pack_name).map(|p| p.pack.clone()) else {
             return Ok(());
         };
@@ -605,7 +637,9 @@ impl Controller {
             self.record_reads(&mut state, pack_name, trigger, outcome.reads.clone());
         }
         if outcome.deleting {
-            return self.finish_deletion(pack_name, &pack, trigger, &object).await;
+            return self
+                .finish_deletion(pack_name, &pack, trigger, &object)
+                .await;
         }
 
         let failed = !outcome.errors.is_empty() || synced_false(&outcome);
@@ -635,7 +669,9 @@ impl Controller {
             && !has_finalizer(&object, f)
             && !touched.is_empty()
         {
-            self.clusters.set_finalizer(trigger, &object, f, true).await?;
+            self.clusters
+                .set_finalizer(trigger, &object, f, true)
+                .await?;
             self.count(|w| w.finalizers += 1);
         }
         let applied = self.sync_outputs(pack_name, &touched).await;
@@ -644,7 +680,8 @@ impl Controller {
             set_synced(status, "False", e.reason(), &format!("{e}"));
         }
         if let Some(status) = &status {
-            self.write_status(pack_name, trigger, &object, status).await?;
+            self.write_status(pack_name, trigger, &object, status)
+                .await?;
         }
         {
             let mut state = self.lock();
@@ -714,7 +751,12 @@ impl Controller {
     }
 
     /// An output of this trigger that still exists and is not desired by another trigger.
-    fn cleanup_remaining(&self, pack_name: &Arc<str>, trigger: &ObjectKey, previous: &[ObjectKey]) -> Option<String> {
+    fn cleanup_remaining(
+        &self,
+        pack_name: &Arc<str>,
+        trigger: &ObjectKey,
+        previous: &[ObjectKey],
+    ) -> Option<String> {
         let state = self.lock();
         let p = state.packs.get(pack_name)?;
         let owner = trigger.to_string();
@@ -733,7 +775,10 @@ impl Controller {
                     continue;
                 }
                 let owners = o
-                    .pointer(&format!("/metadata/annotations/{}", escape_pointer(ANNOTATION_OWNERS)))
+                    .pointer(&format!(
+                        "/metadata/annotations/{}",
+                        escape_pointer(ANNOTATION_OWNERS)
+                    ))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 let listed = owners.split(',').any(|x| x == owner);
@@ -747,7 +792,11 @@ impl Controller {
     }
 
     /// Applies the merged form of each output that is still desired and not up to date.
-    async fn sync_outputs(&self, pack_name: &Arc<str>, keys: &BTreeSet<ObjectKey>) -> Result<(), ReconcileError> {
+    async fn sync_outputs(
+        &self,
+        pack_name: &Arc<str>,
+        keys: &BTreeSet<ObjectKey>,
+    ) -> Result<(), ReconcileError> {
         let mut first_error = None;
         for key in keys {
             let (merged, record) = {
@@ -764,7 +813,13 @@ impl Controller {
             let hash = hash_value(&merged.object);
             let live = self.store.get_object(key);
             if let Some(live) = &live
-                && up_to_date(&merged.object, live, hash, record.as_ref(), self.store.is_metadata_only(key))
+                && up_to_date(
+                    &merged.object,
+                    live,
+                    hash,
+                    record.as_ref(),
+                    self.store.is_metadata_only(key),
+                )
             {
                 continue;
             }
@@ -791,12 +846,20 @@ impl Controller {
         }
     }
 
-    async fn write_status(&self, pack_name: &str, trigger: &ObjectKey, live: &Value, status: &Value) -> Result<(), ReconcileError> {
+    async fn write_status(
+        &self,
+        pack_name: &str,
+        trigger: &ObjectKey,
+        live: &Value,
+        status: &Value,
+    ) -> Result<(), ReconcileError> {
         let current = live.get("status").cloned().unwrap_or(Value::Null);
         if is_subset(status, &current) {
             return Ok(());
         }
-        self.clusters.apply_status(pack_name, trigger, status).await?;
+        self.clusters
+            .apply_status(pack_name, trigger, status)
+            .await?;
         self.count(|w| w.status += 1);
         Ok(())
     }
@@ -863,7 +926,11 @@ impl Controller {
                     doomed.push((
                         key,
                         uid,
-                        if orphan { DeletionPolicy::Orphan } else { DeletionPolicy::Delete },
+                        if orphan {
+                            DeletionPolicy::Orphan
+                        } else {
+                            DeletionPolicy::Delete
+                        },
                     ));
                 }
             }
@@ -979,10 +1046,20 @@ fn hash_value(value: &Value) -> u64 {
 /// (hash) and nobody changed the object since (generation, or resourceVersion where there is
 /// none), and the ownership metadata is intact; or, when the whole object is cached, every
 /// field of the desired object has the same value live.
-fn up_to_date(desired: &Value, live: &Value, hash: u64, record: Option<&Applied>, metadata_only: bool) -> bool {
+fn up_to_date(
+    desired: &Value,
+    live: &Value,
+    hash: u64,
+    record: Option<&Applied>,
+    metadata_only: bool,
+) -> bool {
     let metadata_intact = ["labels", "annotations"].iter().all(|field| {
-        let want = desired.pointer(&format!("/metadata/{field}")).unwrap_or(&Value::Null);
-        let have = live.pointer(&format!("/metadata/{field}")).unwrap_or(&Value::Null);
+        let want = desired
+            .pointer(&format!("/metadata/{field}"))
+            .unwrap_or(&Value::Null);
+        let have = live
+            .pointer(&format!("/metadata/{field}"))
+            .unwrap_or(&Value::Null);
         want.is_null() || is_subset(want, have)
     });
     if !metadata_intact {
@@ -996,7 +1073,9 @@ fn up_to_date(desired: &Value, live: &Value, hash: u64, record: Option<&Applied>
             (Some(a), Some(b)) => a == b,
             _ => {
                 record.resource_version.as_deref()
-                    == live.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+                    == live
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str)
             }
         };
         if unchanged {
@@ -1010,9 +1089,9 @@ fn up_to_date(desired: &Value, live: &Value, hash: u64, record: Option<&Applied>
 /// only `have` has (defaults, other managers' fields) do not matter.
 pub fn is_subset(want: &Value, have: &Value) -> bool {
     match (want, have) {
-        (Value::Object(w), Value::Object(h)) => w
-            .iter()
-            .all(|(k, v)| h.get(k).is_some_and(|hv| is_subset(v, hv)) || (v.is_null() && !h.contains_key(k))),
+        (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, v)| {
+            h.get(k).is_some_and(|hv| is_subset(v, hv)) || (v.is_null() && !h.contains_key(k))
+        }),
         (Value::Array(w), Value::Array(h)) => {
             w.len() == h.len() && w.iter().zip(h).all(|(a, b)| is_subset(a, b))
         }
@@ -1031,11 +1110,13 @@ mod tests {
 
     #[test]
     fn subset_ignores_defaults_and_compares_lists_elementwise() {
-        let want = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "a"}]}}}});
+        let want =
+            json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "a"}]}}}});
         let have = json!({"spec": {"replicas": 2, "progressDeadlineSeconds": 600,
                           "template": {"spec": {"containers": [{"name": "a", "imagePullPolicy": "Always"}]}}}});
         assert!(is_subset(&want, &have));
-        let drifted = json!({"spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "a"}]}}}});
+        let drifted =
+            json!({"spec": {"replicas": 5, "template": {"spec": {"containers": [{"name": "a"}]}}}});
         assert!(!is_subset(&want, &drifted));
         let extra = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}}});
         assert!(!is_subset(&want, &extra));
@@ -1044,15 +1125,26 @@ mod tests {
 
     #[test]
     fn up_to_date_needs_unchanged_generation_and_intact_ownership() {
-        let desired = json!({"metadata": {"labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1}});
+        let desired =
+            json!({"metadata": {"labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1}});
         let hash = hash_value(&desired);
-        let record = Applied { hash, generation: Some(3), resource_version: Some("10".into()) };
+        let record = Applied {
+            hash,
+            generation: Some(3),
+            resource_version: Some("10".into()),
+        };
         let live = json!({"metadata": {"generation": 3, "resourceVersion": "11", "labels": {"switchyard.dev/pack": "p"}}});
         assert!(up_to_date(&desired, &live, hash, Some(&record), true));
         let edited = json!({"metadata": {"generation": 4, "labels": {"switchyard.dev/pack": "p"}}});
         assert!(!up_to_date(&desired, &edited, hash, Some(&record), true));
         let relabelled = json!({"metadata": {"generation": 3, "labels": {}}});
-        assert!(!up_to_date(&desired, &relabelled, hash, Some(&record), true));
+        assert!(!up_to_date(
+            &desired,
+            &relabelled,
+            hash,
+            Some(&record),
+            true
+        ));
         // After a restart nothing is recorded: a full cache decides by content.
         let full = json!({"metadata": {"generation": 9, "labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1, "y": 2}});
         assert!(up_to_date(&desired, &full, hash, None, false));

@@ -241,6 +241,7 @@ impl Health {
 fn pack_list(packs: &[(String, String)]) -> String {
     let names: Vec<String> = packs.iter().map(|(n, v)| format!("{n} {v}")).collect();
     match packs.len() {
+        0 => "0 packs".to_string(),
         1 => format!("1 pack: {}", names.join(", ")),
         n => format!("{n} packs: {}", names.join(", ")),
     }
@@ -637,11 +638,16 @@ mod tests {
     async fn a_failed_reload_keeps_the_previous_packs_ready() {
         let health = Health::new();
         let (addr, _stop) = start(health.clone()).await;
-        health.set_reload_error("rules/a/pack.yaml:3:1: error[yaml::syntax]: bad\nrules/a: 1 errors, 0 warnings");
+        health.set_reload_error(
+            "rules/a/pack.yaml:3:1: error[yaml::syntax]: bad\nrules/a: 1 errors, 0 warnings",
+        );
         let (status, _, body) = get(addr, "/readyz").await;
         assert_eq!(status, 503);
         let first = body.lines().next().unwrap();
-        assert!(first.starts_with("[-]packs not loaded: reload failed at "), "{first}");
+        assert!(
+            first.starts_with("[-]packs not loaded: reload failed at "),
+            "{first}"
+        );
         assert!(
             first.ends_with(
                 ": rules/a/pack.yaml:3:1: error[yaml::syntax]: bad (+1 lines: /readyz?verbose)"
@@ -651,7 +657,9 @@ mod tests {
 
         health.set_packs(packs());
         assert_eq!(get(addr, "/readyz").await.0, 200);
-        health.set_reload_error("rules/a/pack.yaml:3:1: error[yaml::syntax]: bad\nrules/a: 1 errors, 0 warnings");
+        health.set_reload_error(
+            "rules/a/pack.yaml:3:1: error[yaml::syntax]: bad\nrules/a: 1 errors, 0 warnings",
+        );
         let (status, _, body) = get(addr, "/readyz?verbose").await;
         assert_eq!(status, 200);
         let mut lines = body.lines();
@@ -670,8 +678,14 @@ mod tests {
 
         let (_, content_type, metrics) = get(addr, "/metrics").await;
         assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
-        assert!(metrics.contains("\nswitchyard_pack_reload_success 0\n"), "{metrics}");
-        assert!(metrics.contains("\nswitchyard_packs_loaded 2\n"), "{metrics}");
+        assert!(
+            metrics.contains("\nswitchyard_pack_reload_success 0\n"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("\nswitchyard_packs_loaded 2\n"),
+            "{metrics}"
+        );
         assert!(
             metrics.contains("switchyard_pack_reloads_total{result=\"failure\"} 2\n"),
             "{metrics}"
@@ -690,7 +704,11 @@ mod tests {
         );
         metrics.inc("switchyard_applies_total", &[("cluster", "karmada")]);
         metrics.inc("switchyard_applies_total", &[("cluster", "karmada")]);
-        metrics.add("switchyard_applies_total", &[("cluster", "say \"hi\"\n")], 3.0);
+        metrics.add(
+            "switchyard_applies_total",
+            &[("cluster", "say \"hi\"\n")],
+            3.0,
+        );
         metrics.set("switchyard_queue_depth", &[], 1.5);
         assert_eq!(
             metrics.get("switchyard_applies_total", &[("cluster", "karmada")]),
@@ -739,6 +757,9 @@ switchyard_queue_depth 1.5
         let taken = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = taken.local_addr().unwrap();
         let e = serve(addr, Health::new(), async {}).await.unwrap_err();
-        assert!(e.to_string().starts_with(&format!("serving health checks on {addr}: ")));
+        assert!(
+            e.to_string()
+                .starts_with(&format!("serving health checks on {addr}: "))
+        );
     }
 }

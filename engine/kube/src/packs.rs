@@ -85,9 +85,7 @@ pub enum PackSetError {
     NotConfigured,
     #[error("packs folder `{0}` does not exist")]
     Missing(String),
-    #[error(
-        "no pack in `{0}`: neither it nor any folder directly inside it has a `pack.yaml`"
-    )]
+    #[error("no pack in `{0}`: neither it nor any folder directly inside it has a `pack.yaml`")]
     NoPacks(String),
     #[error(transparent)]
     Files(#[from] FileError),
@@ -256,9 +254,8 @@ pub fn rule_fingerprints(pack: &Pack) -> BTreeMap<String, u64> {
                     for (key, text) in &used {
                         (key, text).hash(&mut hasher);
                     }
-                    let mentions_tables = |text: &str| {
-                        text.contains("decide") || text.contains("tables")
-                    };
+                    let mentions_tables =
+                        |text: &str| text.contains("decide") || text.contains("tables");
                     if rule_text.is_some_and(mentions_tables)
                         || used.values().any(|t| mentions_tables(t))
                     {
@@ -380,7 +377,13 @@ mod tests {
         );
         assert_eq!(
             names,
-            ["common/labels", "quoted name", "layout", "inner.hbs", "tight"]
+            [
+                "common/labels",
+                "quoted name",
+                "layout",
+                "inner.hbs",
+                "tight"
+            ]
         );
     }
 }

@@ -31,9 +31,7 @@ impl Default for Backoff {
 impl Backoff {
     pub fn delay(&self, failures: u32) -> Duration {
         let exponent = failures.saturating_sub(1).min(20);
-        self.base
-            .saturating_mul(1u32 << exponent)
-            .min(self.max)
+        self.base.saturating_mul(1u32 << exponent).min(self.max)
     }
 }
 

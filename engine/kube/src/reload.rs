@@ -31,10 +31,7 @@ impl std::fmt::Debug for WatchGuard {
 #[derive(Debug, thiserror::Error)]
 pub enum ReloadError {
     #[error("watching `{path}` for changes: {source}")]
-    Watch {
-        path: String,
-        source: notify::Error,
-    },
+    Watch { path: String, source: notify::Error },
     #[error("starting the reload debounce thread: {0}")]
     Thread(std::io::Error),
 }
@@ -111,7 +108,9 @@ pub fn watch_paths(
                 .watch(parent, RecursiveMode::NonRecursive)
                 .map_err(error)?;
         } else {
-            watcher.watch(path, RecursiveMode::Recursive).map_err(error)?;
+            watcher
+                .watch(path, RecursiveMode::Recursive)
+                .map_err(error)?;
         }
     }
     let (tx, rx) = mpsc::channel(1);
@@ -168,7 +167,11 @@ pub fn watched_paths(config: &BrokerConfig, pack_dirs: &[PathBuf]) -> Vec<PathBu
         ),
     }
     if config.crds.is_empty() {
-        paths.extend(pack_dirs.iter().filter_map(|d| switchyard_files::find_crds(d)));
+        paths.extend(
+            pack_dirs
+                .iter()
+                .filter_map(|d| switchyard_files::find_crds(d)),
+        );
     } else {
         paths.extend(config.crds.iter().cloned());
     }
@@ -230,7 +233,10 @@ mod tests {
         )
         .unwrap();
         assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
-        assert!(started.elapsed() >= DEBOUNCE, "sent before the folder was quiet");
+        assert!(
+            started.elapsed() >= DEBOUNCE,
+            "sent before the folder was quiet"
+        );
         assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
     }
 

@@ -118,10 +118,7 @@ fn name_key(object: &Value) -> NameKey {
             .to_string()
     };
     let namespace = meta("namespace");
-    (
-        (!namespace.is_empty()).then_some(namespace),
-        meta("name"),
-    )
+    ((!namespace.is_empty()).then_some(namespace), meta("name"))
 }
 
 /// Every cache, by kind and cluster. The broker's [`World`].
@@ -218,7 +215,13 @@ mod tests {
         let world: &dyn World = &*store;
         let names = |list: Vec<Arc<Value>>| -> Vec<String> {
             list.iter()
-                .map(|o| format!("{}/{}", o["metadata"]["namespace"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()))
+                .map(|o| {
+                    format!(
+                        "{}/{}",
+                        o["metadata"]["namespace"].as_str().unwrap(),
+                        o["metadata"]["name"].as_str().unwrap()
+                    )
+                })
                 .collect()
         };
         assert_eq!(
@@ -229,8 +232,16 @@ mod tests {
             names(world.list("source", "v1", "ConfigMap", Some("a"))),
             ["a/x", "a/y"]
         );
-        assert!(world.get("source", "v1", "ConfigMap", Some("b"), "x").is_some());
-        assert!(world.get("other", "v1", "ConfigMap", Some("b"), "x").is_none());
+        assert!(
+            world
+                .get("source", "v1", "ConfigMap", Some("b"), "x")
+                .is_some()
+        );
+        assert!(
+            world
+                .get("other", "v1", "ConfigMap", Some("b"), "x")
+                .is_none()
+        );
         let dropped = cache.replace(vec![cm("a", "x")]);
         assert_eq!(dropped.len(), 3);
         assert_eq!(cache.len(), 1);

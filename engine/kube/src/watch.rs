@@ -76,7 +76,10 @@ pub async fn run(
                 attempt += 1;
                 let message = format!("cannot resolve {key}: {e}");
                 tracing::warn!(watch = %key, error = %e, "kind not served; retrying");
-                if events.send(WatchEvent::Failed(key.clone(), message)).is_err() {
+                if events
+                    .send(WatchEvent::Failed(key.clone(), message))
+                    .is_err()
+                {
                     return;
                 }
                 let delay = Duration::from_millis(500 * u64::from(attempt.min(20)));

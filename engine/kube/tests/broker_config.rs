@@ -44,9 +44,20 @@ fn the_example_configuration_parses() {
     assert_eq!(config.crds, [config_dir.join("crds")]);
     let ids: Vec<String> = config.clusters.iter().map(|c| c.id().to_string()).collect();
     assert_eq!(ids, ["source", "karmada"]);
-    assert!(config.clusters.iter().all(|c| c.kubeconfig.is_some() && c.context.is_some()));
+    assert!(
+        config
+            .clusters
+            .iter()
+            .all(|c| c.kubeconfig.is_some() && c.context.is_some())
+    );
     assert_eq!(config.log_format, LogFormat::Json);
     // The paths it names for packs and CRDs are the repository's.
-    assert!(config.packs.unwrap().join("kcp-karmada/pack.yaml").is_file());
+    assert!(
+        config
+            .packs
+            .unwrap()
+            .join("kcp-karmada/pack.yaml")
+            .is_file()
+    );
     assert!(config.crds[0].is_dir());
 }

@@ -17,16 +17,24 @@ use switchyard_testenv::{ControlPlane, FaultProxy};
 const CONVERGE: Duration = Duration::from_secs(60);
 
 fn karmada_key_objects(inputs: &[(String, Value)]) -> (Vec<Value>, Vec<Value>) {
-    let source = inputs.iter().filter(|(c, _)| c == "source").map(|(_, o)| o.clone()).collect();
-    let karmada = inputs.iter().filter(|(c, _)| c == "karmada").map(|(_, o)| o.clone()).collect();
+    let source = inputs
+        .iter()
+        .filter(|(c, _)| c == "source")
+        .map(|(_, o)| o.clone())
+        .collect();
+    let karmada = inputs
+        .iter()
+        .filter(|(c, _)| c == "karmada")
+        .map(|(_, o)| o.clone())
+        .collect();
     (source, karmada)
 }
 
-fn fleet_workload(name: &str, fleet: &str) -> Value {
+fn fleet_workload(namespace: &str, name: &str, fleet: &str) -> Value {
     json!({
         "apiVersion": "platform.edge-portal.eu/v1alpha1",
         "kind": "FleetWorkload",
-        "metadata": {"name": name, "namespace": "default",
+        "metadata": {"name": name, "namespace": namespace,
                      "annotations": {"kcp.io/cluster": "2vmzxwqzc9k1ajk0"}},
         "spec": {
             "fleetRef": {"name": fleet},
@@ -39,38 +47,101 @@ fn fleet_workload(name: &str, fleet: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcp_karmada_through_the_broker() {
-    let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
-    let source_server = plane.cluster("source").unwrap();
-    let karmada_server = plane.cluster("karmada").unwrap();
-    source_server.install_crds(&source_crds()).await.unwrap();
-    karmada_server.install_crds(&karmada_crds()).await.unwrap();
-    let source_proxy = FaultProxy::start(source_server).await.unwrap();
-    let karmada_proxy = FaultProxy::start(karmada_server).await.unwrap();
-    let source = Cluster::new(source_server.client().await.unwrap());
-    let karmada = Cluster::new(karmada_server.client().await.unwrap());
+    // Local API servers behind fault proxies, or a real cluster holding both roles.
+    let external = switchyard_testenv::external_kubeconfig();
+    let (plane, proxies) = match &external {
+        Some(_) => (None, None),
+        None => {
+            let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
+            let source_proxy = FaultProxy::start(plane.cluster("source").unwrap())
+                .await
+                .unwrap();
+            let karmada_proxy = FaultProxy::start(plane.cluster("karmada").unwrap())
+                .await
+                .unwrap();
+            (Some(plane), Some((source_proxy, karmada_proxy)))
+        }
+    };
+    let (source, karmada, kubeconfigs) = match (&plane, &proxies, &external) {
+        (Some(plane), Some((sp, kp)), _) => (
+            Cluster::new(plane.cluster("source").unwrap().client().await.unwrap()),
+            Cluster::new(plane.cluster("karmada").unwrap().client().await.unwrap()),
+            vec![
+                ("source", sp.kubeconfig_path().to_path_buf()),
+                ("karmada", kp.kubeconfig_path().to_path_buf()),
+            ],
+        ),
+        (_, _, Some(kubeconfig)) => {
+            let config = kube::Config::from_custom_kubeconfig(
+                kube::config::Kubeconfig::read_from(kubeconfig).unwrap(),
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .unwrap();
+            let client = kube::Client::try_from(config).unwrap();
+            (
+                Cluster::new(client.clone()),
+                Cluster::new(client),
+                vec![
+                    ("source", kubeconfig.clone()),
+                    ("karmada", kubeconfig.clone()),
+                ],
+            )
+        }
+        _ => unreachable!(),
+    };
+    switchyard_testenv::install_crds(&source.client, &source_crds())
+        .await
+        .unwrap();
+    switchyard_testenv::install_crds(&karmada.client, &karmada_crds())
+        .await
+        .unwrap();
     let clusters: BTreeMap<&str, Cluster> =
         [("source", source.clone()), ("karmada", karmada.clone())].into();
+    // On a real cluster the tenant objects go to namespaces of their own.
+    let ns = |name: &str| {
+        if external.is_some() {
+            format!("switchyard-e2e-{name}")
+        } else {
+            name.to_string()
+        }
+    };
+    let default_ns = ns("default");
 
     // The examples, without the ResourceBinding: Karmada has not picked anything up yet.
-    let inputs = example_inputs();
+    let mut inputs = example_inputs();
+    for (cluster, object) in &mut inputs {
+        if cluster == "source"
+            && let Some(n) = object.pointer_mut("/metadata/namespace")
+        {
+            *n = json!(ns(n.as_str().unwrap()));
+        }
+    }
     let (source_objects, karmada_objects) = karmada_key_objects(&inputs);
     for o in &source_objects {
         source.put(o).await;
     }
-    let mut world: Vec<(String, Value)> =
-        source_objects.iter().map(|o| ("source".to_string(), o.clone())).collect();
+    let mut world: Vec<(String, Value)> = source_objects
+        .iter()
+        .map(|o| ("source".to_string(), o.clone()))
+        .collect();
 
     let packs = PackDir::new();
-    let kubeconfigs = [
-        ("source", source_proxy.kubeconfig_path()),
-        ("karmada", karmada_proxy.kubeconfig_path()),
-    ];
+    let kubeconfigs: Vec<(&str, &std::path::Path)> =
+        kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
 
     // 1. Every object render prints is applied; every FleetWorkload gets render's status.
     let plan = render(&packs.packs(), &world);
-    assert!(plan.objects.len() >= 8, "render makes {} objects", plan.objects.len());
-    wait_for("the broker to apply what render prints", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    assert!(
+        plan.objects.len() >= 8,
+        "render makes {} objects",
+        plan.objects.len()
+    );
+    wait_for("the broker to apply what render prints", CONVERGE, || {
+        matches_plan(&plan, &clusters)
+    })
+    .await;
     for outcome in &plan.outcomes {
         let key = &outcome.trigger;
         let want = outcome.status.clone().unwrap();
@@ -81,7 +152,9 @@ async fn kcp_karmada_through_the_broker() {
                 let live = source.get_key(key).await.ok_or("gone")?;
                 let synced = condition(&live, "Synced").ok_or("no Synced condition")?;
                 let want_synced = condition(&json!({"status": want}), "Synced").unwrap();
-                if synced["status"] == want_synced["status"] && synced["reason"] == want_synced["reason"] {
+                if synced["status"] == want_synced["status"]
+                    && synced["reason"] == want_synced["reason"]
+                {
                     Ok(())
                 } else {
                     Err(format!("Synced is {synced}, render says {want_synced}"))
@@ -91,12 +164,20 @@ async fn kcp_karmada_through_the_broker() {
         .await;
         if outcome.finalizer.is_some() {
             let live = source.get_key(key).await.unwrap();
-            assert_eq!(live["metadata"]["finalizers"], json!(["switchyard.dev/kcp-karmada"]), "{key}");
+            assert_eq!(
+                live["metadata"]["finalizers"],
+                json!(["switchyard.dev/kcp-karmada"]),
+                "{key}"
+            );
         }
     }
     wait_for("readiness", CONVERGE, || async {
         let (code, body) = broker.readyz().await;
-        if code == 200 { Ok(()) } else { Err(format!("{code}: {body}")) }
+        if code == 200 {
+            Ok(())
+        } else {
+            Err(format!("{code}: {body}"))
+        }
     })
     .await;
 
@@ -104,12 +185,21 @@ async fn kcp_karmada_through_the_broker() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = broker.controller.writes();
     eprintln!("writes to converge: {before:?}");
-    let proxy_before = karmada_proxy.requests().writes() + source_proxy.requests().writes();
+    let proxy_writes = || {
+        proxies
+            .as_ref()
+            .map(|(s, k)| s.requests().writes() + k.requests().writes())
+    };
+    let proxy_before = proxy_writes();
     broker.controller.resync();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(broker.controller.writes(), before, "a resync of a converged system wrote");
     assert_eq!(
-        karmada_proxy.requests().writes() + source_proxy.requests().writes(),
+        broker.controller.writes(),
+        before,
+        "a resync of a converged system wrote"
+    );
+    assert_eq!(
+        proxy_writes(),
         proxy_before,
         "a resync of a converged system sent writes"
     );
@@ -122,7 +212,12 @@ async fn kcp_karmada_through_the_broker() {
     world[policy_index].1["spec"]["weights"][1]["weight"] = json!(7);
     source.put(&world[policy_index].1).await;
     let plan = render(&packs.packs(), &world);
-    wait_for("the PropagationPolicy to follow the PlacementPolicy", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    wait_for(
+        "the PropagationPolicy to follow the PlacementPolicy",
+        CONVERGE,
+        || matches_plan(&plan, &clusters),
+    )
+    .await;
 
     // 4. Karmada binds the Deployment: the FleetWorkload's Ready condition reflects it.
     for o in &karmada_objects {
@@ -130,41 +225,76 @@ async fn kcp_karmada_through_the_broker() {
         world.push(("karmada".to_string(), o.clone()));
     }
     let plan = render(&packs.packs(), &world);
-    let web = plan.outcomes.iter().find(|o| o.trigger.name == "web").unwrap();
+    let web = plan
+        .outcomes
+        .iter()
+        .find(|o| o.trigger.name == "web")
+        .unwrap();
     let want_ready = condition(&json!({"status": web.status.clone().unwrap()}), "Ready").unwrap();
-    wait_for("web's Ready condition from its ResourceBinding", CONVERGE, || {
-        let source = source.clone();
-        let want_ready = want_ready.clone();
-        let key = web.trigger.clone();
-        async move {
-            let live = source.get_key(&key).await.ok_or("gone")?;
-            let ready = condition(&live, "Ready").ok_or("no Ready")?;
-            if ready["status"] == want_ready["status"] && ready["reason"] == want_ready["reason"] {
-                Ok(())
-            } else {
-                Err(format!("Ready is {ready}, want {want_ready}"))
+    wait_for(
+        "web's Ready condition from its ResourceBinding",
+        CONVERGE,
+        || {
+            let source = source.clone();
+            let want_ready = want_ready.clone();
+            let key = web.trigger.clone();
+            async move {
+                let live = source.get_key(&key).await.ok_or("gone")?;
+                let ready = condition(&live, "Ready").ok_or("no Ready")?;
+                if ready["status"] == want_ready["status"]
+                    && ready["reason"] == want_ready["reason"]
+                {
+                    Ok(())
+                } else {
+                    Err(format!("Ready is {ready}, want {want_ready}"))
+                }
             }
-        }
-    })
+        },
+    )
     .await;
 
     // 5. An output deleted by hand comes back.
-    let deployment = plan.objects.iter().find(|d| d.key.kind == "Deployment").unwrap().key.clone();
-    karmada.delete(&deployment.api_version, &deployment.kind, deployment.namespace.as_deref(), &deployment.name).await;
-    wait_for("the deleted Deployment to come back", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    let deployment = plan
+        .objects
+        .iter()
+        .find(|d| d.key.kind == "Deployment")
+        .unwrap()
+        .key
+        .clone();
+    karmada
+        .delete(
+            &deployment.api_version,
+            &deployment.kind,
+            deployment.namespace.as_deref(),
+            &deployment.name,
+        )
+        .await;
+    wait_for("the deleted Deployment to come back", CONVERGE, || {
+        matches_plan(&plan, &clusters)
+    })
+    .await;
 
     // 6. A FleetWorkload whose Fleet is missing: Synced=False/FleetNotFound; the others converge.
-    let orphan = fleet_workload("lost", "no-such-fleet");
+    let orphan = fleet_workload(&default_ns, "lost", "no-such-fleet");
     source.put(&orphan).await;
-    let fresh = fleet_workload("fresh", "edge-eu");
+    let fresh = fleet_workload(&default_ns, "fresh", "edge-eu");
     source.put(&fresh).await;
     world.push(("source".to_string(), orphan.clone()));
     world.push(("source".to_string(), fresh.clone()));
     let plan = render(&packs.packs(), &world);
     wait_for("lost to report FleetNotFound", CONVERGE, || {
         let source = source.clone();
+        let default_ns = default_ns.clone();
         async move {
-            let live = source.get("platform.edge-portal.eu/v1alpha1", "FleetWorkload", Some("default"), "lost").await.ok_or("gone")?;
+            let live = source
+                .get(
+                    "platform.edge-portal.eu/v1alpha1",
+                    "FleetWorkload",
+                    Some(&default_ns),
+                    "lost",
+                )
+                .await
+                .ok_or("gone")?;
             match condition(&live, "Synced") {
                 Some(c) if c["status"] == "False" && c["reason"] == "FleetNotFound" => Ok(()),
                 other => Err(format!("Synced is {other:?}")),
@@ -172,91 +302,185 @@ async fn kcp_karmada_through_the_broker() {
         }
     })
     .await;
-    wait_for("fresh to converge beside lost", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    wait_for("fresh to converge beside lost", CONVERGE, || {
+        matches_plan(&plan, &clusters)
+    })
+    .await;
 
     // 7. The pack changes on disk: outputs change without a restart.
     packs.edit("templates/deployment.yaml.hbs", |t| {
         t.replacen("spec:\n", "spec:\n  revisionHistoryLimit: 3\n", 1)
     });
     let plan = render(&packs.packs(), &world);
-    assert!(plan.objects.iter().any(|d| d.object.pointer("/spec/revisionHistoryLimit") == Some(&json!(3))));
-    wait_for("the edited template to reach every Deployment", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    assert!(
+        plan.objects
+            .iter()
+            .any(|d| d.object.pointer("/spec/revisionHistoryLimit") == Some(&json!(3)))
+    );
+    wait_for(
+        "the edited template to reach every Deployment",
+        CONVERGE,
+        || matches_plan(&plan, &clusters),
+    )
+    .await;
 
     // 8. A broken pack: the old one keeps working, readiness says why, nothing is deleted.
     let deletes_before = broker.controller.writes().deletes;
-    packs.edit("rules/fleet-workload.yaml", |t| t.replacen("kind: FleetWorkload", "kind: FleetWorkload\n    bogusField: 1", 1));
-    wait_for("readiness to report the failed reload", CONVERGE, || async {
-        let (code, body) = broker.readyz().await;
-        if body.contains("bogusField") { Ok((code, body)) } else { Err(format!("{code}: {body}")) }
-    })
+    packs.edit("rules/fleet-workload.yaml", |t| {
+        t.replacen(
+            "kind: FleetWorkload",
+            "kind: FleetWorkload\n    bogusField: 1",
+            1,
+        )
+    });
+    wait_for(
+        "readiness to report the failed reload",
+        CONVERGE,
+        || async {
+            let (code, body) = broker.readyz().await;
+            if body.contains("bogusField") {
+                Ok((code, body))
+            } else {
+                Err(format!("{code}: {body}"))
+            }
+        },
+    )
     .await;
-    let another = fleet_workload("after-broken-reload", "edge-eu");
+    let another = fleet_workload(&default_ns, "after-broken-reload", "edge-eu");
     source.put(&another).await;
     world.push(("source".to_string(), another));
     let good_plan = {
         // The running pack is the last good one: the edited template, not the broken rule.
         let scratch = PackDir::new();
-        scratch.edit("templates/deployment.yaml.hbs", |t| t.replacen("spec:\n", "spec:\n  revisionHistoryLimit: 3\n", 1));
+        scratch.edit("templates/deployment.yaml.hbs", |t| {
+            t.replacen("spec:\n", "spec:\n  revisionHistoryLimit: 3\n", 1)
+        });
         render(&scratch.packs(), &world)
     };
-    wait_for("the last good pack to keep serving new FleetWorkloads", CONVERGE, || matches_plan(&good_plan, &clusters)).await;
-    assert_eq!(broker.controller.writes().deletes, deletes_before, "a broken reload deleted something");
-    packs.edit("rules/fleet-workload.yaml", |t| t.replacen("\n    bogusField: 1", "", 1));
+    wait_for(
+        "the last good pack to keep serving new FleetWorkloads",
+        CONVERGE,
+        || matches_plan(&good_plan, &clusters),
+    )
+    .await;
+    assert_eq!(
+        broker.controller.writes().deletes,
+        deletes_before,
+        "a broken reload deleted something"
+    );
+    packs.edit("rules/fleet-workload.yaml", |t| {
+        t.replacen("\n    bogusField: 1", "", 1)
+    });
 
     // 9. Faults: every watch dropped, the API servers answer 500 and 429 for a while; the
     //    broker converges with nothing lost, nothing duplicated and no desired object pruned.
     let deletes_before = broker.controller.writes().deletes;
-    source_proxy.drop_watches();
-    karmada_proxy.drop_watches();
-    karmada_proxy.fail_next(20, 500);
-    source_proxy.fail_next(10, 429);
-    let during = fleet_workload("during-faults", "edge-eu");
+    if let Some((source_proxy, karmada_proxy)) = &proxies {
+        source_proxy.drop_watches();
+        karmada_proxy.drop_watches();
+        karmada_proxy.fail_next(20, 500);
+        source_proxy.fail_next(10, 429);
+    }
+    let during = fleet_workload(&default_ns, "during-faults", "edge-eu");
     source.put(&during).await;
     world.push(("source".to_string(), during));
     let plan = render(&packs.packs(), &world);
-    wait_for("convergence after faults", CONVERGE, || matches_plan(&plan, &clusters)).await;
-    assert_eq!(broker.controller.writes().deletes, deletes_before, "faults made the broker prune");
+    wait_for("convergence after faults", CONVERGE, || {
+        matches_plan(&plan, &clusters)
+    })
+    .await;
+    assert_eq!(
+        broker.controller.writes().deletes,
+        deletes_before,
+        "faults made the broker prune"
+    );
 
     // 10. A restarted broker rebuilds its view and changes nothing.
     broker.stop().await;
-    let changed_while_down = fleet_workload("while-down", "edge-eu");
+    let changed_while_down = fleet_workload(&default_ns, "while-down", "edge-eu");
     source.put(&changed_while_down).await;
     world.push(("source".to_string(), changed_while_down));
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
     let plan = render(&packs.packs(), &world);
-    wait_for("convergence after a restart", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    wait_for("convergence after a restart", CONVERGE, || {
+        matches_plan(&plan, &clusters)
+    })
+    .await;
     wait_for("readiness after a restart", CONVERGE, || async {
         let (code, body) = broker.readyz().await;
-        if code == 200 { Ok(()) } else { Err(format!("{code}: {body}")) }
+        if code == 200 {
+            Ok(())
+        } else {
+            Err(format!("{code}: {body}"))
+        }
     })
     .await;
     eprintln!("writes after restart: {:?}", broker.controller.writes());
-    assert_eq!(broker.controller.writes().deletes, 0, "a restart pruned something");
-    let deployments = karmada.list("apps/v1", "Deployment").await;
-    let expected = plan.objects.iter().filter(|d| d.key.kind == "Deployment").count();
-    assert_eq!(deployments.len(), expected, "a restart duplicated or lost Deployments");
+    assert_eq!(
+        broker.controller.writes().deletes,
+        0,
+        "a restart pruned something"
+    );
+    let deployments: Vec<Value> = karmada
+        .list("apps/v1", "Deployment")
+        .await
+        .into_iter()
+        .filter(|d| {
+            d.pointer("/metadata/labels/switchyard.dev~1pack") == Some(&json!("kcp-karmada"))
+        })
+        .collect();
+    let expected = plan
+        .objects
+        .iter()
+        .filter(|d| d.key.kind == "Deployment")
+        .count();
+    assert_eq!(
+        deployments.len(),
+        expected,
+        "a restart duplicated or lost Deployments"
+    );
 
     // 11. Delete a FleetWorkload: its outputs go, then its finalizer, then the object.
+    let fresh_owner = format!("{default_ns}/fresh");
     let fresh_outputs: Vec<_> = plan
         .objects
         .iter()
-        .filter(|d| d.owners.len() == 1 && d.owners.iter().any(|o| o.ends_with("default/fresh")))
+        .filter(|d| d.owners.len() == 1 && d.owners.iter().any(|o| o.ends_with(&fresh_owner)))
         .map(|d| d.key.clone())
         .collect();
     assert!(!fresh_outputs.is_empty());
-    source.delete("platform.edge-portal.eu/v1alpha1", "FleetWorkload", Some("default"), "fresh").await;
+    source
+        .delete(
+            "platform.edge-portal.eu/v1alpha1",
+            "FleetWorkload",
+            Some(&default_ns),
+            "fresh",
+        )
+        .await;
     wait_for("fresh and its outputs to be gone", CONVERGE, || {
         let source = source.clone();
         let karmada = karmada.clone();
         let fresh_outputs = fresh_outputs.clone();
+        let default_ns = default_ns.clone();
         async move {
             for key in &fresh_outputs {
                 if karmada.get_key(key).await.is_some() {
                     return Err(format!("{key} still exists"));
                 }
             }
-            match source.get("platform.edge-portal.eu/v1alpha1", "FleetWorkload", Some("default"), "fresh").await {
-                Some(o) => Err(format!("fresh still exists with finalizers {}", o["metadata"]["finalizers"])),
+            match source
+                .get(
+                    "platform.edge-portal.eu/v1alpha1",
+                    "FleetWorkload",
+                    Some(&default_ns),
+                    "fresh",
+                )
+                .await
+            {
+                Some(o) => Err(format!(
+                    "fresh still exists with finalizers {}",
+                    o["metadata"]["finalizers"]
+                )),
                 None => Ok(()),
             }
         }
@@ -266,6 +490,59 @@ async fn kcp_karmada_through_the_broker() {
     let plan = render(&packs.packs(), &world);
     matches_plan(&plan, &clusters).await.unwrap();
 
-    broker.stop().await;
+    // A real cluster is left as it was: every FleetWorkload deleted (the broker removes the
+    // outputs and finalizers), then the other tenant objects and their namespaces.
+    if external.is_some() {
+        for (_, o) in world
+            .iter()
+            .filter(|(c, o)| c == "source" && o["kind"] == "FleetWorkload")
+        {
+            source
+                .delete(
+                    "platform.edge-portal.eu/v1alpha1",
+                    "FleetWorkload",
+                    o.pointer("/metadata/namespace").and_then(Value::as_str),
+                    o["metadata"]["name"].as_str().unwrap(),
+                )
+                .await;
+        }
+        wait_for("every output to be cleaned up", CONVERGE, || {
+            let karmada = karmada.clone();
+            async move {
+                let left = karmada
+                    .list("apps/v1", "Deployment")
+                    .await
+                    .into_iter()
+                    .filter(|d| {
+                        d.pointer("/metadata/labels/switchyard.dev~1pack")
+                            == Some(&json!("kcp-karmada"))
+                    })
+                    .count();
+                if left == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{left} Deployments left"))
+                }
+            }
+        })
+        .await;
+        broker.stop().await;
+        for (cluster, o) in world.iter().rev() {
+            let cluster = &clusters[cluster.as_str()];
+            cluster
+                .delete(
+                    o["apiVersion"].as_str().unwrap(),
+                    o["kind"].as_str().unwrap(),
+                    o.pointer("/metadata/namespace").and_then(Value::as_str),
+                    o["metadata"]["name"].as_str().unwrap(),
+                )
+                .await;
+        }
+        for n in ["default", "plant-a"] {
+            source.delete("v1", "Namespace", None, &ns(n)).await;
+        }
+    } else {
+        broker.stop().await;
+    }
     drop(plane);
 }

@@ -63,8 +63,13 @@ impl ControlPlane {
         let http = pki.admin_client()?;
         let watchdog = Watchdog::start()?;
 
-        let client_port = free_port()?;
-        let peer_port = free_port()?;
+        let mut ports = free_ports(2 + clusters.len())?.into_iter();
+        let (Some(client_port), Some(peer_port)) = (ports.next(), ports.next()) else {
+            return Err(TestEnvError::io(
+                "finding free ports",
+                std::io::ErrorKind::AddrNotAvailable.into(),
+            ));
+        };
         let etcd_url = format!("http://127.0.0.1:{client_port}");
         let peer_url = format!("http://127.0.0.1:{peer_port}");
         let etcd_args = vec![
@@ -89,9 +94,10 @@ impl ControlPlane {
         tracing::info!(elapsed = ?started.elapsed(), "etcd ready");
 
         let mut servers = Vec::with_capacity(clusters.len());
-        for name in clusters {
+        for (name, port) in clusters.iter().zip(ports) {
             servers.push(ApiServer::new(
                 name,
+                port,
                 &kube_apiserver,
                 &etcd_url,
                 dir.path(),
@@ -172,8 +178,10 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
+        port: u16,
         program: &Path,
         etcd_url: &str,
         root: &Path,
@@ -184,7 +192,6 @@ impl ApiServer {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir)
             .map_err(|err| TestEnvError::io(format!("creating {}", dir.display()), err))?;
-        let port = free_port()?;
         let url = format!("https://127.0.0.1:{port}");
         let path = |p: &Path| p.display().to_string();
         let args = vec![
@@ -293,34 +300,7 @@ impl ApiServer {
     /// Established for less than 2 s (for HA consistency); this waits that window out too, so
     /// the first create after it is not mysteriously slow.
     pub async fn install_crds(&self, crds: &[Value]) -> Result<(), TestEnvError> {
-        let client = self.client().await?;
-        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-        let params = PatchParams::apply("switchyard-testenv").force();
-        let mut names = Vec::with_capacity(crds.len());
-        for crd in crds {
-            let name = crd
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| TestEnvError::Crd {
-                    name: "(unnamed)".to_string(),
-                    message: "metadata.name is missing".to_string(),
-                })?;
-            api.patch(name, &params, &Patch::Apply(crd)).await?;
-            names.push(name);
-        }
-        let deadline = Instant::now() + CRD_TIMEOUT;
-        let mut established_at = i64::MIN;
-        for name in names {
-            let at = wait_crd_servable(&api, &client, name, deadline).await?;
-            established_at = established_at.max(at);
-        }
-        // The condition's time has whole seconds; the server compares against that.
-        let window_ends = established_at.saturating_add(2).saturating_mul(1000);
-        let now = Timestamp::now().as_millisecond();
-        if let Ok(wait) = u64::try_from(window_ends.saturating_sub(now)) {
-            tokio::time::sleep(Duration::from_millis(wait + 50)).await;
-        }
-        Ok(())
+        install_crds(&self.client().await?, crds).await
     }
 
     fn spawn(&mut self) -> Result<(), TestEnvError> {
@@ -438,12 +418,18 @@ pub(crate) fn write_kubeconfig(
         .map_err(|err| TestEnvError::io(format!("writing {}", path.display()), err))
 }
 
-/// A port free right now on 127.0.0.1 (the OS picks it; we release it for the process).
-pub(crate) fn free_port() -> Result<u16, TestEnvError> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .map_err(|err| TestEnvError::io("finding a free port", err))
+/// `n` distinct ports free right now on 127.0.0.1: the OS picks them, and we hold them all
+/// until every one is picked, then release them for the processes.
+fn free_ports(n: usize) -> Result<Vec<u16>, TestEnvError> {
+    let listeners = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| TestEnvError::io("finding free ports", err))?;
+    listeners
+        .iter()
+        .map(|listener| listener.local_addr().map(|addr| addr.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| TestEnvError::io("finding free ports", err))
 }
 
 /// Polls `url` until it answers 200, failing early if the process exits.
@@ -549,4 +535,38 @@ async fn wait_crd_servable(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Applies CustomResourceDefinitions through any client (a test control plane's or a real
+/// cluster's) and waits until each is Established and servable: see
+/// [`ApiServer::install_crds`].
+pub async fn install_crds(client: &kube::Client, crds: &[Value]) -> Result<(), TestEnvError> {
+    let client = client.clone();
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("switchyard-testenv").force();
+    let mut names = Vec::with_capacity(crds.len());
+    for crd in crds {
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| TestEnvError::Crd {
+                name: "(unnamed)".to_string(),
+                message: "metadata.name is missing".to_string(),
+            })?;
+        api.patch(name, &params, &Patch::Apply(crd)).await?;
+        names.push(name);
+    }
+    let deadline = Instant::now() + CRD_TIMEOUT;
+    let mut established_at = i64::MIN;
+    for name in names {
+        let at = wait_crd_servable(&api, &client, name, deadline).await?;
+        established_at = established_at.max(at);
+    }
+    // The condition's time has whole seconds; the server compares against that.
+    let window_ends = established_at.saturating_add(2).saturating_mul(1000);
+    let now = Timestamp::now().as_millisecond();
+    if let Ok(wait) = u64::try_from(window_ends.saturating_sub(now)) {
+        tokio::time::sleep(Duration::from_millis(wait + 50)).await;
+    }
+    Ok(())
 }

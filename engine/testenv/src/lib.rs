@@ -21,6 +21,28 @@
 //! Tests that should also run against a real cluster read [`external_kubeconfig`]: when
 //! `SWITCHYARD_E2E_KUBECONFIG` names a kubeconfig file, use it instead of starting a control
 //! plane.
+//!
+//! Starting etcd and one kube-apiserver takes about 3-5 s; restarting one about 3 s.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), switchyard_testenv::TestEnvError> {
+//! use switchyard_testenv::{ControlPlane, FaultProxy};
+//!
+//! let control_plane = ControlPlane::start(&["source", "karmada"]).await?;
+//! let source = control_plane.cluster("source").expect("started above");
+//! let client = source.client().await?;
+//! // The code under test talks to `source` through the proxy.
+//! let proxy = FaultProxy::start(source).await?;
+//! let flaky = proxy.client().await?;
+//! proxy.fail_next(2, 500);
+//! # let _ = (client, flaky);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! kube's client retries 429, 503 and 504 answers by itself (honouring `Retry-After`), so
+//! [`FaultProxy::fail_next`] with those codes is only visible to the caller once the retries
+//! run out; 500 reaches it at once.
 
 mod binaries;
 mod certs;
@@ -31,7 +53,7 @@ mod proxy;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use control_plane::{ApiServer, ControlPlane, read_crds};
+pub use control_plane::{ApiServer, ControlPlane, install_crds, read_crds};
 pub use proxy::{FaultProxy, ProxyCounts};
 
 /// Environment variable naming a kubeconfig of a real cluster for end-to-end tests.

@@ -25,6 +25,7 @@ pub(crate) struct Watchdog {
 
 const WATCHDOG_SCRIPT: &str = r#"pids=" "
 while read -r op pid; do
+  case "$pid" in ''|*[!0-9]*|0|1) continue ;; esac
   case "$op" in
     add) pids="$pids$pid " ;;
     del) pids="${pids/ $pid / }" ;;
@@ -82,7 +83,8 @@ impl Drop for Watchdog {
 pub(crate) struct Proc {
     name: String,
     child: Child,
-    pid: u32,
+    /// Kept apart from `child`, which forgets it once the process is reaped.
+    pid: Option<u32>,
     log: PathBuf,
     watchdog: Arc<Watchdog>,
 }
@@ -110,9 +112,11 @@ impl Proc {
             .kill_on_drop(true)
             .spawn()
             .map_err(|err| TestEnvError::io(format!("starting {}", program.display()), err))?;
-        let pid = child.id().unwrap_or_default();
-        watchdog.send(&format!("add {pid}"));
-        tracing::debug!(name, pid, log = %log.display(), "started");
+        let pid = child.id();
+        if let Some(pid) = pid {
+            watchdog.send(&format!("add {pid}"));
+        }
+        tracing::debug!(name, ?pid, log = %log.display(), "started");
         Ok(Proc {
             name: name.to_string(),
             child,
@@ -145,14 +149,19 @@ impl Proc {
             return Ok(());
         }
         // tokio can only send SIGKILL; `kill` sends SIGTERM without unsafe code.
-        let term = Command::new("kill")
-            .args(["-TERM", &self.pid.to_string()])
-            .status()
-            .await;
-        if let Err(err) = term {
-            tracing::warn!(name = self.name, %err, "sending SIGTERM");
-        }
-        match tokio::time::timeout(STOP_GRACE, self.child.wait()).await {
+        let pid = self.pid.map(|pid| pid.to_string()).unwrap_or_default();
+        let grace = match Command::new("kill").args(["-TERM", &pid]).status().await {
+            Ok(status) if status.success() => STOP_GRACE,
+            Ok(status) => {
+                tracing::warn!(name = self.name, %status, "sending SIGTERM");
+                Duration::ZERO
+            }
+            Err(err) => {
+                tracing::warn!(name = self.name, %err, "sending SIGTERM");
+                Duration::ZERO
+            }
+        };
+        match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(err)) => Err(TestEnvError::io(format!("waiting for {}", self.name), err)),
             Err(_) => {
@@ -183,7 +192,9 @@ impl Drop for Proc {
         while self.exited().is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        self.watchdog.send(&format!("del {}", self.pid));
+        if let Some(pid) = self.pid {
+            self.watchdog.send(&format!("del {pid}"));
+        }
     }
 }
 

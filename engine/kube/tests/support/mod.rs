@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::Client;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use switchyard_core::plan::{self, Plan};
 use switchyard_core::{MemoryWorld, ObjectKey};
@@ -56,7 +56,10 @@ pub struct PackDir {
 impl PackDir {
     pub fn new() -> PackDir {
         let dir = tempfile::tempdir().unwrap();
-        copy_dir(&repo().join("rules/kcp-karmada"), &dir.path().join("packs/kcp-karmada"));
+        copy_dir(
+            &repo().join("rules/kcp-karmada"),
+            &dir.path().join("packs/kcp-karmada"),
+        );
         copy_dir(&repo().join("templates"), &dir.path().join("templates"));
         copy_dir(&repo().join("config/crds"), &dir.path().join("config/crds"));
         PackDir { dir }
@@ -237,7 +240,12 @@ impl Cluster {
         }
     }
 
-    async fn api(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
+    async fn api(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Api<DynamicObject> {
         let key = (api_version.to_string(), kind.to_string());
         let cached = self.resources.lock().unwrap().get(&key).cloned();
         let (resource, namespaced) = match cached {
@@ -263,25 +271,40 @@ impl Cluster {
     pub async fn put(&self, object: &Value) {
         let av = object["apiVersion"].as_str().unwrap();
         let kind = object["kind"].as_str().unwrap();
-        let ns = object.pointer("/metadata/namespace").and_then(Value::as_str);
+        let ns = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
         let name = object["metadata"]["name"].as_str().unwrap();
         let params = PatchParams::apply("e2e-user").force();
         if let Some(ns) = ns {
             let namespaces = self.api("v1", "Namespace", None).await;
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            namespaces.patch(ns, &params, &Patch::Apply(&body)).await.unwrap();
+            namespaces
+                .patch(ns, &params, &Patch::Apply(&body))
+                .await
+                .unwrap();
         }
         let api = self.api(av, kind, ns).await;
         let mut body = object.clone();
         let status = body.as_object_mut().unwrap().remove("status");
-        api.patch(name, &params, &Patch::Apply(&body)).await.unwrap_or_else(|e| panic!("apply {kind} {name}: {e}"));
+        api.patch(name, &params, &Patch::Apply(&body))
+            .await
+            .unwrap_or_else(|e| panic!("apply {kind} {name}: {e}"));
         if let Some(status) = status {
             let body = json!({"apiVersion": av, "kind": kind, "metadata": {"name": name, "namespace": ns}, "status": status});
-            api.patch_status(name, &params, &Patch::Apply(&body)).await.unwrap_or_else(|e| panic!("status of {kind} {name}: {e}"));
+            api.patch_status(name, &params, &Patch::Apply(&body))
+                .await
+                .unwrap_or_else(|e| panic!("status of {kind} {name}: {e}"));
         }
     }
 
-    pub async fn get(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
+    pub async fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
         let api = self.api(api_version, kind, namespace).await;
         api.get_opt(name)
             .await
@@ -290,7 +313,13 @@ impl Cluster {
     }
 
     pub async fn get_key(&self, key: &ObjectKey) -> Option<Value> {
-        self.get(&key.api_version, &key.kind, key.namespace.as_deref(), &key.name).await
+        self.get(
+            &key.api_version,
+            &key.kind,
+            key.namespace.as_deref(),
+            &key.name,
+        )
+        .await
     }
 
     pub async fn delete(&self, api_version: &str, kind: &str, namespace: Option<&str>, name: &str) {

@@ -1,0 +1,105 @@
+//! `switchyard run`: flags and the configuration file into a broker configuration, then the
+//! broker until SIGTERM or SIGINT.
+
+use std::path::PathBuf;
+
+use switchyard_kube::config::{BrokerConfig, Flags, LogFormat, parse_cluster_flag};
+
+use crate::{CliError, init_logs};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The packs folder: a pack (with pack.yaml), or a folder of packs. Watched for changes.
+    #[arg(long)]
+    packs: Option<PathBuf>,
+    /// A cluster of a role: `ROLE=KUBECONFIG[@CONTEXT]`, `ROLE/NAME=KUBECONFIG[@CONTEXT]`
+    /// for a member of a role with several clusters, or `ROLE=in-cluster`. Repeatable.
+    #[arg(long = "cluster", value_name = "ROLE[/NAME]=KUBECONFIG[@CONTEXT]")]
+    clusters: Vec<String>,
+    /// A broker configuration file (kind BrokerConfig); flags override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The shared partials folder; default the nearest `templates/` above each pack.
+    #[arg(long)]
+    partials: Option<PathBuf>,
+    /// CRDs packs are type-checked against (repeatable); default the nearest `config/crds/`.
+    #[arg(long = "crds")]
+    crds: Vec<PathBuf>,
+    /// Seconds between full re-evaluations of every trigger (default 300).
+    #[arg(long)]
+    resync_seconds: Option<u64>,
+    /// Triggers evaluated and applied at once (default 8).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Address of /healthz, /readyz and /metrics (default 0.0.0.0:8080).
+    #[arg(long)]
+    health_addr: Option<String>,
+    /// Quiet time after a change under --packs before the packs are reloaded (default 500).
+    #[arg(long)]
+    reload_debounce_millis: Option<u64>,
+    /// Log lines as text or JSON (default text).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormatArg>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
+}
+
+pub fn run(args: RunArgs) -> Result<u8, CliError> {
+    let mut clusters = Vec::new();
+    for flag in &args.clusters {
+        clusters.push(parse_cluster_flag(flag).map_err(|e| CliError::Usage(e.to_string()))?);
+    }
+    let base = match &args.config {
+        Some(path) => BrokerConfig::from_file(path).map_err(|e| CliError::Usage(e.to_string()))?,
+        None => BrokerConfig::default(),
+    };
+    let flags = Flags {
+        packs: args.packs,
+        partials: args.partials,
+        crds: args.crds,
+        clusters,
+        resync_seconds: args.resync_seconds,
+        workers: args.workers,
+        health_addr: args.health_addr,
+        reload_debounce_millis: args.reload_debounce_millis,
+        log_format: args.log_format.map(|f| match f {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        }),
+    };
+    let config = base
+        .with_flags(flags)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    init_logs(config.log_format == LogFormat::Json, "info");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Input(format!("cannot start the runtime: {e}")))?;
+    runtime
+        .block_on(switchyard_kube::run(config, shutdown_signal(), |_| {}))
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    Ok(0)
+}
+
+/// SIGTERM (what Kubernetes sends) or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM"),
+                _ = int.recv() => tracing::info!("SIGINT"),
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
