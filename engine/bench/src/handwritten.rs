@@ -159,7 +159,11 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
     let mut namespaced = Vec::new();
     for (key, (mut object, sources, owners)) in merged {
         let sources: Vec<String> = sources.iter().map(|s| format!("{RULE}/{s}")).collect();
-        let owners: Vec<&str> = owners.iter().map(String::as_str).collect();
+        // At most 8 owners are named, then `+more`: annotations stay bounded.
+        let mut owners: Vec<&str> = owners.iter().take(9).map(String::as_str).collect();
+        if owners.len() == 9 {
+            owners[8] = "+more";
+        }
         stamp_ownership(&mut object, &sources.join(","), &owners.join(","));
         if key.namespace.is_none() {
             cluster_scoped.push((key, object));

@@ -96,7 +96,7 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
                 }
                 Some(existing) => {
                     if let Err(conflict) = absorb(existing, desired) {
-                        conflicts.push(conflict);
+                        conflicts.push(*conflict);
                     }
                 }
             }
@@ -150,17 +150,17 @@ pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
 /// Adds another trigger's version of an object to the merged one: the same contents (ownership
 /// aside) join its sources and owners; different contents are a conflict and leave it as it
 /// was.
-pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<(), Conflict> {
+pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<(), Box<Conflict>> {
     if without_ownership(&existing.object) == without_ownership(&incoming.object) {
         existing.sources.extend(incoming.sources.iter().cloned());
         existing.owners.extend(incoming.owners.iter().cloned());
         Ok(())
     } else {
-        Err(Conflict {
+        Err(Box::new(Conflict {
             key: incoming.key.clone(),
             kept: existing.owners.clone(),
             refused: incoming.owners.clone(),
-        })
+        }))
     }
 }
 

@@ -25,14 +25,14 @@ pub enum ApplyError {
         api_version: String,
         kind: String,
         #[source]
-        source: KubeError,
+        source: Box<KubeError>,
     },
     #[error("{action} {object}: {source}")]
     Api {
         action: &'static str,
         object: String,
         #[source]
-        source: KubeError,
+        source: Box<KubeError>,
     },
 }
 
@@ -48,7 +48,7 @@ impl ApplyError {
 
     /// The API answered 404.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, ApplyError::Api { source: KubeError::Api(s), .. } if s.code == 404)
+        matches!(self, ApplyError::Api { source, .. } if matches!(**source, KubeError::Api(ref s) if s.code == 404))
     }
 }
 
@@ -57,10 +57,13 @@ pub fn field_manager(pack: &str) -> String {
     format!("switchyard/{pack}")
 }
 
+/// Cluster, apiVersion, kind.
+type ResourceKey = (String, String, String);
+
 /// The API clients of the clusters, and the resources discovered in each.
 pub struct Clusters {
     clients: BTreeMap<String, Client>,
-    resources: Mutex<HashMap<(String, String, String), (ApiResource, bool)>>,
+    resources: Mutex<HashMap<ResourceKey, (ApiResource, bool)>>,
 }
 
 impl Clusters {
@@ -110,7 +113,7 @@ impl Clusters {
                     cluster: cluster.to_string(),
                     api_version: api_version.to_string(),
                     kind: kind.to_string(),
-                    source,
+                    source: Box::new(source),
                 })?;
         let namespaced = capabilities.scope == Scope::Namespaced;
         self.resources
@@ -145,7 +148,7 @@ impl Clusters {
             .map_err(|source| ApplyError::Api {
                 action: "apply",
                 object: key.to_string(),
-                source,
+                source: Box::new(source),
             })
     }
 
@@ -164,9 +167,9 @@ impl Clusters {
             Ok(_) => Ok(()),
             Err(KubeError::Api(s)) if s.code == 404 => Ok(()),
             Err(source) => Err(ApplyError::Api {
+                source: Box::new(source),
                 action: "delete",
                 object: key.to_string(),
-                source,
             }),
         }
     }
@@ -184,9 +187,9 @@ impl Clusters {
             Ok(_) => Ok(()),
             Err(KubeError::Api(s)) if s.code == 404 => Ok(()),
             Err(source) => Err(ApplyError::Api {
+                source: Box::new(source),
                 action: "orphan",
                 object: key.to_string(),
-                source,
             }),
         }
     }
@@ -213,7 +216,7 @@ impl Clusters {
             .map_err(|source| ApplyError::Api {
                 action: "write status of",
                 object: trigger.to_string(),
-                source,
+                source: Box::new(source),
             })
     }
 
@@ -254,13 +257,13 @@ impl Clusters {
             // Gone already: nothing holds it any more.
             Err(KubeError::Api(s)) if s.code == 404 && !present => Ok(()),
             Err(source) => Err(ApplyError::Api {
+                source: Box::new(source),
                 action: if present {
                     "add finalizer to"
                 } else {
                     "remove finalizer from"
                 },
                 object: trigger.to_string(),
-                source,
             }),
         }
     }

@@ -77,8 +77,11 @@ pub async fn run(
         &mut watches,
     );
 
+    // The packs folder, and the shared partials and CRDs the packs are loaded with.
     let packs_dir = config.packs.clone().unwrap_or_default();
-    let (mut reloads, _guard) = crate::reload::watch(&packs_dir, config.reload_debounce())
+    let pack_dirs = packs::pack_dirs(&packs_dir).unwrap_or_default();
+    let watched = crate::reload::watched_paths(&config, &pack_dirs);
+    let (mut reloads, _guard) = crate::reload::watch_paths(&watched, config.reload_debounce())
         .map_err(|e| BrokerError::Io(e.to_string()))?;
 
     let addr = config.health_socket_addr()?;

@@ -225,11 +225,14 @@ where
     }
 }
 
+/// (apiVersion, kind) -> resource and whether it is namespaced.
+type Resources = BTreeMap<(String, String), (kube::api::ApiResource, bool)>;
+
 /// Typed access to any kind in a cluster.
 #[derive(Clone)]
 pub struct Cluster {
     pub client: Client,
-    resources: Arc<Mutex<BTreeMap<(String, String), (kube::api::ApiResource, bool)>>>,
+    resources: Arc<Mutex<Resources>>,
 }
 
 impl Cluster {
