@@ -546,3 +546,127 @@ async fn kcp_karmada_through_the_broker() {
     }
     drop(plane);
 }
+
+/// An output the API server refuses: the trigger says why (`Synced=False/ApplyFailed` naming
+/// the object), the work is retried with backoff, nothing is pruned, and a fixed pack
+/// converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_apply_is_reported_and_retried() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return; // The scenario above covers a real cluster.
+    }
+    let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
+    let source = Cluster::new(plane.cluster("source").unwrap().client().await.unwrap());
+    let karmada = Cluster::new(plane.cluster("karmada").unwrap().client().await.unwrap());
+    switchyard_testenv::install_crds(&source.client, &source_crds())
+        .await
+        .unwrap();
+    switchyard_testenv::install_crds(&karmada.client, &karmada_crds())
+        .await
+        .unwrap();
+    let clusters: BTreeMap<&str, Cluster> =
+        [("source", source.clone()), ("karmada", karmada.clone())].into();
+    let fleet = json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "Fleet",
+        "metadata": {"name": "edge-eu", "namespace": "default",
+                     "annotations": {"kcp.io/cluster": "2vmzxwqzc9k1ajk0"}},
+        "spec": {"clusterRefs": [{"name": "a"}]}});
+    let workload = fleet_workload("default", "web", "edge-eu");
+    source.put(&fleet).await;
+    source.put(&workload).await;
+    let world = vec![
+        ("source".to_string(), fleet),
+        ("source".to_string(), workload),
+    ];
+
+    // Kubernetes refuses a negative minReadySeconds.
+    let packs = PackDir::new();
+    packs.edit("templates/deployment.yaml.hbs", |t| {
+        t.replacen("spec:\n", "spec:\n  minReadySeconds: -5\n", 1)
+    });
+    let kubeconfigs: Vec<(&str, std::path::PathBuf)> = vec![
+        (
+            "source",
+            plane
+                .cluster("source")
+                .unwrap()
+                .kubeconfig_path()
+                .to_path_buf(),
+        ),
+        (
+            "karmada",
+            plane
+                .cluster("karmada")
+                .unwrap()
+                .kubeconfig_path()
+                .to_path_buf(),
+        ),
+    ];
+    let kubeconfigs: Vec<(&str, &std::path::Path)> =
+        kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
+    let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
+    let message = wait_for("web to report the refused apply", CONVERGE, || {
+        let source = source.clone();
+        async move {
+            let live = source
+                .get(
+                    "platform.edge-portal.eu/v1alpha1",
+                    "FleetWorkload",
+                    Some("default"),
+                    "web",
+                )
+                .await
+                .ok_or("gone")?;
+            match condition(&live, "Synced") {
+                Some(c) if c["reason"] == "ApplyFailed" => Ok(c),
+                other => Err(format!("Synced is {other:?}")),
+            }
+        }
+    })
+    .await;
+    assert_eq!(message["status"], "False");
+    let text = message["message"].as_str().unwrap();
+    assert!(
+        text.starts_with("apply karmada:Deployment.apps:kcp-"),
+        "{text}"
+    );
+    assert!(text.contains("minReadySeconds"), "{text}");
+    // The Namespace and PropagationPolicy applied before the refused Deployment stay.
+    assert!(
+        karmada
+            .list("v1", "Namespace")
+            .await
+            .iter()
+            .any(|n| n["metadata"]["name"].as_str().unwrap().starts_with("kcp-"))
+    );
+    assert_eq!(broker.controller.writes().deletes, 0);
+
+    // Fixed on disk: the retry converges and Synced turns True.
+    packs.edit("templates/deployment.yaml.hbs", |t| {
+        t.replacen("  minReadySeconds: -5\n", "", 1)
+    });
+    let plan = render(&packs.packs(), &world);
+    wait_for("the fixed pack to converge", CONVERGE, || {
+        matches_plan(&plan, &clusters)
+    })
+    .await;
+    wait_for("Synced=True", CONVERGE, || {
+        let source = source.clone();
+        async move {
+            let live = source
+                .get(
+                    "platform.edge-portal.eu/v1alpha1",
+                    "FleetWorkload",
+                    Some("default"),
+                    "web",
+                )
+                .await
+                .ok_or("gone")?;
+            match condition(&live, "Synced") {
+                Some(c) if c["status"] == "True" => Ok(()),
+                other => Err(format!("Synced is {other:?}")),
+            }
+        }
+    })
+    .await;
+    broker.stop().await;
+}
