@@ -176,6 +176,28 @@ impl PackState {
         Some(merged)
     }
 
+    /// Objects in the caches that carry this pack's label and that no trigger desires: what
+    /// prune may remove.
+    fn undesired(&self, store: &Store, pack_name: &str) -> Vec<(ObjectKey, Arc<Value>)> {
+        let mut found = Vec::new();
+        for kind in self.kinds.keys() {
+            let Some(cache) = store.cache(kind) else {
+                continue;
+            };
+            for o in cache.list(None) {
+                if !managed_by(&o, pack_name) {
+                    continue;
+                }
+                if let Ok(key) = ObjectKey::of(&kind.cluster, &o)
+                    && !self.by_output.contains_key(&key)
+                {
+                    found.push((key, o));
+                }
+            }
+        }
+        found
+    }
+
     fn mark_evaluated(&mut self, trigger: &ObjectKey) -> bool {
         if let Initial::Pending(pending) = &mut self.initial {
             pending.remove(trigger);
@@ -760,35 +782,13 @@ impl Controller {
         let state = self.lock();
         let p = state.packs.get(pack_name)?;
         let owner = trigger.to_string();
-        for (kind, _) in p.kinds.iter() {
-            let Some(cache) = self.store.cache(kind) else {
-                continue;
-            };
-            for o in cache.list(None) {
-                if !managed_by(&o, pack_name) {
-                    continue;
-                }
-                let Ok(key) = ObjectKey::of(&kind.cluster, &o) else {
-                    continue;
-                };
-                if p.by_output.contains_key(&key) {
-                    continue;
-                }
-                let owners = o
-                    .pointer(&format!(
-                        "/metadata/annotations/{}",
-                        escape_pointer(ANNOTATION_OWNERS)
-                    ))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let listed = owners.split(',').any(|x| x == owner);
-                let truncated = owners.split(',').any(|x| x == OWNERS_MORE);
-                if previous.contains(&key) || listed || truncated {
-                    return Some(key.to_string());
-                }
-            }
-        }
-        None
+        p.undesired(&self.store, pack_name)
+            .into_iter()
+            .find(|(key, o)| {
+                let owners = annotation(o, ANNOTATION_OWNERS);
+                previous.contains(key) || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)
+            })
+            .map(|(key, _)| key.to_string())
     }
 
     /// Applies the merged form of each output that is still desired and not up to date.
@@ -884,55 +884,32 @@ impl Controller {
                 .into_iter()
                 .map(|r| (r.name, r.deletion))
                 .collect();
-            for kind in p.kinds.keys() {
-                let Some(cache) = self.store.cache(kind) else {
+            for (key, o) in p.undesired(&self.store, pack_name) {
+                let owners = annotation(&o, ANNOTATION_OWNERS);
+                let protected = !unknown.is_empty()
+                    && owners
+                        .split(',')
+                        .any(|x| unknown.contains(x) || x == OWNERS_MORE);
+                if protected {
+                    tracing::info!(object = %key, "not pruned: a trigger that may own it fails to evaluate");
                     continue;
-                };
-                for o in cache.list(None) {
-                    if !managed_by(&o, pack_name) {
-                        continue;
-                    }
-                    let Ok(key) = ObjectKey::of(&kind.cluster, &o) else {
-                        continue;
-                    };
-                    if p.by_output.contains_key(&key) {
-                        continue;
-                    }
-                    let annotation = |name: &str| {
-                        o.pointer(&format!("/metadata/annotations/{}", escape_pointer(name)))
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    let owners = annotation(ANNOTATION_OWNERS);
-                    let protected = !unknown.is_empty()
-                        && owners
-                            .split(',')
-                            .any(|x| unknown.contains(x) || x == OWNERS_MORE);
-                    if protected {
-                        tracing::info!(object = %key, "not pruned: a trigger that may own it fails to evaluate");
-                        continue;
-                    }
-                    // The rule that made it says what happens to it; a rule that no longer
-                    // exists deletes.
-                    let orphan = annotation(ANNOTATION_RULE).split(',').any(|source| {
-                        let rule = source.split('/').next().unwrap_or_default();
-                        policies.get(rule) == Some(&DeletionPolicy::Orphan)
-                    });
-                    let uid = o
-                        .pointer("/metadata/uid")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    doomed.push((
-                        key,
-                        uid,
-                        if orphan {
-                            DeletionPolicy::Orphan
-                        } else {
-                            DeletionPolicy::Delete
-                        },
-                    ));
                 }
+                // The rule that made it says what happens to it; a rule that no longer
+                // exists deletes.
+                let orphan = annotation(&o, ANNOTATION_RULE).split(',').any(|source| {
+                    let rule = source.split('/').next().unwrap_or_default();
+                    policies.get(rule) == Some(&DeletionPolicy::Orphan)
+                });
+                let uid = o
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let policy = if orphan {
+                    DeletionPolicy::Orphan
+                } else {
+                    DeletionPolicy::Delete
+                };
+                doomed.push((key, uid, policy));
             }
         }
         let mut first_error = None;
@@ -994,8 +971,13 @@ fn managed_by(object: &Value, pack: &str) -> bool {
         == Some(pack)
 }
 
-fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
+/// An annotation's value, or "".
+fn annotation<'v>(object: &'v Value, name: &str) -> &'v str {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(name))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn has_finalizer(object: &Value, finalizer: &str) -> bool {
