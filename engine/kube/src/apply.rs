@@ -60,10 +60,19 @@ pub fn field_manager(pack: &str) -> String {
 /// Cluster, apiVersion, kind.
 type ResourceKey = (String, String, String);
 
+/// A kind as a cluster serves it.
+#[derive(Clone)]
+struct Resource {
+    api: ApiResource,
+    namespaced: bool,
+    /// It has a status subresource (built-in kinds like ConfigMap do not).
+    has_status: bool,
+}
+
 /// The API clients of the clusters, and the resources discovered in each.
 pub struct Clusters {
     clients: BTreeMap<String, Client>,
-    resources: Mutex<HashMap<ResourceKey, (ApiResource, bool)>>,
+    resources: Mutex<HashMap<ResourceKey, Resource>>,
 }
 
 impl Clusters {
@@ -85,13 +94,13 @@ impl Clusters {
         self.clients.keys().map(String::as_str)
     }
 
-    /// The API resource of a kind and whether it is namespaced, discovered once per cluster.
+    /// The API resource of a kind, discovered once per cluster.
     async fn resource(
         &self,
         cluster: &str,
         api_version: &str,
         kind: &str,
-    ) -> Result<(ApiResource, bool), ApplyError> {
+    ) -> Result<Resource, ApplyError> {
         let key = (
             cluster.to_string(),
             api_version.to_string(),
@@ -106,7 +115,7 @@ impl Clusters {
             return Ok(found.clone());
         }
         let client = self.client(cluster)?;
-        let (resource, capabilities) =
+        let (api, capabilities) =
             watch::resolve(client, api_version, kind)
                 .await
                 .map_err(|source| ApplyError::Discovery {
@@ -115,22 +124,29 @@ impl Clusters {
                     kind: kind.to_string(),
                     source: Box::new(source),
                 })?;
-        let namespaced = capabilities.scope == Scope::Namespaced;
+        let resource = Resource {
+            api,
+            namespaced: capabilities.scope == Scope::Namespaced,
+            has_status: capabilities
+                .subresources
+                .iter()
+                .any(|(sub, _)| sub.plural == "status"),
+        };
         self.resources
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, (resource.clone(), namespaced));
-        Ok((resource, namespaced))
+            .insert(key, resource.clone());
+        Ok(resource)
     }
 
     async fn api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, ApplyError> {
-        let (resource, namespaced) = self
+        let resource = self
             .resource(&key.cluster, &key.api_version, &key.kind)
             .await?;
         let client = self.client(&key.cluster)?.clone();
-        Ok(match (&key.namespace, namespaced) {
-            (Some(ns), true) => Api::namespaced_with(client, ns, &resource),
-            _ => Api::all_with(client, &resource),
+        Ok(match (&key.namespace, resource.namespaced) {
+            (Some(ns), true) => Api::namespaced_with(client, ns, &resource.api),
+            _ => Api::all_with(client, &resource.api),
         })
     }
 
@@ -195,13 +211,19 @@ impl Clusters {
     }
 
     /// Applies the trigger's status through the status subresource (the spec is never
-    /// written).
+    /// written). A kind without one (a ConfigMap) has no status to write: returns `false`.
     pub async fn apply_status(
         &self,
         pack: &str,
         trigger: &ObjectKey,
         status: &Value,
-    ) -> Result<(), ApplyError> {
+    ) -> Result<bool, ApplyError> {
+        let resource = self
+            .resource(&trigger.cluster, &trigger.api_version, &trigger.kind)
+            .await?;
+        if !resource.has_status {
+            return Ok(false);
+        }
         let api = self.api(trigger).await?;
         let body = json!({
             "apiVersion": trigger.api_version,
@@ -212,7 +234,7 @@ impl Clusters {
         let params = PatchParams::apply(&field_manager(pack)).force();
         api.patch_status(&trigger.name, &params, &Patch::Apply(&body))
             .await
-            .map(|_| ())
+            .map(|_| true)
             .map_err(|source| ApplyError::Api {
                 action: "write status of",
                 object: trigger.to_string(),

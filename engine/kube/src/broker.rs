@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use crate::apply::Clusters;
 use crate::config::{BrokerConfig, ConfigError};
 use crate::controller::{CLEANUP_POLL, Controller, ReconcileError, Work};
-use crate::health::Health;
+use crate::health::{Health, MetricKind};
 use crate::packs::{self, PackSet};
 use crate::queue::{Backoff, Queue};
 use crate::store::{KindCache, KindKey, Store};
@@ -104,6 +104,7 @@ pub async fn run(
                         queue.add_after(work, CLEANUP_POLL);
                     }
                     Err(e) => {
+                        controller.count_failure();
                         let delay = queue.retry(&work);
                         tracing::warn!(work = ?work, error = %e, retry_in = ?delay, "work failed; retrying");
                     }
@@ -114,6 +115,8 @@ pub async fn run(
 
     let mut resync = tokio::time::interval(config.resync().max(Duration::from_secs(1)));
     resync.tick().await;
+    describe_metrics(&health);
+    let mut metrics = tokio::time::interval(Duration::from_secs(2));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
@@ -134,6 +137,7 @@ pub async fn run(
                 ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
             }
             _ = resync.tick() => controller.resync(),
+            _ = metrics.tick() => publish_metrics(&health, &controller, &queue),
         }
     }
 
@@ -154,6 +158,69 @@ pub async fn run(
     let _ = server.await;
     tracing::info!("stopped");
     Ok(())
+}
+
+const METRICS: [(&str, MetricKind, &str); 7] = [
+    (
+        "switchyard_applies_total",
+        MetricKind::Counter,
+        "Server-side applies of outputs.",
+    ),
+    (
+        "switchyard_status_writes_total",
+        MetricKind::Counter,
+        "Status applies on triggers.",
+    ),
+    (
+        "switchyard_prunes_total",
+        MetricKind::Counter,
+        "Outputs deleted or orphaned because no trigger desires them.",
+    ),
+    (
+        "switchyard_finalizer_writes_total",
+        MetricKind::Counter,
+        "Finalizers added to or removed from triggers.",
+    ),
+    (
+        "switchyard_evaluations_total",
+        MetricKind::Counter,
+        "Trigger evaluations.",
+    ),
+    (
+        "switchyard_work_failures_total",
+        MetricKind::Counter,
+        "Work items that failed and were retried with backoff.",
+    ),
+    (
+        "switchyard_queue_depth",
+        MetricKind::Gauge,
+        "Work items queued or in progress.",
+    ),
+];
+
+fn describe_metrics(health: &Health) {
+    for (name, kind, help) in METRICS {
+        health.metrics().describe(name, kind, help);
+    }
+}
+
+fn publish_metrics(health: &Health, controller: &Controller, queue: &Queue<Work>) {
+    let w = controller.writes();
+    let c = controller.counters();
+    let values = [
+        w.applies,
+        w.status,
+        w.deletes,
+        w.finalizers,
+        c.evaluations,
+        c.failures,
+    ];
+    for ((name, _, _), value) in METRICS.iter().zip(values) {
+        health.metrics().set(name, &[], value as f64);
+    }
+    health
+        .metrics()
+        .set("switchyard_queue_depth", &[], queue.len() as f64);
 }
 
 /// Loads the pack set from disk; installs it when it loads, keeps the running one when not.

@@ -71,6 +71,21 @@ pub fn watch_plan(pack: &Pack) -> BTreeMap<KindKey, WatchMode> {
     plan
 }
 
+/// The kinds a pack may emit, per cluster role.
+fn output_kinds(pack: &Pack) -> BTreeSet<KindKey> {
+    pack.spec()
+        .scope
+        .iter()
+        .flat_map(|scope| {
+            scope.kinds.iter().map(|k| KindKey {
+                cluster: scope.cluster.clone(),
+                api_version: k.api_version.clone(),
+                kind: k.kind.clone(),
+            })
+        })
+        .collect()
+}
+
 /// Where a pack stands in its first round of evaluations after start or reload.
 #[derive(Debug)]
 enum Initial {
@@ -86,6 +101,10 @@ enum Initial {
 struct PackState {
     pack: Arc<Pack>,
     kinds: BTreeMap<KindKey, WatchMode>,
+    /// The kinds, per cluster role, the pack's scope lets it emit: the only places prune
+    /// looks. (Two roles may be one cluster: the source role's cache of a kind then holds the
+    /// outputs too, under the wrong role.)
+    output_kinds: BTreeSet<KindKey>,
     /// Each trigger's desired objects, as its last successful evaluation left them.
     contributions: HashMap<ObjectKey, Vec<DesiredObject>>,
     /// Output -> the triggers that desire it, in key order (the first one's content wins).
@@ -101,6 +120,7 @@ impl PackState {
     fn new(pack: Arc<Pack>) -> Self {
         PackState {
             kinds: watch_plan(&pack),
+            output_kinds: output_kinds(&pack),
             pack,
             contributions: HashMap::new(),
             by_output: HashMap::new(),
@@ -180,7 +200,7 @@ impl PackState {
     /// prune may remove.
     fn undesired(&self, store: &Store, pack_name: &str) -> Vec<(ObjectKey, Arc<Value>)> {
         let mut found = Vec::new();
-        for kind in self.kinds.keys() {
+        for kind in &self.output_kinds {
             let Some(cache) = store.cache(kind) else {
                 continue;
             };
@@ -250,6 +270,20 @@ pub struct Writes {
     pub finalizers: u64,
 }
 
+/// Counters of work done, for metrics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    pub evaluations: u64,
+    pub failures: u64,
+}
+
+#[derive(Default)]
+struct CounterState {
+    totals: Counters,
+    /// Evaluations per trigger, so tests can tell which triggers a change re-evaluated.
+    per_trigger: HashMap<ObjectKey, u64>,
+}
+
 /// The broker's controller. Cheap to share: every method takes `&self`.
 pub struct Controller {
     store: Arc<Store>,
@@ -257,6 +291,7 @@ pub struct Controller {
     queue: Arc<Queue<Work>>,
     state: Mutex<State>,
     writes: Mutex<Writes>,
+    counters: Mutex<CounterState>,
 }
 
 /// A failure that retries the work item with backoff.
@@ -276,6 +311,7 @@ impl Controller {
             queue,
             state: Mutex::new(State::default()),
             writes: Mutex::new(Writes::default()),
+            counters: Mutex::new(CounterState::default()),
         })
     }
 
@@ -285,6 +321,33 @@ impl Controller {
 
     pub fn writes(&self) -> Writes {
         *self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .totals
+    }
+
+    /// How often a trigger was evaluated.
+    pub fn evaluations_of(&self, trigger: &ObjectKey) -> u64 {
+        self.counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .per_trigger
+            .get(trigger)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// A work item failed and is retried.
+    pub fn count_failure(&self) {
+        self.counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .totals
+            .failures += 1;
     }
 
     fn count(&self, f: impl FnOnce(&mut Writes)) {
@@ -344,6 +407,7 @@ impl Controller {
             match state.packs.get_mut(&name) {
                 Some(existing) => {
                     existing.kinds = watch_plan(&pack);
+                    existing.output_kinds = output_kinds(&pack);
                     existing.pack = pack;
                     match changed {
                         // Nothing the rules depend on changed: nothing to evaluate again.
@@ -402,9 +466,11 @@ impl Controller {
                         continue;
                     };
                     for object in cache.list(None) {
-                        if let Ok(key) = ObjectKey::of(&kind.cluster, &object)
-                            && p.watches(&key, Some(&object))
-                        {
+                        let selected = rule
+                            .selector
+                            .as_ref()
+                            .is_none_or(|sel| selector_matches(sel, &labels(&object)));
+                        if selected && let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
                             triggers.insert(key);
                         }
                     }
@@ -499,11 +565,26 @@ impl Controller {
                     work.push(Work::Trigger(name.clone(), key.clone()));
                 }
                 if let Some(triggers) = p.by_output.get(&key) {
-                    work.extend(
-                        triggers
-                            .iter()
-                            .map(|t| Work::Trigger(name.clone(), t.clone())),
-                    );
+                    // The echo of our own apply (the version the apply returned) changes
+                    // nothing the owners do not know already.
+                    let current_version = change
+                        .current
+                        .as_deref()
+                        .and_then(|c| c.pointer("/metadata/resourceVersion"))
+                        .and_then(Value::as_str);
+                    let echo = current_version.is_some()
+                        && state
+                            .applied
+                            .get(&key)
+                            .and_then(|a| a.resource_version.as_deref())
+                            == current_version;
+                    if !echo {
+                        work.extend(
+                            triggers
+                                .iter()
+                                .map(|t| Work::Trigger(name.clone(), t.clone())),
+                        );
+                    }
                 } else if object.is_some_and(|o| {
                     o.pointer("/metadata/labels")
                         .and_then(|l| l.get(LABEL_PACK))
@@ -621,6 +702,12 @@ impl Controller {
             return self.sync_outputs(pack_name, &touched).await;
         };
 
+        {
+            let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+            counters.totals.evaluations += 1;
+            *counters.per_trigger.entry(trigger.clone()).or_default() += 1;
+        }
+        tracing::debug!(pack = %pack_name, trigger = %trigger, "evaluating");
         let outcome = match evaluate(
             &pack,
             Trigger {
@@ -857,10 +944,13 @@ impl Controller {
         if is_subset(status, &current) {
             return Ok(());
         }
-        self.clusters
+        if self
+            .clusters
             .apply_status(pack_name, trigger, status)
-            .await?;
-        self.count(|w| w.status += 1);
+            .await?
+        {
+            self.count(|w| w.status += 1);
+        }
         Ok(())
     }
 

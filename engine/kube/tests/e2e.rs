@@ -49,7 +49,7 @@ fn fleet_workload(namespace: &str, name: &str, fleet: &str) -> Value {
 async fn kcp_karmada_through_the_broker() {
     // Local API servers behind fault proxies, or a real cluster holding both roles.
     let external = switchyard_testenv::external_kubeconfig();
-    let (plane, proxies) = match &external {
+    let (mut plane, proxies) = match &external {
         Some(_) => (None, None),
         None => {
             let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
@@ -394,6 +394,34 @@ async fn kcp_karmada_through_the_broker() {
         deletes_before,
         "faults made the broker prune"
     );
+
+    // 9b. The karmada API server goes away and comes back (same data): applies fail and are
+    //     retried, watches resume, nothing is pruned; a stalled source API server only delays.
+    if let Some(plane) = plane.as_mut() {
+        let server = plane.cluster_mut("karmada").unwrap();
+        server.stop().await.unwrap();
+        let during_outage = fleet_workload(&default_ns, "during-outage", "edge-eu");
+        source.put(&during_outage).await;
+        world.push(("source".to_string(), during_outage));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        server.restart().await.unwrap();
+        if let Some((source_proxy, _)) = &proxies {
+            source_proxy.stall(Duration::from_millis(300));
+        }
+        let plan = render(&packs.packs(), &world);
+        wait_for("convergence after an API server outage", CONVERGE, || {
+            matches_plan(&plan, &clusters)
+        })
+        .await;
+        if let Some((source_proxy, _)) = &proxies {
+            source_proxy.stall(Duration::ZERO);
+        }
+        assert_eq!(
+            broker.controller.writes().deletes,
+            deletes_before,
+            "an API server outage made the broker prune"
+        );
+    }
 
     // 10. A restarted broker rebuilds its view and changes nothing.
     broker.stop().await;

@@ -112,8 +112,19 @@ pub struct Broker {
     task: Option<JoinHandle<()>>,
 }
 
+/// Logs of the broker under test on stderr when `SWITCHYARD_LOG` is set.
+fn init_logs() {
+    if let Ok(filter) = std::env::var("SWITCHYARD_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 impl Broker {
     pub async fn start(packs: &Path, clusters: &[(&str, &Path)]) -> Broker {
+        init_logs();
         let health_port = free_port();
         let config = BrokerConfig {
             packs: Some(packs.to_path_buf()),

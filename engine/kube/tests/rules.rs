@@ -1,0 +1,189 @@
+//! The broker with a small pack of two rules over ConfigMaps, both roles on one API server:
+//! a reload re-evaluates only the triggers of the rule whose files changed, and `deletion:
+//! Orphan` leaves outputs in place without the pack's labels.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use switchyard_testenv::ControlPlane;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+
+const PACK: &str = r#"apiVersion: switchyard.dev/v1alpha1
+kind: RulePack
+metadata: {name: mirror, version: 0.1.0}
+spec:
+  clusters:
+    - {name: source, access: [read, writeStatus]}
+    - {name: target, access: [read, write]}
+  scope:
+    - cluster: target
+      kinds: [{apiVersion: v1, kind: ConfigMap}]
+      namespaces: ["mirror-*"]
+"#;
+
+fn rule(name: &str, deletion: &str) -> String {
+    format!(
+        r#"apiVersion: switchyard.dev/v1alpha1
+kind: Rule
+metadata: {{name: {name}}}
+spec:
+  watch:
+    apiVersion: v1
+    kind: ConfigMap
+    selector: {{matchLabels: {{mirror: {name}}}}}
+  outputs:
+    - {{name: copy, cluster: target, template: {name}.yaml.hbs}}
+  deletion: {deletion}
+"#
+    )
+}
+
+fn template(name: &str, note: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-{{{{self.metadata.name}}}}\n  namespace: mirror-out\ndata:\n  from: {{{{self.metadata.name}}}}\n  note: {note}\n"
+    )
+}
+
+fn write_pack(dir: &Path, note_a: &str) {
+    let pack = dir.join("mirror");
+    for sub in ["rules", "templates"] {
+        std::fs::create_dir_all(pack.join(sub)).unwrap();
+    }
+    std::fs::write(pack.join("pack.yaml"), PACK).unwrap();
+    std::fs::write(pack.join("rules/a.yaml"), rule("a", "Delete")).unwrap();
+    std::fs::write(pack.join("rules/b.yaml"), rule("b", "Orphan")).unwrap();
+    std::fs::write(pack.join("templates/a.yaml.hbs"), template("a", note_a)).unwrap();
+    std::fs::write(pack.join("templates/b.yaml.hbs"), template("b", "one")).unwrap();
+}
+
+fn source_map(name: &str, rule: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": "mirror-in", "labels": {"mirror": rule}},
+           "data": {"k": "v"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return;
+    }
+    let plane = ControlPlane::start(&["one"]).await.unwrap();
+    let server = plane.cluster("one").unwrap();
+    let cluster = Cluster::new(server.client().await.unwrap());
+    for ns in ["mirror-in", "mirror-out"] {
+        cluster
+            .put(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .await;
+    }
+    for i in 0..6 {
+        cluster.put(&source_map(&format!("a{i}"), "a")).await;
+    }
+    for i in 0..3 {
+        cluster.put(&source_map(&format!("b{i}"), "b")).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_pack(dir.path(), "one");
+    // Two roles, one API server.
+    let kubeconfig = server.kubeconfig_path();
+    let broker = Broker::start(
+        dir.path(),
+        &[("source", kubeconfig), ("target", kubeconfig)],
+    )
+    .await;
+
+    let copy = |name: String| {
+        let cluster = cluster.clone();
+        async move {
+            cluster
+                .get("v1", "ConfigMap", Some("mirror-out"), &name)
+                .await
+        }
+    };
+    wait_for("9 copies", CONVERGE, || async {
+        let copies = cluster
+            .list("v1", "ConfigMap")
+            .await
+            .into_iter()
+            .filter(|c| {
+                c["metadata"]["namespace"] == "mirror-out"
+                    && c["metadata"]["labels"]["switchyard.dev/pack"] == "mirror"
+            })
+            .count();
+        if copies == 9 {
+            Ok(())
+        } else {
+            Err(format!("{copies} copies"))
+        }
+    })
+    .await;
+    wait_for("the first round to finish", CONVERGE, || async {
+        let (code, body) = broker.readyz().await;
+        if code == 200 { Ok(()) } else { Err(body) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let key = |name: &str| switchyard_core::ObjectKey {
+        cluster: "source".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        namespace: Some("mirror-in".into()),
+        name: name.into(),
+    };
+    let count = |name: &str| broker.controller.evaluations_of(&key(name));
+    let before: Vec<u64> = (0..6).map(|i| count(&format!("a{i}"))).collect();
+    let before_b: Vec<u64> = (0..3).map(|i| count(&format!("b{i}"))).collect();
+
+    // Rule a's template changes: its 6 triggers are evaluated again, rule b's 3 are not.
+    write_pack(dir.path(), "two");
+    wait_for("a's copies to carry the edit", CONVERGE, || async {
+        for i in 0..6 {
+            let c = copy(format!("a-a{i}")).await.ok_or("missing")?;
+            if c["data"]["note"] != "two" {
+                return Err(format!("a-a{i}: {}", c["data"]));
+            }
+        }
+        Ok(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for i in 0..6 {
+        assert!(
+            count(&format!("a{i}")) > before[i],
+            "a{i} was not evaluated again"
+        );
+    }
+    let after_b: Vec<u64> = (0..3).map(|i| count(&format!("b{i}"))).collect();
+    assert_eq!(
+        after_b, before_b,
+        "rule b's triggers were evaluated again although b did not change"
+    );
+
+    // deletion: Orphan (rule b): the copy stays, without the pack's labels; Delete (rule a):
+    // the copy goes.
+    cluster
+        .delete("v1", "ConfigMap", Some("mirror-in"), "b0")
+        .await;
+    cluster
+        .delete("v1", "ConfigMap", Some("mirror-in"), "a0")
+        .await;
+    wait_for("a's copy deleted and b's orphaned", CONVERGE, || async {
+        if copy("a-a0".into()).await.is_some() {
+            return Err("a-a0 still exists".into());
+        }
+        let b = copy("b-b0".into()).await.ok_or("b-b0 was deleted")?;
+        if b.pointer("/metadata/labels/switchyard.dev~1pack").is_some() {
+            return Err(format!("b-b0 still managed: {}", b["metadata"]["labels"]));
+        }
+        Ok(())
+    })
+    .await;
+    assert_eq!(copy("b-b0".into()).await.unwrap()["data"]["from"], "b0");
+    broker.stop().await;
+}
