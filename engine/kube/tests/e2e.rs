@@ -423,13 +423,95 @@ async fn kcp_karmada_through_the_broker() {
         );
     }
 
-    // 10. A restarted broker rebuilds its view and changes nothing.
+    // 9c. A Fleet goes away: its FleetWorkloads fail (FleetNotFound) and keep their outputs.
+    let plant_a = ns("plant-a");
+    let factory_index = world
+        .iter()
+        .position(|(_, o)| o["kind"] == "Fleet" && o["metadata"]["name"] == "factory")
+        .unwrap();
+    let factory = world[factory_index].1.clone();
+    let plan_with_factory = render(&packs.packs(), &world);
+    source
+        .delete(
+            "platform.edge-portal.eu/v1alpha1",
+            "Fleet",
+            Some(&plant_a),
+            "factory",
+        )
+        .await;
+    for name in ["batch", "cache"] {
+        wait_for(&format!("{name} to report FleetNotFound"), CONVERGE, || {
+            let source = source.clone();
+            let plant_a = plant_a.clone();
+            async move {
+                let live = source
+                    .get(
+                        "platform.edge-portal.eu/v1alpha1",
+                        "FleetWorkload",
+                        Some(&plant_a),
+                        name,
+                    )
+                    .await
+                    .ok_or("gone")?;
+                match condition(&live, "Synced") {
+                    Some(c) if c["reason"] == "FleetNotFound" => Ok(()),
+                    other => Err(format!("Synced is {other:?}")),
+                }
+            }
+        })
+        .await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    matches_plan(&plan_with_factory, &clusters)
+        .await
+        .expect("a failing trigger keeps its outputs");
+    assert_eq!(
+        broker.controller.writes().deletes,
+        deletes_before,
+        "a failing evaluation pruned outputs"
+    );
+
+    // 10. A restarted broker rebuilds its view and changes nothing, also for triggers that
+    //     fail (their outputs are known only from the owners annotation).
     broker.stop().await;
     let changed_while_down = fleet_workload(&default_ns, "while-down", "edge-eu");
     source.put(&changed_while_down).await;
     world.push(("source".to_string(), changed_while_down));
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
     let plan = render(&packs.packs(), &world);
+    wait_for(
+        "convergence after a restart, failing triggers' outputs kept",
+        CONVERGE,
+        || matches_plan(&plan, &clusters),
+    )
+    .await;
+    assert_eq!(
+        broker.controller.writes().deletes,
+        0,
+        "a restart pruned something"
+    );
+    // The Fleet comes back: batch and cache are Synced again.
+    source.put(&factory).await;
+    wait_for("batch to be Synced again", CONVERGE, || {
+        let source = source.clone();
+        let plant_a = plant_a.clone();
+        async move {
+            let live = source
+                .get(
+                    "platform.edge-portal.eu/v1alpha1",
+                    "FleetWorkload",
+                    Some(&plant_a),
+                    "batch",
+                )
+                .await
+                .ok_or("gone")?;
+            match condition(&live, "Synced") {
+                Some(c) if c["status"] == "True" => Ok(()),
+                other => Err(format!("Synced is {other:?}")),
+            }
+        }
+    })
+    .await;
     wait_for("convergence after a restart", CONVERGE, || {
         matches_plan(&plan, &clusters)
     })
