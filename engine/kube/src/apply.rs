@@ -5,8 +5,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::discovery::Scope;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Error as KubeError};
 use serde_json::{Value, json};
 use switchyard_core::ObjectKey;
@@ -60,6 +62,14 @@ pub fn field_manager(pack: &str) -> String {
 /// Cluster, apiVersion, kind.
 type ResourceKey = (String, String, String);
 
+/// Who reports Events: `switchyard`, and the pod when it runs in one.
+fn reporter() -> Reporter {
+    Reporter {
+        controller: "switchyard".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    }
+}
+
 /// A kind as a cluster serves it.
 #[derive(Clone)]
 struct Resource {
@@ -72,13 +82,19 @@ struct Resource {
 /// The API clients of the clusters, and the resources discovered in each.
 pub struct Clusters {
     clients: BTreeMap<String, Client>,
+    recorders: BTreeMap<String, Recorder>,
     resources: Mutex<HashMap<ResourceKey, Resource>>,
 }
 
 impl Clusters {
     /// `clients` maps the core's cluster names (`source`, `provider/x86`) to clients.
     pub fn new(clients: BTreeMap<String, Client>) -> Arc<Self> {
+        let recorders = clients
+            .iter()
+            .map(|(name, client)| (name.clone(), Recorder::new(client.clone(), reporter())))
+            .collect();
         Arc::new(Clusters {
+            recorders,
             clients,
             resources: Mutex::new(HashMap::new()),
         })
@@ -287,6 +303,44 @@ impl Clusters {
                 },
                 object: trigger.to_string(),
             }),
+        }
+    }
+}
+
+impl Clusters {
+    /// Records a Warning Event on a trigger (`kubectl describe` shows it). Best effort: a
+    /// failure to record is logged and never fails the work.
+    pub async fn warn(&self, trigger: &ObjectKey, uid: Option<&str>, reason: &str, note: &str) {
+        let Some(recorder) = self.recorders.get(&trigger.cluster) else {
+            return;
+        };
+        let reference = ObjectReference {
+            api_version: Some(trigger.api_version.clone()),
+            kind: Some(trigger.kind.clone()),
+            name: Some(trigger.name.clone()),
+            namespace: trigger.namespace.clone(),
+            uid: uid.map(str::to_string),
+            ..ObjectReference::default()
+        };
+        // Kubernetes caps an Event's note at 1 KiB.
+        let mut note = note.to_string();
+        if note.len() > 1024 {
+            let mut end = 1021;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+            note.push_str("...");
+        }
+        let event = Event {
+            type_: EventType::Warning,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = recorder.publish(&event, &reference).await {
+            tracing::debug!(trigger = %trigger, error = %e, "event not recorded");
         }
     }
 }

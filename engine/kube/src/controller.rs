@@ -944,6 +944,33 @@ impl Controller {
         if is_subset(status, &current) {
             return Ok(());
         }
+        // A new failure is also an Event, so `kubectl describe` and event pipelines see it.
+        let synced = |s: &Value| {
+            s.get("conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
+                .map(|c| {
+                    (
+                        c["status"].clone(),
+                        c["reason"].clone(),
+                        c["message"].clone(),
+                    )
+                })
+        };
+        if let Some((state, reason, message)) = synced(status)
+            && state == "False"
+            && synced(&current) != Some((state.clone(), reason.clone(), message.clone()))
+        {
+            let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+            self.clusters
+                .warn(
+                    trigger,
+                    uid,
+                    reason.as_str().unwrap_or("Failed"),
+                    message.as_str().unwrap_or_default(),
+                )
+                .await;
+        }
         if self
             .clusters
             .apply_status(pack_name, trigger, status)

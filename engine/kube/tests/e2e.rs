@@ -302,6 +302,20 @@ async fn kcp_karmada_through_the_broker() {
         }
     })
     .await;
+    wait_for("a Warning Event on lost", CONVERGE, || async {
+        let events = source.list("events.k8s.io/v1", "Event").await;
+        events
+            .iter()
+            .find(|e| {
+                e["regarding"]["name"] == "lost"
+                    && e["reason"] == "FleetNotFound"
+                    && e["type"] == "Warning"
+                    && e["reportingController"] == "switchyard"
+            })
+            .map(|_| ())
+            .ok_or_else(|| format!("{} events, none for lost", events.len()))
+    })
+    .await;
     wait_for("fresh to converge beside lost", CONVERGE, || {
         matches_plan(&plan, &clusters)
     })
