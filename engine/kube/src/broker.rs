@@ -307,8 +307,19 @@ fn ensure_watches(
         }
         let client = match clusters.client(&kind.cluster) {
             Ok(client) => client.clone(),
-            Err(e) => {
-                tracing::error!(watch = %kind, error = %e, "a pack needs a cluster the broker has no client for");
+            Err(_) => {
+                let prefix = format!("{}/", kind.cluster);
+                let members: Vec<&str> = clusters
+                    .names()
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect();
+                if members.is_empty() {
+                    tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
+                } else {
+                    // The runtime connects to every member; rules cannot address members until
+                    // the pack format has them.
+                    tracing::error!(watch = %kind, members = ?members, "role `{}` has several clusters; packs cannot address cluster members yet", kind.cluster);
+                }
                 health.set_watch(kind.to_string(), false);
                 continue;
             }
