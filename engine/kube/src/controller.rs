@@ -109,6 +109,11 @@ struct PackState {
     contributions: HashMap<ObjectKey, Vec<DesiredObject>>,
     /// Output -> the triggers that desire it, in key order (the first one's content wins).
     by_output: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+    /// Each output's merged object and its hash, until a contribution to it changes: a
+    /// Namespace shared by a hundred triggers is merged once, not once per evaluation.
+    merged: HashMap<ObjectKey, Arc<Merged>>,
+    /// What the rules watch, look up and write (the pack's, computed once).
+    rules: Vec<switchyard_core::pack::RuleKinds>,
     /// Triggers whose evaluation failed before any succeeded: what they own is unknown.
     unknown: HashSet<ObjectKey>,
     /// Triggers being deleted that wait for their outputs to be gone.
@@ -121,6 +126,8 @@ impl PackState {
         PackState {
             kinds: watch_plan(&pack),
             output_kinds: output_kinds(&pack),
+            merged: HashMap::new(),
+            rules: pack.rule_kinds(),
             pack,
             contributions: HashMap::new(),
             by_output: HashMap::new(),
@@ -130,30 +137,38 @@ impl PackState {
         }
     }
 
-    /// Replaces a trigger's contribution; returns the outputs whose merged form may change.
+    /// Replaces a trigger's contribution; returns the outputs whose merged form changes
+    /// (added, removed, or different from before).
     fn set_contribution(
         &mut self,
         trigger: &ObjectKey,
         desired: Vec<DesiredObject>,
     ) -> BTreeSet<ObjectKey> {
         let mut touched = BTreeSet::new();
-        if let Some(previous) = self.contributions.remove(trigger) {
-            for d in previous {
+        let previous = self.contributions.remove(trigger).unwrap_or_default();
+        for d in &previous {
+            if !desired.iter().any(|n| n.key == d.key) {
                 if let Some(owners) = self.by_output.get_mut(&d.key) {
                     owners.remove(trigger);
                     if owners.is_empty() {
                         self.by_output.remove(&d.key);
                     }
                 }
-                touched.insert(d.key);
+                touched.insert(d.key.clone());
             }
         }
         for d in &desired {
+            if previous.iter().any(|p| p == d) {
+                continue;
+            }
             self.by_output
                 .entry(d.key.clone())
                 .or_default()
                 .insert(trigger.clone());
             touched.insert(d.key.clone());
+        }
+        for key in &touched {
+            self.merged.remove(key);
         }
         if !desired.is_empty() {
             self.contributions.insert(trigger.clone(), desired);
@@ -162,7 +177,10 @@ impl PackState {
     }
 
     /// The object to apply for an output: every contribution merged as `render` merges them.
-    fn merged(&self, key: &ObjectKey) -> Option<DesiredObject> {
+    fn merged(&mut self, key: &ObjectKey) -> Option<Arc<Merged>> {
+        if let Some(found) = self.merged.get(key) {
+            return Some(found.clone());
+        }
         let owners = self.by_output.get(key)?;
         let mut merged: Option<DesiredObject> = None;
         for trigger in owners {
@@ -193,6 +211,12 @@ impl PackState {
             &self.pack.version().to_string(),
             &mut merged,
         );
+        let hash = hash_value(&merged.object);
+        let merged = Arc::new(Merged {
+            desired: merged,
+            hash,
+        });
+        self.merged.insert(key.clone(), merged.clone());
         Some(merged)
     }
 
@@ -218,6 +242,11 @@ impl PackState {
         found
     }
 
+    /// Some of these outputs are desired by no trigger any more: prune has work.
+    fn orphans_any(&self, touched: &BTreeSet<ObjectKey>) -> bool {
+        touched.iter().any(|k| !self.by_output.contains_key(k))
+    }
+
     fn mark_evaluated(&mut self, trigger: &ObjectKey) -> bool {
         if let Initial::Pending(pending) = &mut self.initial {
             pending.remove(trigger);
@@ -231,7 +260,7 @@ impl PackState {
 
     /// Rules of this pack watch objects of this kind, and the object matches one's selector.
     fn watches(&self, key: &ObjectKey, object: Option<&Value>) -> bool {
-        self.pack.rule_kinds().iter().any(|r| {
+        self.rules.iter().any(|r| {
             r.watch.cluster == key.cluster
                 && r.watch.api_version == key.api_version
                 && r.watch.kind == key.kind
@@ -241,6 +270,12 @@ impl PackState {
                 }
         })
     }
+}
+
+/// An output's merged object and the hash of its content.
+struct Merged {
+    desired: DesiredObject,
+    hash: u64,
 }
 
 /// What was last applied to an output, to skip writes that would change nothing.
@@ -408,6 +443,9 @@ impl Controller {
                 Some(existing) => {
                     existing.kinds = watch_plan(&pack);
                     existing.output_kinds = output_kinds(&pack);
+                    existing.rules = pack.rule_kinds();
+                    // The pack's version is stamped on every output.
+                    existing.merged.clear();
                     existing.pack = pack;
                     match changed {
                         // Nothing the rules depend on changed: nothing to evaluate again.
@@ -691,14 +729,11 @@ impl Controller {
                 p.unknown.remove(trigger);
                 p.deleting.remove(trigger);
                 let touched = p.set_contribution(trigger, Vec::new());
-                if p.mark_evaluated(trigger) {
+                if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
                 touched
             };
-            if !touched.is_empty() {
-                self.queue.add(Work::Prune(pack_name.clone()));
-            }
             return self.sync_outputs(pack_name, &touched).await;
         };
 
@@ -730,15 +765,15 @@ impl Controller {
                 self.record_reads(&mut state, pack_name, trigger, BTreeSet::new());
                 match state.packs.get_mut(pack_name) {
                     Some(p) => {
-                        p.mark_evaluated(trigger);
-                        p.set_contribution(trigger, Vec::new())
+                        let touched = p.set_contribution(trigger, Vec::new());
+                        if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
+                            self.queue.add(Work::Prune(pack_name.clone()));
+                        }
+                        touched
                     }
                     None => BTreeSet::new(),
                 }
             };
-            if !touched.is_empty() {
-                self.queue.add(Work::Prune(pack_name.clone()));
-            }
             return self.sync_outputs(pack_name, &touched).await;
         }
         {
@@ -767,6 +802,9 @@ impl Controller {
             } else {
                 p.unknown.remove(trigger);
                 let mut touched = p.set_contribution(trigger, outcome.desired.clone());
+                if p.orphans_any(&touched) {
+                    self.queue.add(Work::Prune(pack_name.clone()));
+                }
                 // Outputs desired before: checked again so drift is corrected.
                 touched.extend(outcome.desired.iter().map(|d| d.key.clone()));
                 touched
@@ -799,9 +837,6 @@ impl Controller {
             {
                 self.queue.add(Work::Prune(pack_name.clone()));
             }
-        }
-        if !failed {
-            self.queue.add(Work::Prune(pack_name.clone()));
         }
         applied
     }
@@ -887,21 +922,22 @@ impl Controller {
         let mut first_error = None;
         for key in keys {
             let (merged, record) = {
-                let state = self.lock();
-                let Some(p) = state.packs.get(pack_name) else {
+                let mut state = self.lock();
+                let record = state.applied.get(key).cloned();
+                let Some(p) = state.packs.get_mut(pack_name) else {
                     return Ok(());
                 };
-                (p.merged(key), state.applied.get(key).cloned())
+                (p.merged(key), record)
             };
             let Some(merged) = merged else {
                 // Nobody desires it: prune decides.
                 continue;
             };
-            let hash = hash_value(&merged.object);
+            let hash = merged.hash;
             let live = self.store.get_object(key);
             if let Some(live) = &live
                 && up_to_date(
-                    &merged.object,
+                    &merged.desired.object,
                     live,
                     hash,
                     record.as_ref(),
@@ -910,7 +946,11 @@ impl Controller {
             {
                 continue;
             }
-            match self.clusters.apply(pack_name, key, &merged.object).await {
+            match self
+                .clusters
+                .apply(pack_name, key, &merged.desired.object)
+                .await
+            {
                 Ok(stored) => {
                     self.count(|w| w.applies += 1);
                     let record = Applied {
