@@ -10,6 +10,7 @@
 //! Nothing here is used by the engine; the agreement test (`tests/agree.rs`) keeps
 //! [`handwritten()`] honest, and `benches/render.rs` compares the two.
 
+pub mod broker_world;
 mod generate;
 pub mod handwritten;
 

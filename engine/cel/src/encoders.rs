@@ -17,10 +17,16 @@ use crate::value::base64_encode;
 pub(crate) fn overloads() -> Vec<Overload> {
     vec![
         Overload::global("base64.encode", &[Param::Bytes], |a| match &a[0] {
-            Value::Bytes(b) => Ok(Value::string(base64_encode(b))),
+            Value::Bytes(b) => {
+                // 4 bytes for every 3: checked before it is built.
+                crate::limits::check_bytes("base64.encode", b.len().div_ceil(3) * 4)
+                    .map_err(EvalError::new)?;
+                Ok(Value::string(base64_encode(b)))
+            }
             _ => Err(no_such_overload("base64.encode", a)),
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
         Overload::global("base64.decode", &[Param::String], |a| match &a[0] {
             Value::String(s) => base64_decode(s.as_bytes()).map(Value::bytes),
             _ => Err(no_such_overload("base64.decode", a)),

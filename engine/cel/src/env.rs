@@ -23,6 +23,17 @@ pub type CustomFunction =
 /// Expressions longer than this many operators are refused (see [`Env::compile`]).
 pub const MAX_OPERATORS: usize = 1000;
 
+/// Expressions longer than this many bytes are refused before they are parsed: the
+/// parser's work and memory grow with the source (string escapes decode in worse than
+/// linear time in the `cel` crate, which this crate does not patch). 100 KB is far above any
+/// rule's expression (Kubernetes' CRD validation rules are a few hundred bytes).
+pub const MAX_SOURCE_BYTES: usize = 100_000;
+
+/// Expressions with more list, map or argument separators (`,`) than this are refused:
+/// the parser's operator count does not see list elements, and each costs about 5 KB to
+/// compile, so this bounds what compiling a literal allocates.
+pub const MAX_SOURCE_ELEMENTS: usize = 10_000;
+
 /// The stack the parser and the planner run on: the `cel` parser recurses deeply (about
 /// 64 KiB per level of nesting in debug builds), so it never runs on the caller's stack.
 const PARSE_STACK: usize = 256 * 1024 * 1024;
@@ -200,7 +211,27 @@ impl Env {
     /// crate's libraries that Kubernetes does not have (`'abc'.reverse()`).
     pub fn compile(&self, source: &str) -> Result<Program, CompileError> {
         let built = self.built()?;
-        let operators = count_operators(source);
+        if source.len() > MAX_SOURCE_BYTES {
+            return Err(CompileError::new(
+                format!(
+                    "the expression is too long: {} bytes, at most {MAX_SOURCE_BYTES}",
+                    source.len()
+                ),
+                1,
+                1,
+            ));
+        }
+        let (operators, separators) = count_operators(source);
+        if separators > MAX_SOURCE_ELEMENTS {
+            return Err(CompileError::new(
+                format!(
+                    "the expression has too many elements: {separators} separators (','), \
+                     at most {MAX_SOURCE_ELEMENTS}"
+                ),
+                1,
+                1,
+            ));
+        }
         if operators > MAX_OPERATORS {
             return Err(CompileError::new(
                 format!(
@@ -323,9 +354,11 @@ fn name_start(source: &str, paren: usize, name: &str) -> usize {
 }
 
 /// Counts operator characters outside string literals: a bound on how deep the parser
-/// recurses, which a long chain such as `a + a + ... + a` drives as much as nesting does.
-fn count_operators(source: &str) -> usize {
+/// recurses, which a long chain such as `a + a + ... + a` drives as much as nesting does;
+/// and the separators (`,`) of list elements, map entries and arguments.
+fn count_operators(source: &str) -> (usize, usize) {
     let mut count = 0;
+    let mut separators = 0;
     let mut chars = source.chars().peekable();
     while let Some(c) = chars.next() {
         match c {
@@ -357,10 +390,11 @@ fn count_operators(source: &str) -> usize {
             }
             '+' | '-' | '*' | '/' | '%' | '<' | '>' | '=' | '!' | '&' | '|' | '?' | '.' | '['
             | '(' | '{' => count += 1,
+            ',' => separators += 1,
             _ => {}
         }
     }
-    count
+    (count, separators)
 }
 
 /// A compiled expression: its evaluation plan. Cheap to clone.
@@ -431,9 +465,26 @@ impl Program {
     /// Cost units, as Kubernetes' runtime cost counts them: 1 per expression node evaluated
     /// (a literal, a variable, a field selection, an operator, a call), 1 per iteration of
     /// a comprehension (`all`, `exists`, `map`, ...), and for the operations whose work
-    /// grows with their operands (string, bytes and list concatenation, `contains`,
+    /// grows with their operands (string and bytes concatenation, `contains`,
     /// `startsWith`, `endsWith`, `matches`, `in` on a list, the strings library) 1 more per
-    /// 10 bytes or elements of the operands.
+    /// 10 bytes or elements of the operands. Beyond Kubernetes' units, so that the limit
+    /// bounds time and memory (about 1 unit per microsecond of work):
+    ///
+    /// - a value built (a list concatenation, `replace`, `join`, `split`, `format`,
+    ///   `lists.range`, `distinct`, `sort`, `flatten`, ...) costs 1 per 10 bytes of a string
+    ///   or bytes, 1 per element of a list;
+    /// - `distinct()` 1 per element when its elements hash (null, bool, int, uint, string,
+    ///   bytes), else 1 per pair of elements; `sets.contains` and `sets.intersects` the
+    ///   product of the sizes (cel-go's `trackSetsCost`; the sum when both lists hash),
+    ///   `sets.equivalent` twice that; `sort` and `sortBy` `n * ceil(log2 n)`; all charged
+    ///   before the work starts;
+    /// - compiling a pattern at evaluation time (`matches` with a pattern that is not a
+    ///   constant, `find`, `findAll`) 1,000 and 40 per byte of the pattern, 5,000 more and
+    ///   twice the bytes when it compiles past 64 KB, once per pattern and evaluation.
+    ///
+    /// No value an evaluation builds may pass 10 MB (strings, bytes) or 1,000,000 elements
+    /// (lists, maps), whatever the budget: the evaluation fails with `... exceeds the size
+    /// limit ...`. Patterns are at most 4 KB and compile to at most 256 KB.
     ///
     /// The limit is the activation's budget ([`Activation::with_budget`]), else the
     /// environment's [`Limits::per_expression`]. When the cost passes it the evaluation
@@ -443,7 +494,7 @@ impl Program {
         let plan = &*self.plan;
         let run = || {
             stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
-                let mut cx = Cx { cost: 0, limit };
+                let mut cx = Cx::new(limit);
                 let scope = Scope::root(&activation.variables);
                 eval(&plan.root, &scope, &mut cx).map(|v| (v.into_owned(), cx.cost))
             })

@@ -9,15 +9,18 @@
 //! passed cost limit stops the evaluation at once, whatever the operator.
 //!
 //! Cost: 1 per node evaluated, 1 per comprehension iteration, and for operations whose work
-//! grows with their operands (string and list concatenation, `contains`, `startsWith`,
-//! `endsWith`, `matches`, `in` on a list, library functions that say so) 1 more per 10
-//! elements (bytes of strings, elements of lists).
+//! grows with their operands (string concatenation, `contains`, `startsWith`, `endsWith`,
+//! `matches`, `in` on a list, library functions that say so) 1 more per 10 elements (bytes
+//! of strings, elements of lists); what values are built, what work is quadratic and what
+//! regular expressions are compiled are charged too, and built values are bounded (see
+//! `limits.rs`).
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::EvalError;
+use crate::limits;
 use crate::plan::{
     AddChain, Builtin, Call, CustomCall, Fold, Kind, Loop, LoopKind, Node, Op, Qualified,
 };
@@ -48,9 +51,35 @@ pub(crate) fn fail(id: u64, message: impl Into<String>) -> Failure {
 pub(crate) struct Cx {
     pub cost: u64,
     pub limit: u64,
+    /// The regular expressions compiled so far, by pattern: each pattern's compilation is
+    /// charged once per evaluation, whatever the caches outside it hold.
+    patterns: std::collections::HashSet<Arc<str>>,
 }
 
 impl Cx {
+    pub(crate) fn new(limit: u64) -> Cx {
+        Cx {
+            cost: 0,
+            limit,
+            patterns: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Charges compiling `pattern` (`compile` compiles it and says what that costs) the
+    /// first time the evaluation meets it.
+    fn charge_pattern(
+        &mut self,
+        pattern: &Arc<str>,
+        compile: impl FnOnce(&str) -> u64,
+        id: u64,
+    ) -> Result<(), Failure> {
+        if self.patterns.contains(pattern) {
+            return Ok(());
+        }
+        self.patterns.insert(Arc::clone(pattern));
+        self.charge(compile(pattern), id)
+    }
+
     #[inline(always)]
     fn charge(&mut self, n: u64, id: u64) -> Result<(), Failure> {
         self.cost = self.cost.saturating_add(n);
@@ -95,6 +124,15 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// The bytes of a string or bytes value (0 for others).
+fn sized_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Bytes(b) => b.len(),
+        _ => 0,
+    }
+}
+
 /// The size cost of a value: 1 per 10 bytes of a string or bytes, per 10 elements of a
 /// list or map.
 fn size_cost(v: &Value) -> u64 {
@@ -130,15 +168,14 @@ fn no_method_overload(name: &str, args: &[&Value]) -> String {
     }
 }
 
-/// Evaluates a node whose operands are constants, for constant folding.
-pub(crate) fn eval_constant(node: &Node) -> Option<Value> {
-    let mut cx = Cx {
-        cost: 0,
-        limit: u64::MAX,
-    };
-    eval(node, &Scope::root(&[]), &mut cx)
+/// Evaluates a node whose operands are constants, for constant folding, within `budget`;
+/// also says what it spent.
+pub(crate) fn eval_constant(node: &Node, budget: u64) -> (Option<Value>, u64) {
+    let mut cx = Cx::new(budget);
+    let value = eval(node, &Scope::root(&[]), &mut cx)
         .ok()
-        .map(Cow::into_owned)
+        .map(Cow::into_owned);
+    (value, cx.cost.min(budget))
 }
 
 pub(crate) fn eval<'a>(node: &'a Node, scope: &Scope<'a>, cx: &mut Cx) -> Out<'a> {
@@ -500,6 +537,13 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
         Op::In => match b {
             Value::List(items) => {
                 cx.charge(size_cost(b), id)?;
+                if let Value::String(_) | Value::Bytes(_) = a {
+                    // An element of the needle's length is compared byte by byte: at worst
+                    // 1 per 10 bytes of the shorter of the two, for every element.
+                    let n = sized_len(a);
+                    let bytes: usize = items.iter().map(|x| sized_len(x).min(n)).sum();
+                    cx.charge(bytes as u64 / 10, id)?;
+                }
                 Ok(Value::Bool(items.iter().any(|x| equals(a, x))))
             }
             Value::Map(m) => Ok(Value::Bool(m.contains(a))),
@@ -517,6 +561,8 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
             (Value::Double(x), Value::Double(y)) => Ok(Value::Double(x + y)),
             (Value::String(x), Value::String(y)) => {
                 cx.charge((x.len() + y.len()) as u64 / 10, id)?;
+                limits::check_bytes("string concatenation", x.len() + y.len())
+                    .map_err(|m| fail(id, m))?;
                 let mut s = String::with_capacity(x.len() + y.len());
                 s.push_str(x);
                 s.push_str(y);
@@ -524,10 +570,15 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
             }
             (Value::Bytes(x), Value::Bytes(y)) => {
                 cx.charge((x.len() + y.len()) as u64 / 10, id)?;
+                limits::check_bytes("bytes concatenation", x.len() + y.len())
+                    .map_err(|m| fail(id, m))?;
                 Ok(Value::Bytes(concat(x, y)))
             }
             (Value::List(x), Value::List(y)) => {
-                cx.charge((x.len() + y.len()) as u64 / 10, id)?;
+                // The elements are copied: 1 per element of the result (see `limits.rs`).
+                cx.charge((x.len() + y.len()) as u64, id)?;
+                limits::check_elements("list concatenation", x.len() + y.len())
+                    .map_err(|m| fail(id, m))?;
                 Ok(Value::List(concat(x, y)))
             }
             (Value::Timestamp(t), Value::Duration(d))
@@ -611,11 +662,15 @@ fn add_chain<'a>(c: &'a AddChain, scope: &Scope<'a>, cx: &mut Cx) -> Result<Valu
         if let Value::String(s) = &*v {
             if let Some(b) = buf.as_mut() {
                 cx.charge((b.len() + s.len()) as u64 / 10, op)?;
+                limits::check_bytes("string concatenation", b.len() + s.len())
+                    .map_err(|m| fail(op, m))?;
                 b.push_str(s);
                 continue;
             }
             if let Value::String(a) = &*acc {
                 cx.charge((a.len() + s.len()) as u64 / 10, op)?;
+                limits::check_bytes("string concatenation", a.len() + s.len())
+                    .map_err(|m| fail(op, m))?;
                 let mut b = String::with_capacity((a.len() + s.len()) * 2 + 16);
                 b.push_str(a);
                 b.push_str(s);
@@ -781,9 +836,16 @@ fn builtin<'a>(
             cx.charge(size_cost(x), id)?;
             let matched = match compiled {
                 Some(re) => re.is_match(s),
-                None => regex::Regex::new(p)
-                    .map_err(|e| fail(id, format!("matches: invalid regular expression: {e}")))?
-                    .is_match(s),
+                None => {
+                    // A pattern known only now: its compilation is charged (see `limits.rs`),
+                    // once per pattern and evaluation.
+                    let (re, cost) = limits::compile_regex(p);
+                    if cx.patterns.insert(Arc::clone(p)) {
+                        cx.charge(cost, id)?;
+                    }
+                    re.map_err(|e| fail(id, format!("matches: invalid regular expression: {e}")))?
+                        .is_match(s)
+                }
             };
             Value::Bool(matched)
         }
@@ -794,10 +856,20 @@ fn builtin<'a>(
             if let Value::String(_) = x {
                 return Ok(values.into_iter().next().unwrap_or(Cow::Owned(Value::Null)));
             }
+            if let Value::Bytes(_) = x {
+                // A copy: 1 per 10 bytes, as the value built.
+                cx.charge(size_cost(x), id)?;
+            }
             stdlib::to_string(x).map_err(|m| fail(id, m))?
         }
         Builtin::ToBool => stdlib::to_bool(x).map_err(|m| fail(id, m))?,
-        Builtin::ToBytes => stdlib::to_bytes(x).map_err(|m| fail(id, m))?,
+        Builtin::ToBytes => {
+            if let Value::String(_) = x {
+                // A copy: 1 per 10 bytes, as the value built.
+                cx.charge(size_cost(x), id)?;
+            }
+            stdlib::to_bytes(x).map_err(|m| fail(id, m))?
+        }
         Builtin::Dyn => return Ok(values.into_iter().next().unwrap_or(Cow::Owned(Value::Null))),
         Builtin::TypeOf => Value::Type(x.cel_type()),
         Builtin::OptionalOf => Value::Optional(Some(Arc::new(x.clone()))),
@@ -858,7 +930,18 @@ fn library_call<'a>(
     if overload.cost == Cost::Linear {
         cx.charge(args.iter().map(size_cost).sum(), id)?;
     }
-    (overload.function)(&args).map_err(|e| fail(id, e.message))
+    if let Some(Value::String(p)) = overload.pattern.and_then(|i| args.get(i)) {
+        cx.charge_pattern(p, crate::k8s::pattern_cost, id)?;
+    }
+    if let Some(work) = overload.work {
+        cx.charge(work(&args), id)?;
+    }
+    let result = (overload.function)(&args).map_err(|e| fail(id, e.message))?;
+    limits::check_value(&call.name, &result).map_err(|m| fail(id, m))?;
+    if overload.builds {
+        cx.charge(limits::creation_cost(&result), id)?;
+    }
+    Ok(result)
 }
 
 #[inline(never)]

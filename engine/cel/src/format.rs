@@ -35,6 +35,7 @@ pub(crate) fn format(format: &str, args: &[Value]) -> Result<String, String> {
                 .format(arg)
                 .map_err(|e| format!("error during formatting: {e}"))?,
         );
+        bounded(out.len())?;
         rest = after;
         next_arg += 1;
     }
@@ -160,13 +161,24 @@ fn string(val: &Value) -> Result<String, String> {
         Value::Null => "null".to_owned(),
         Value::Type(t) => t.name().to_owned(),
         Value::List(items) => {
-            let formatted: Vec<String> = items.iter().map(string).collect::<Result<_, _>>()?;
+            let mut formatted: Vec<String> = Vec::with_capacity(items.len());
+            let mut len = 0usize;
+            for item in items.iter() {
+                let s = string(item)?;
+                len = len.saturating_add(s.len() + 2);
+                bounded(len)?;
+                formatted.push(s);
+            }
             format!("[{}]", formatted.join(", "))
         }
         Value::Map(m) => {
             let mut entries = Vec::with_capacity(m.len());
+            let mut len = 0usize;
             for (k, v) in m.iter() {
-                entries.push((string(&k.to_value())?, string(v)?));
+                let entry = (string(&k.to_value())?, string(v)?);
+                len = len.saturating_add(entry.0.len() + entry.1.len() + 4);
+                bounded(len)?;
+                entries.push(entry);
             }
             entries.sort();
             let entries: Vec<String> = entries
@@ -177,6 +189,12 @@ fn string(val: &Value) -> Result<String, String> {
         }
         Value::Optional(_) | Value::Opaque(_) => return Err(string_type_error(val)),
     })
+}
+
+/// A list can hold the same long string many times: the result is bounded as it is
+/// built, not after.
+fn bounded(len: usize) -> Result<(), String> {
+    crate::limits::check_bytes("the formatted string", len)
 }
 
 fn string_type_error(val: &Value) -> String {

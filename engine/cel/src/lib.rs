@@ -81,12 +81,16 @@
 //!
 //! # Limits
 //!
-//! The parser runs on a stack of its own; an expression with more than
-//! [`MAX_OPERATORS`] operators or nested more than 96 levels deep does not compile. An
+//! The parser runs on a stack of its own; an expression longer than [`MAX_SOURCE_BYTES`],
+//! with more than [`MAX_SOURCE_ELEMENTS`] separators (`,`), more than [`MAX_OPERATORS`]
+//! operators or nested more than 96 levels deep does not compile; constant folding and the
+//! compilation of constant patterns at compile time have a budget of their own. An
 //! evaluation that needs more stack than its thread has left runs on a new stack segment.
 //! Each evaluation is metered as Kubernetes' runtime cost is (see
 //! [`Program::eval_with_cost`] for the units) and stops at [`Limits::per_expression`]
-//! (1,000,000 by default) or the activation's budget.
+//! (1,000,000 by default) or the activation's budget. The units bound time (about a
+//! microsecond each) and memory: no value an evaluation builds may pass 10 MB or 1,000,000
+//! elements.
 
 mod analysis;
 pub mod check;
@@ -97,6 +101,7 @@ mod eval;
 mod format;
 mod functions;
 mod k8s;
+mod limits;
 mod macros;
 mod math;
 mod plan;
@@ -107,7 +112,10 @@ mod value;
 #[cfg(test)]
 mod tests;
 
-pub use env::{Activation, CustomFunction, Env, Limits, MAX_OPERATORS, Program, References};
+pub use env::{
+    Activation, CustomFunction, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS,
+    Program, References,
+};
 pub use error::{CompileError, EvalError};
 pub use functions::{dns1123_label, is_dns1123_label, is_dns1123_subdomain, sha256_hex};
 #[doc(hidden)]

@@ -184,7 +184,12 @@ impl Builtin {
     pub(crate) fn size_dependent(&self) -> bool {
         matches!(
             self,
-            Builtin::Contains | Builtin::StartsWith | Builtin::EndsWith | Builtin::Matches(_)
+            Builtin::Contains
+                | Builtin::StartsWith
+                | Builtin::EndsWith
+                | Builtin::Matches(_)
+                | Builtin::ToBytes
+                | Builtin::ToString
         )
     }
 }
@@ -282,7 +287,15 @@ pub(crate) struct Lowering<'e> {
     unbounded: bool,
     /// The container's prefixes (see [`crate::Env::with_container`]).
     prefixes: Arc<[Arc<str>]>,
+    /// What constant folding may still spend, in cost units: folding runs the operations
+    /// at compile time, where no evaluation's limit meters them (`lists.range(1000000)`
+    /// would allocate at every compile).
+    fold_budget: u64,
 }
+
+/// The cost constant folding may spend on one expression: about 0.1 s of work. An
+/// operation that would pass it is left to evaluation, which charges it.
+const FOLD_BUDGET: u64 = 100_000;
 
 impl<'e> Lowering<'e> {
     pub(crate) fn new(registry: &'e Registry, custom: &'e [(String, CustomFunction)]) -> Self {
@@ -292,6 +305,7 @@ impl<'e> Lowering<'e> {
             scopes: Vec::new(),
             unbounded: false,
             prefixes: Arc::from([]),
+            fold_budget: FOLD_BUDGET,
         }
     }
 
@@ -311,7 +325,7 @@ impl<'e> Lowering<'e> {
     }
 
     fn node(&mut self, id: u64, kind: Kind) -> Node {
-        fold(Node { id, kind })
+        fold(Node { id, kind }, &mut self.fold_budget)
     }
 
     fn resolve_local(&self, name: &str) -> Option<Kind> {
@@ -610,7 +624,21 @@ impl<'e> Lowering<'e> {
                     kind: Kind::Const(Value::String(p)),
                     ..
                 }),
-            ) => Builtin::Matches(regex::Regex::new(p).ok().map(Arc::new)),
+            ) => {
+                // Compiling is work of the compile: from the folding budget, at its worst
+                // (see `limits::compile_regex`); a pattern past it compiles when evaluated,
+                // charged there.
+                use crate::limits::{REGEX_BYTE_COST, REGEX_LARGE_COST, REGEX_SMALL_COST};
+                let worst =
+                    REGEX_SMALL_COST + REGEX_LARGE_COST + 2 * REGEX_BYTE_COST * (p.len() as u64);
+                if worst <= self.fold_budget {
+                    let (re, cost) = crate::limits::compile_regex(p);
+                    self.fold_budget -= cost.min(self.fold_budget);
+                    Builtin::Matches(re.ok().map(Arc::new))
+                } else {
+                    Builtin::Matches(None)
+                }
+            }
             (b, _) => b,
         };
         if builtin.size_dependent() {
@@ -639,7 +667,9 @@ impl<'e> Lowering<'e> {
                 .filter(|o| o.params.len() == lowered.len())
                 .cloned()
                 .collect();
-            if overloads.iter().any(|o| o.cost == Cost::Linear) {
+            if overloads.iter().any(|o| {
+                o.cost == Cost::Linear || o.work.is_some() || o.builds || o.pattern.is_some()
+            }) {
                 self.unbounded = true;
             }
             return self.node(
@@ -913,8 +943,9 @@ fn is_const(n: &Node) -> bool {
     matches!(n.kind, Kind::Const(_))
 }
 
-/// Folds a node whose operands are constants into a constant, when evaluating it succeeds.
-fn fold(node: Node) -> Node {
+/// Folds a node whose operands are constants into a constant, when evaluating it succeeds
+/// within what is left of `budget` (which it spends).
+fn fold(node: Node, budget: &mut u64) -> Node {
     let foldable = match &node.kind {
         Kind::Select(a, _) | Kind::Has(a, _) | Kind::OptSelect(a, _) => is_const(a),
         Kind::Index(a, b) | Kind::OptIndex(a, b) | Kind::Bin(_, a, b) => is_const(a) && is_const(b),
@@ -943,7 +974,9 @@ fn fold(node: Node) -> Node {
             },
         };
     }
-    match crate::eval::eval_constant(&node) {
+    let (value, spent) = crate::eval::eval_constant(&node, *budget);
+    *budget = budget.saturating_sub(spent);
+    match value {
         Some(value) => Node {
             id: node.id,
             kind: Kind::Const(value),

@@ -47,7 +47,12 @@
 //! - Type names a library adds (for `type(x) == net.IP`) are registered with
 //!   [`Registry::add_type`] (`k8s::types()` below).
 //! - Cost: each call costs 1 unless the overload says [`Overload::linear_cost`]: then
-//!   1 + (sum of the sizes of its string, bytes, list and map arguments) / 10.
+//!   1 + (sum of the sizes of its string, bytes, list and map arguments) / 10. Work that is
+//!   not linear in the arguments (comparing pairs, sorting) is charged before the call by
+//!   [`Overload::work`]; a function that builds a value says [`Overload::builds`], and is
+//!   charged for the value it returns (see `limits.rs`). A function that builds must check
+//!   the size of what it builds against `limits::MAX_STRING_BYTES` and
+//!   `limits::MAX_ELEMENTS` before it allocates it.
 //!
 //! The Kubernetes libraries' entry point, `k8s/mod.rs`, exposes
 //! `pub(crate) fn overloads() -> Vec<Overload>` and `pub(crate) fn types() -> Vec<Type>`;
@@ -129,6 +134,13 @@ pub(crate) struct Overload {
     pub params: Vec<Param>,
     pub function: Function,
     pub cost: Cost,
+    /// Work charged before the call, from the arguments (see [`Overload::work`]).
+    pub work: Option<fn(&[Value]) -> u64>,
+    /// Charged after the call for the value it returns (see [`Overload::builds`]).
+    pub builds: bool,
+    /// The argument that is a regular expression, whose compilation is charged (once per
+    /// pattern and evaluation; see [`Overload::pattern`]).
+    pub pattern: Option<usize>,
 }
 
 impl Overload {
@@ -144,6 +156,9 @@ impl Overload {
             params: params.to_vec(),
             function: Arc::new(function),
             cost: Cost::Unit,
+            work: None,
+            builds: false,
+            pattern: None,
         }
     }
 
@@ -163,6 +178,31 @@ impl Overload {
     #[must_use]
     pub(crate) fn linear_cost(mut self) -> Overload {
         self.cost = Cost::Linear;
+        self
+    }
+
+    /// The call does work that is not linear in its arguments' sizes: `work` says how much,
+    /// from the arguments, and is charged before the call so that the work never starts
+    /// past the limit.
+    #[must_use]
+    pub(crate) fn work(mut self, work: fn(&[Value]) -> u64) -> Overload {
+        self.work = Some(work);
+        self
+    }
+
+    /// The call builds a string, bytes, list or map: it is charged for the result
+    /// (`limits::creation_cost`), whose size is also checked against the limits.
+    #[must_use]
+    pub(crate) fn builds(mut self) -> Overload {
+        self.builds = true;
+        self
+    }
+
+    /// Argument `index` is a regular expression the call compiles (see `limits.rs` for
+    /// the charge).
+    #[must_use]
+    pub(crate) fn pattern(mut self, index: usize) -> Overload {
+        self.pattern = Some(index);
         self
     }
 

@@ -9,6 +9,7 @@ use chrono::{Datelike, Timelike};
 
 use crate::EvalError;
 use crate::eval::{duration_in_range, timestamp_in_range};
+use crate::limits;
 use crate::registry::{Overload, Param, Registry};
 use crate::value::{Duration, Timestamp, Value, format_duration, format_timestamp};
 
@@ -401,18 +402,24 @@ fn string_functions() -> Vec<Overload> {
             _ => Err(mismatch("trim")),
         })
         .linear_cost(),
-        Overload::method("replace", &[S, S, S], |a| replace(a, None)).linear_cost(),
+        Overload::method("replace", &[S, S, S], |a| replace(a, None))
+            .linear_cost()
+            .builds(),
         Overload::method("replace", &[S, S, S, Int], |a| match &a[3] {
             Value::Int(n) => replace(a, usize::try_from(*n).ok()),
             _ => Err(mismatch("replace")),
         })
-        .linear_cost(),
-        Overload::method("split", &[S, S], |a| split(a, -1)).linear_cost(),
+        .linear_cost()
+        .builds(),
+        Overload::method("split", &[S, S], |a| split(a, -1))
+            .linear_cost()
+            .builds(),
         Overload::method("split", &[S, S, Int], |a| match &a[2] {
             Value::Int(n) => split(a, *n),
             _ => Err(mismatch("split")),
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
         Overload::method("substring", &[S, Int], |a| match (&a[0], &a[1]) {
             (Value::String(s), Value::Int(start)) => {
                 let len = s.chars().count() as i64;
@@ -430,24 +437,29 @@ fn string_functions() -> Vec<Overload> {
             }
         })
         .linear_cost(),
-        Overload::method("join", &[List], |a| join(&a[0], "")).linear_cost(),
+        Overload::method("join", &[List], |a| join(&a[0], ""))
+            .linear_cost()
+            .builds(),
         Overload::method("join", &[List, S], |a| match &a[1] {
             Value::String(sep) => join(&a[0], sep),
             _ => Err(mismatch("join")),
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
         Overload::method("format", &[S, List], |a| match (&a[0], &a[1]) {
             (Value::String(f), Value::List(items)) => crate::format::format(f, items)
-                .map(Value::string)
-                .map_err(|e| err(format!("format: {e}"))),
+                .map_err(|e| err(format!("format: {e}")))
+                .and_then(|s| limits::bounded_string("format", s).map_err(err)),
             _ => Err(mismatch("format")),
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
         Overload::global("strings.quote", &[S], |a| match &a[0] {
-            Value::String(s) => Ok(Value::string(quote(s))),
+            Value::String(s) => limits::bounded_string("strings.quote", quote(s)).map_err(err),
             _ => Err(mismatch("strings.quote")),
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
     ]
 }
 
@@ -495,6 +507,20 @@ fn replace(a: &[Value], n: Option<usize>) -> Result<Value, EvalError> {
     let (Value::String(s), Value::String(from), Value::String(to)) = (&a[0], &a[1], &a[2]) else {
         return Err(mismatch("replace"));
     };
+    // The result's size is known before it is built: the number of matches (each gap of
+    // the string when `from` is empty) times the growth.
+    if to.len() > from.len() {
+        let found = if from.is_empty() {
+            s.chars().count() + 1
+        } else {
+            s.matches(&**from).count()
+        };
+        let found = n.map_or(found, |n| found.min(n));
+        let len = s
+            .len()
+            .saturating_add(found.saturating_mul(to.len() - from.len()));
+        limits::check_bytes("replace", len).map_err(err)?;
+    }
     Ok(Value::string(match n {
         Some(n) => s.replacen(&**from, to, n),
         None => s.replace(&**from, to),
@@ -506,6 +532,14 @@ fn split(a: &[Value], n: i64) -> Result<Value, EvalError> {
         return Err(mismatch("split"));
     };
     let s: &str = s;
+    // Counted before the parts are collected (each part is a new value).
+    let count = if sep.is_empty() {
+        s.chars().count()
+    } else {
+        s.matches(&**sep).count() + 1
+    };
+    let count = usize::try_from(n).map_or(count, |n| count.min(n));
+    limits::check_elements("split", count).map_err(err)?;
     let parts: Vec<&str> = match (usize::try_from(n), sep.is_empty()) {
         (Ok(0), _) => Vec::new(),
         (Ok(n), true) => {
@@ -561,9 +595,15 @@ fn join(list: &Value, sep: &str) -> Result<Value, EvalError> {
         return Err(mismatch("join"));
     };
     let mut parts = Vec::with_capacity(items.len());
+    // A list can hold the same long string many times: the result is bounded before it
+    // is built.
+    let mut len = sep.len().saturating_mul(items.len().saturating_sub(1));
     for item in items.iter() {
         match item {
-            Value::String(s) => parts.push(&**s),
+            Value::String(s) => {
+                len = len.saturating_add(s.len());
+                parts.push(&**s);
+            }
             other => {
                 return Err(err(format!(
                     "join: list elements must be strings, got {}",
@@ -572,6 +612,7 @@ fn join(list: &Value, sep: &str) -> Result<Value, EvalError> {
             }
         }
     }
+    limits::check_bytes("join", len).map_err(err)?;
     Ok(Value::string(parts.join(sep)))
 }
 

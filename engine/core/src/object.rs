@@ -37,6 +37,28 @@ impl ObjectKey {
         let namespace = field(&["metadata", "namespace"])
             .filter(|ns| !ns.is_empty())
             .map(str::to_string);
+        // Names become identities (`switchyard.dev/owners` joins them with `,`): hold them
+        // to Kubernetes' own rules before they do.
+        if let Some(ns) = &namespace
+            && !is_dns1123_label(ns)
+        {
+            return Err(format!(
+                "metadata.namespace `{ns}` is not a valid Kubernetes namespace name"
+            ));
+        }
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let valid = if kind == "Namespace" && group.is_empty() {
+            is_dns1123_label(name)
+        } else if PATH_SEGMENT_NAMED_GROUPS.contains(&group) {
+            is_path_segment_name(name)
+        } else {
+            is_dns1123_subdomain(name)
+        };
+        if !valid {
+            return Err(format!(
+                "metadata.name `{name}` is not a valid Kubernetes name"
+            ));
+        }
         Ok(ObjectKey {
             cluster: cluster.to_string(),
             api_version: api_version.to_string(),
@@ -61,6 +83,43 @@ impl ObjectKey {
             None => self.name.clone(),
         }
     }
+}
+
+/// API groups whose object names Kubernetes checks only as path segments (RBAC roles such as
+/// `system:controller:x`, flow control, certificate requests), not as DNS subdomains.
+const PATH_SEGMENT_NAMED_GROUPS: &[&str] = &[
+    "rbac.authorization.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "certificates.k8s.io",
+];
+
+/// A DNS-1123 label, as Kubernetes requires of namespaces: at most 63 lowercase letters,
+/// digits and `-`, starting and ending with a letter or digit.
+fn is_dns1123_label(s: &str) -> bool {
+    s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A DNS-1123 subdomain, as Kubernetes requires of most names: at most 253 characters,
+/// labels of lowercase letters, digits and `-` joined by `.`.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.len() <= 253
+        && s.split('.').all(|label| {
+            label.starts_with(alphanumeric)
+                && label.ends_with(alphanumeric)
+                && label.chars().all(|c| alphanumeric(c) || c == '-')
+        })
+}
+
+/// A path segment name (Kubernetes' rule for RBAC names): not empty, `.` or `..`, without
+/// `/` or `%`. A `,` is refused too, though Kubernetes allows it, because it separates
+/// identities in `switchyard.dev/owners`.
+fn is_path_segment_name(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '%', ','])
 }
 
 impl fmt::Display for ObjectKey {

@@ -637,10 +637,10 @@ impl<'a> Loader<'a> {
                         for lint in table.lint() {
                             let diag = match lint.severity {
                                 crate::table::Severity::Error => {
-                                    Diagnostic::error("table::lint", lint.message)
+                                    Diagnostic::error(lint.code, lint.message)
                                 }
                                 crate::table::Severity::Warning => {
-                                    Diagnostic::warning("table::lint", lint.message)
+                                    Diagnostic::warning(lint.code, lint.message)
                                 }
                             };
                             let diag = self.locate_table(
@@ -814,7 +814,7 @@ fn position_of_key(node: &Node, path: &[PathSegment]) -> Pos {
 }
 
 fn template_diagnostic(e: &crate::template::TemplateError) -> Diagnostic {
-    let d = Diagnostic::error("template::syntax", e.message.clone());
+    let d = Diagnostic::error(e.code, e.message.clone());
     match (e.line, e.column) {
         (Some(line), column) => d.at(
             &e.file,

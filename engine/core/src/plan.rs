@@ -203,27 +203,49 @@ pub fn parse_inputs(
                 .at(file, e.pos),
         )
     })?;
+    let error = |pos: yaml::Pos, message: String| {
+        Box::new(Diagnostic::error("input::object", message).at(file, pos))
+    };
     let mut objects = Vec::new();
-    for document in documents {
+    for document in &documents {
         let value = document.to_json();
         if value.is_null() {
             continue;
         }
-        let items = if value.get("kind").and_then(Value::as_str) == Some("List") {
-            match value.get("items") {
-                Some(Value::Array(items)) => items.clone(),
-                _ => Vec::new(),
-            }
-        } else {
-            vec![value]
-        };
-        for mut item in items {
-            let cluster =
-                take_cluster_annotation(&mut item).unwrap_or_else(|| default_cluster.to_string());
+        // Each object with the node it was read from, for positions.
+        let items: Vec<(Value, &yaml::Node)> =
+            if value.get("kind").and_then(Value::as_str) == Some("List") {
+                match document.get(&[yaml::PathSegment::Key("items".into())]) {
+                    None => Vec::new(),
+                    Some(yaml::Node {
+                        value: yaml::NodeValue::Seq(items),
+                        ..
+                    }) => items.iter().map(|n| (n.to_json(), n)).collect(),
+                    Some(node) if node.to_json().is_null() => Vec::new(),
+                    Some(node) => {
+                        return Err(error(
+                            node.pos,
+                            "`items` of a `kind: List` must be a list of objects".to_string(),
+                        ));
+                    }
+                }
+            } else {
+                vec![(value, document)]
+            };
+        for (mut item, node) in items {
+            let cluster = match take_cluster_annotation(&mut item) {
+                Ok(cluster) => cluster.unwrap_or_else(|| default_cluster.to_string()),
+                Err(message) => {
+                    let path = [
+                        yaml::PathSegment::Key("metadata".into()),
+                        yaml::PathSegment::Key("annotations".into()),
+                        yaml::PathSegment::Key(ANNOTATION_CLUSTER.into()),
+                    ];
+                    return Err(error(node.closest(&path).pos, message));
+                }
+            };
             if let Err(e) = ObjectKey::of(&cluster, &item) {
-                return Err(Box::new(
-                    Diagnostic::error("input::object", e).at(file, document.pos),
-                ));
+                return Err(error(node.pos, e));
             }
             objects.push((cluster, item));
         }
@@ -231,14 +253,30 @@ pub fn parse_inputs(
     Ok(objects)
 }
 
-fn take_cluster_annotation(object: &mut Value) -> Option<String> {
-    let metadata = object.get_mut("metadata")?.as_object_mut()?;
-    let annotations = metadata.get_mut("annotations")?.as_object_mut()?;
-    let cluster = annotations.remove(ANNOTATION_CLUSTER)?;
+/// Removes the `switchyard.dev/cluster` annotation and returns its role; an annotation that
+/// is not a string is an error, not a silent default.
+fn take_cluster_annotation(object: &mut Value) -> Result<Option<String>, String> {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return Ok(None);
+    };
+    let Some(annotations) = metadata
+        .get_mut("annotations")
+        .and_then(Value::as_object_mut)
+    else {
+        return Ok(None);
+    };
+    let Some(cluster) = annotations.remove(ANNOTATION_CLUSTER) else {
+        return Ok(None);
+    };
     if annotations.is_empty() {
         metadata.remove("annotations");
     }
-    cluster.as_str().map(str::to_string)
+    match cluster {
+        Value::String(role) => Ok(Some(role)),
+        other => Err(format!(
+            "annotation `{ANNOTATION_CLUSTER}` must be a string naming a cluster role, not `{other}`"
+        )),
+    }
 }
 
 /// The world made of input objects.

@@ -38,7 +38,10 @@
 //! [`Table::lint`] runs static checks on an exact set algebra of the conditions (see
 //! `algebra`): overlapping rows in `unique` tables, rows shadowed by earlier rows in
 //! `first` tables, uncovered input combinations when every input has finite values, rows
-//! that match no allowed value, and a default that is never used.
+//! that match no allowed value, and a default that is never used. They run at every pack
+//! load, so each is bounded: 20 findings per kind are listed and the rest counted, and the
+//! pairwise and region work has a budget; a check that reaches it stops with a
+//! `table::lint-budget` warning.
 
 mod algebra;
 mod cell;
@@ -125,6 +128,9 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TableLint {
     pub severity: Severity,
+    /// The diagnostic code: `table::lint`, or `table::lint-budget` when a check stopped at
+    /// its work budget.
+    pub code: &'static str,
     pub location: TableLocation,
     pub message: String,
 }
@@ -375,7 +381,8 @@ impl Table {
     /// Static checks for `switchyard check`: overlapping rows (`unique`, errors), rows that
     /// can never match (`first` dead rows; any policy for rows matching no allowed value),
     /// input combinations no row matches (when every input has finite values and there is
-    /// no default), and a default that can never be used (warnings).
+    /// no default), and a default that can never be used (warnings). Bounded in time and
+    /// memory (well under a second); see the module docs.
     pub fn lint(&self) -> Vec<TableLint> {
         lint::lint(self)
     }

@@ -56,9 +56,18 @@
 //! the template's file, line and column. `{{#if x}}`, `{{#unless x}}`, `{{#each x}}` and
 //! `{{#with x}}` accept a missing `x` (false / nothing to iterate), so optional values are used
 //! through them.
+//!
+//! # Limits
+//!
+//! Handlebars recurses on nesting, so registration refuses what could overflow the stack:
+//! blocks nested more than 64 deep in a file, expressions nested more than 32 deep, any cycle
+//! of partials (`template::recursion`, naming the cycle), more than 100 levels of blocks and
+//! partials along one render, and more than 1,000 partial expansions in one render
+//! (`template::depth`). See `limits`.
 
 mod decode;
 mod helpers;
+mod limits;
 mod paths;
 #[cfg(test)]
 mod tests;
@@ -89,6 +98,10 @@ pub struct TemplatePath {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{}: {}", .file, Position(*.line, *.column), .message)]
 pub struct TemplateError {
+    /// The diagnostic code: `template::syntax` for what the source may not say,
+    /// `template::recursion` for a cycle of partials, `template::depth` for nesting or
+    /// expansion past the limits, `template::render` for a failed render.
+    pub code: &'static str,
     pub file: String,
     pub line: Option<usize>,
     pub column: Option<usize>,
@@ -111,6 +124,7 @@ impl fmt::Display for Position {
 impl TemplateError {
     fn at(file: &str, pos: Option<(usize, usize)>, message: impl Into<String>) -> Self {
         TemplateError {
+            code: CODE_SYNTAX,
             file: file.to_owned(),
             line: pos.map(|p| p.0),
             column: pos.map(|p| p.1),
@@ -143,6 +157,9 @@ impl RenderContext {
     }
 }
 
+const CODE_SYNTAX: &str = "template::syntax";
+const CODE_RENDER: &str = "template::render";
+
 /// The templates and partials of a rule pack (plus shared partials), ready to render.
 #[derive(Clone)]
 pub struct TemplateSet {
@@ -151,6 +168,8 @@ pub struct TemplateSet {
     files: HashMap<String, String>,
     /// Names registered with [`TemplateSet::add_template`].
     templates: HashSet<String>,
+    /// Which partials each registered template includes, to refuse recursion and depth.
+    includes: limits::Graph,
 }
 
 impl fmt::Debug for TemplateSet {
@@ -181,6 +200,7 @@ impl TemplateSet {
             registry,
             files: HashMap::new(),
             templates: HashSet::new(),
+            includes: limits::Graph::default(),
         }
     }
 
@@ -220,6 +240,12 @@ impl TemplateSet {
         renderable: bool,
     ) -> Result<(), TemplateError> {
         let template = compile(name, file, source)?;
+        self.includes
+            .register(name, file, &template)
+            .map_err(|(code, pos, message)| TemplateError {
+                code,
+                ..TemplateError::at(file, pos, message)
+            })?;
         self.registry.register_template(name, template);
         self.files.insert(name.to_owned(), file.to_owned());
         if renderable {
@@ -310,6 +336,7 @@ impl TemplateSet {
             other => lowercase_first(&other.to_string()),
         };
         TemplateError {
+            code: CODE_RENDER,
             file: file.to_owned(),
             line: e.line_no,
             column: e.column_no,
@@ -336,6 +363,14 @@ fn line_col(source: &str, offset: usize) -> (usize, usize) {
 
 /// Parses `source` with handlebars and applies the value rewrite (see the module docs).
 fn compile(name: &str, file: &str, source: &str) -> Result<Template, TemplateError> {
+    // Handlebars parses (and later renders and drops) nesting recursively: bound it before
+    // it sees the source, so a deep template is an error, not a stack overflow.
+    if let Err((offset, message)) = limits::prescan(source) {
+        return Err(TemplateError {
+            code: limits::CODE_DEPTH,
+            ..TemplateError::at(file, Some(line_col(source, offset)), message)
+        });
+    }
     if let Some(offset) = source.find(RESERVED_PREFIX) {
         return Err(TemplateError::at(
             file,

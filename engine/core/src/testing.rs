@@ -66,7 +66,16 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
     };
     let mut objects = Vec::new();
     for input in &case.input_files {
-        let Some(text) = pack.files().files.get(input) else {
+        let text = match pack_path(input) {
+            Ok(key) => pack.files().files.get(&key),
+            Err(reason) => {
+                report
+                    .failures
+                    .push(format!("input file `{input}` is refused: {reason}"));
+                continue;
+            }
+        };
+        let Some(text) = text else {
             report
                 .failures
                 .push(format!("input file `{input}` not found in the pack"));
@@ -104,26 +113,42 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
 }
 
 fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut CaseReport) {
-    let expect = &case.expect;
-    if let Some(golden) = &expect.golden {
-        let actual = to_yaml(plan);
-        match pack.files().files.get(golden) {
-            Some(expected) if *expected == actual => {}
-            Some(expected) => {
-                report.failures.push(format!(
-                    "rendered output differs from golden file `{golden}`:\n{}",
-                    unified_diff(expected, &actual, golden, "rendered")
-                ));
-                report.golden_update = Some((golden.clone(), actual));
-            }
-            None => {
-                report.failures.push(format!(
-                    "golden file `{golden}` not found (run with --update to create it)"
-                ));
-                report.golden_update = Some((golden.clone(), actual));
-            }
+    if let Some(raw) = &case.expect.golden {
+        // A path outside the pack is refused here, so `--update` is never asked to write it.
+        match pack_path(raw) {
+            Ok(golden) => check_golden(pack, golden, plan, report),
+            Err(reason) => report.failures.push(format!(
+                "golden file `{raw}` of {} is refused: {reason}",
+                report.file
+            )),
         }
     }
+    check_rest(case, plan, report);
+}
+
+fn check_golden(pack: &Pack, golden: String, plan: &Plan, report: &mut CaseReport) {
+    let actual = to_yaml(plan);
+    match pack.files().files.get(&golden) {
+        Some(expected) if *expected == actual => {}
+        Some(expected) => {
+            report.failures.push(format!(
+                "rendered output differs from golden file `{golden}`:\n{}",
+                unified_diff(expected, &actual, &golden, "rendered")
+            ));
+            report.golden_update = Some((golden, actual));
+        }
+        None => {
+            report.failures.push(format!(
+                "golden file `{golden}` not found (run with --update to create it)"
+            ));
+            report.golden_update = Some((golden, actual));
+        }
+    }
+}
+
+/// The expectations other than the golden file.
+fn check_rest(case: &TestCase, plan: &Plan, report: &mut CaseReport) {
+    let expect = &case.expect;
     for expected in &expect.outputs {
         let selector = match selector_of(&expected.cluster, &expected.object) {
             Ok(s) => s,
@@ -310,6 +335,40 @@ fn describe(selector: &ObjectSelector) -> String {
     s
 }
 
+/// The key in [`PackFiles`](crate::PackFiles) of a path a test names (`expect.golden`,
+/// `inputFiles`), or why it is refused: the path must be relative and stay inside the pack
+/// folder. `.` and `x/..` are resolved and `\\` counts as a separator, so one file has one key
+/// on every platform. Writers of golden files (`switchyard test --update`) apply the same rule.
+pub fn pack_path(path: &str) -> Result<String, String> {
+    if path.is_empty() {
+        return Err("the path is empty".to_string());
+    }
+    if path.contains('\0') {
+        return Err("the path contains a NUL character".to_string());
+    }
+    let bytes = path.as_bytes();
+    let drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
+    if path.starts_with(['/', '\\']) || drive {
+        return Err("the path is absolute; it must be relative to the pack folder".to_string());
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err("the path leads outside the pack folder".to_string());
+                }
+            }
+            part => parts.push(part),
+        }
+    }
+    if parts.is_empty() {
+        return Err("the path names the pack folder itself, not a file".to_string());
+    }
+    Ok(parts.join("/"))
+}
+
 /// A unified diff of two texts.
 pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
     similar::TextDiff::from_lines(old, new)
@@ -317,4 +376,34 @@ pub fn unified_diff(old: &str, new: &str, old_name: &str, new_name: &str) -> Str
         .context_radius(3)
         .header(old_name, new_name)
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pack_path;
+
+    #[test]
+    fn pack_paths_stay_inside_the_pack() {
+        assert_eq!(
+            pack_path("tests/golden/a.golden"),
+            Ok("tests/golden/a.golden".into())
+        );
+        assert_eq!(
+            pack_path("./tests//x/../a.golden"),
+            Ok("tests/a.golden".into())
+        );
+        assert_eq!(pack_path("tests\\a.golden"), Ok("tests/a.golden".into()));
+        let outside = Err("the path leads outside the pack folder".to_string());
+        assert_eq!(pack_path("../../home/.bashrc"), outside);
+        assert_eq!(pack_path("tests/../../x"), outside);
+        assert_eq!(pack_path("..\\x"), outside);
+        let absolute =
+            Err("the path is absolute; it must be relative to the pack folder".to_string());
+        assert_eq!(pack_path("/etc/passwd"), absolute);
+        assert_eq!(pack_path("\\x"), absolute);
+        assert_eq!(pack_path("C:x"), absolute);
+        assert!(pack_path("").is_err());
+        assert!(pack_path("tests/..").is_err());
+        assert!(pack_path("a\0b").is_err());
+    }
 }

@@ -4,14 +4,15 @@
 //! error (an unknown field, a bad CEL expression, a table row) can name file, line and column.
 //! Plain scalars follow the YAML 1.2 core schema. Output objects are emitted in the style of
 //! `kubectl get -o yaml`: block style, sorted keys, strings quoted only where a plain scalar
-//! would be read back as something else.
+//! would be read back as something else, by a YAML 1.2 reader or a YAML 1.1 one (kubectl).
+//! Files come from tenants and pull requests: reading bounds nesting and alias expansion.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 use thiserror::Error;
-use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// A 1-based position in a source file.
@@ -171,6 +172,8 @@ impl Node {
 /// the source lines again. Escapes in quoted scalars are not undone, so a column after an
 /// escape is approximate.
 pub fn value_position(text: &str, node: &Node, line: usize, column: usize) -> Pos {
+    // Positions are those of the text after its byte order mark, as `parse_documents` reads it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let NodeValue::Scalar(Value::String(value), style) = &node.value else {
         return node.pos;
     };
@@ -294,68 +297,335 @@ pub fn parse_path(path: &str) -> Vec<PathSegment> {
     segments
 }
 
+/// The deepest nesting of collections a document may have. Every reader of the tree recurses
+/// per level, and serde_json refuses 128 levels by default: 100 leaves room for the few
+/// levels the engine wraps around an input object.
+pub const MAX_DEPTH: usize = 100;
+/// How many nodes aliases may produce in one stream, all documents together. Kubernetes'
+/// YAML reader (go-yaml v3) allows about 400,000 alias-driven decodes; 100,000 is plenty
+/// for hand-written packs and keeps a "billion laughs" stream to a few megabytes.
+pub const MAX_ALIAS_NODES: usize = 100_000;
+/// How many nodes one document may have, aliases expanded.
+pub const MAX_DOCUMENT_NODES: usize = 1_000_000;
+
+/// How many double-quoted strings with surrogate pair escapes are rewritten one at a time,
+/// when rewriting them all at once is not possible.
+const MAX_SURROGATE_RETRIES: usize = 100;
+
 /// Parses every document of a YAML stream. Empty documents are kept as null nodes so that
-/// document indexes match what the author sees.
+/// document indexes match what the author sees. A leading byte order mark is skipped; nesting
+/// and alias expansion are bounded ([`MAX_DEPTH`], [`MAX_ALIAS_NODES`],
+/// [`MAX_DOCUMENT_NODES`]).
 pub fn parse_documents(text: &str) -> Result<Vec<Node>, YamlError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    match parse_events(text) {
+        Err(Failure::Surrogate(pos)) => {
+            // JSON writers (json.dumps) escape astral characters as UTF-16 surrogate pairs,
+            // which YAML does not define: rewrite the pairs as `\U` escapes. First all of
+            // them at once; if that touched anything but double-quoted strings (a `\u` in a
+            // plain or block scalar is literal text), once per failing string instead.
+            let joined = join_all_surrogate_pairs(text);
+            if let Ok(documents) = parse_events(&joined)
+                && !documents.iter().any(has_rewritten_literal)
+            {
+                return Ok(documents);
+            }
+            let mut owned = text.to_string();
+            let mut at = pos;
+            // Each string costs a parse of the whole text: bounded, so a file cannot make
+            // this quadratic.
+            for _ in 0..MAX_SURROGATE_RETRIES {
+                owned = join_surrogate_pairs(&owned, at)?;
+                match parse_events(&owned) {
+                    Err(Failure::Surrogate(next)) if next > at => at = next,
+                    Err(Failure::Surrogate(next)) => return Err(lone_surrogate(&owned, next)),
+                    Err(Failure::Yaml(e)) => return Err(e),
+                    Ok(documents) => return Ok(documents),
+                }
+            }
+            Err(YamlError {
+                pos: at,
+                message: format!(
+                    "more than {MAX_SURROGATE_RETRIES} strings with UTF-16 surrogate escapes \
+                     next to literal `\\U` text; write these characters as `\\U` escapes"
+                ),
+            })
+        }
+        Err(Failure::Yaml(e)) => Err(e),
+        Ok(documents) => Ok(documents),
+    }
+}
+
+/// The code point of the surrogate pair escape (`\ud83d\ude00`) that `escape` starts with.
+fn surrogate_pair_at(escape: &str) -> Option<u32> {
+    let high = hex4(escape.strip_prefix("\\u")?)?;
+    let low = hex4(escape.get(6..)?.strip_prefix("\\u")?)?;
+    ((0xD800..0xDC00).contains(&high) && (0xDC00..0xE000).contains(&low))
+        .then(|| 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+}
+
+/// Every surrogate pair escape of `text` as a `\U` escape, wherever it is.
+fn join_all_surrogate_pairs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        if let Some(code) = surrogate_pair_at(rest) {
+            let _ = write!(out, "\\U{code:08x}");
+            rest = &rest[12..];
+        } else {
+            // An escaped backslash is skipped whole, so `\\\\u` stays as written.
+            let len = if rest.starts_with("\\\\") { 2 } else { 1 };
+            out.push_str(&rest[..len]);
+            rest = &rest[len..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether a scalar other than a double-quoted one holds what [`join_all_surrogate_pairs`]
+/// writes: there the rewrite changed literal text.
+fn has_rewritten_literal(node: &Node) -> bool {
+    match &node.value {
+        NodeValue::Scalar(Value::String(s), style) => {
+            *style != ScalarStyle::DoubleQuoted
+                && s.match_indices("\\U").any(|(i, _)| {
+                    s.get(i + 2..i + 10).is_some_and(|hex| {
+                        hex.chars().all(|c| matches!(c, '0'..='9' | 'a'..='f'))
+                            && u32::from_str_radix(hex, 16).is_ok_and(|c| c >= 0x10000)
+                    })
+                })
+        }
+        NodeValue::Scalar(..) => false,
+        NodeValue::Seq(items) => items.iter().any(has_rewritten_literal),
+        NodeValue::Map(entries) => entries
+            .iter()
+            .any(|(k, v)| has_rewritten_literal(k) || has_rewritten_literal(v)),
+    }
+}
+
+enum Failure {
+    Yaml(YamlError),
+    /// An invalid `\u` escape in the double-quoted scalar starting at this position.
+    Surrogate(Pos),
+}
+
+fn parse_events(text: &str) -> Result<Vec<Node>, Failure> {
     let mut builder = Builder::default();
+    // The event loop, not `Parser::load`: `load` recurses once per nesting level and
+    // overflows the stack on deep input before any limit could apply.
     let mut parser = Parser::new_from_str(text);
-    parser.load(&mut builder, true).map_err(|e| YamlError {
-        pos: Pos {
-            line: e.marker().line(),
-            column: e.marker().col() + 1,
-        },
-        message: e.info().to_string(),
-    })?;
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| {
+            let pos = pos_of(*e.marker());
+            if e.info().contains("invalid Unicode character escape") {
+                Failure::Surrogate(pos)
+            } else if e.info() == "recursion limit exceeded" {
+                // The scanner's own bound on flow nesting (255 levels), reached while it looks
+                // ahead of the events that count depth.
+                Failure::Yaml(YamlError {
+                    pos,
+                    message: format!("nesting deeper than {MAX_DEPTH}"),
+                })
+            } else {
+                Failure::Yaml(YamlError {
+                    pos,
+                    message: e.info().to_string(),
+                })
+            }
+        })?;
+        if event == Event::StreamEnd {
+            break;
+        }
+        builder.on_event(event, mark).map_err(Failure::Yaml)?;
+    }
     if let Some(error) = builder.error {
-        return Err(error);
+        return Err(Failure::Yaml(error));
     }
     Ok(builder.documents)
+}
+
+/// The byte offset of a 1-based position in `text`.
+fn byte_offset(text: &str, pos: Pos) -> usize {
+    let mut line_start = 0;
+    for _ in 1..pos.line {
+        match text[line_start..].find('\n') {
+            Some(i) => line_start += i + 1,
+            None => break,
+        }
+    }
+    text[line_start..]
+        .char_indices()
+        .nth(pos.column.saturating_sub(1))
+        .map_or(text.len(), |(i, _)| line_start + i)
+}
+
+fn hex4(text: &str) -> Option<u32> {
+    let digits = text.get(..4)?;
+    if digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        u32::from_str_radix(digits, 16).ok()
+    } else {
+        None
+    }
+}
+
+/// Rewrites the UTF-16 surrogate pairs (`\ud83d\ude00`) of the double-quoted scalar starting
+/// at `pos` as `\U0001f600`; a lone surrogate is an error at its escape.
+fn join_surrogate_pairs(text: &str, pos: Pos) -> Result<String, YamlError> {
+    let start = byte_offset(text, pos);
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..start]);
+    let mut rest = &text[start..];
+    // The opening quote.
+    if let Some(q) = rest.strip_prefix('"') {
+        out.push('"');
+        rest = q;
+    }
+    while let Some(i) = rest.find(['\\', '"']) {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        if rest.starts_with('"') {
+            break;
+        }
+        let after = &rest[1..];
+        if let Some(code) = surrogate_pair_at(rest) {
+            let _ = write!(out, "\\U{code:08x}");
+            rest = &rest[12..];
+            continue;
+        }
+        if after.starts_with('u')
+            && hex4(&after[1..]).is_some_and(|c| (0xD800..0xE000).contains(&c))
+        {
+            let offset = text.len() - rest.len();
+            return Err(YamlError {
+                pos: pos_at(text, offset),
+                message: format!("lone UTF-16 surrogate `{}` in a string", &rest[..6]),
+            });
+        }
+        // Any other escape: copy the backslash and the escaped character.
+        let escaped = after.chars().next().map_or(0, char::len_utf8);
+        out.push_str(&rest[..1 + escaped]);
+        rest = &rest[1 + escaped..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The 1-based position of a byte offset.
+fn pos_at(text: &str, offset: usize) -> Pos {
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Pos {
+        line: before.matches('\n').count() + 1,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+/// The error for an invalid `\u` escape that no rewriting fixed.
+fn lone_surrogate(text: &str, pos: Pos) -> YamlError {
+    match join_surrogate_pairs(text, pos) {
+        Err(e) => e,
+        Ok(_) => YamlError {
+            pos,
+            message: "while parsing a quoted scalar, found invalid Unicode character escape code"
+                .to_string(),
+        },
+    }
+}
+
+/// A collection being built.
+struct Open {
+    node: Node,
+    pending_key: Option<Node>,
+    anchor: usize,
+    /// Nodes of the document before this one started.
+    nodes_before: usize,
+    /// The deepest nesting below this collection.
+    height: usize,
+}
+
+/// A finished anchored node, with what an alias to it costs.
+struct Anchored {
+    node: Node,
+    nodes: usize,
+    height: usize,
 }
 
 #[derive(Default)]
 struct Builder {
     documents: Vec<Node>,
-    stack: Vec<(Node, Option<Node>, usize)>,
-    anchors: HashMap<usize, Node>,
+    stack: Vec<Open>,
+    anchors: HashMap<usize, Anchored>,
+    /// Nodes in the current document, aliases expanded.
+    nodes: usize,
+    alias_nodes: usize,
+    /// The first duplicate key: reported only if the stream parses.
     error: Option<YamlError>,
 }
 
 impl Builder {
-    fn push_value(&mut self, node: Node) {
-        match self.stack.last_mut() {
-            None => self.documents.push(node),
-            Some((parent, pending_key, _)) => match &mut parent.value {
-                NodeValue::Seq(items) => items.push(node),
-                NodeValue::Map(entries) => match pending_key.take() {
-                    None => *pending_key = Some(node),
-                    Some(key) => {
-                        if entries.iter().any(|(k, _)| k.value == key.value) && self.error.is_none()
-                        {
-                            self.error = Some(YamlError {
-                                pos: key.pos,
-                                message: format!("duplicate key `{}`", key_string(&key)),
-                            });
-                        }
-                        entries.push((key, node));
+    /// Adds a finished node of `height` collection levels to its parent.
+    fn push_value(&mut self, node: Node, height: usize) {
+        let Some(open) = self.stack.last_mut() else {
+            self.documents.push(node);
+            return;
+        };
+        open.height = open.height.max(height);
+        match &mut open.node.value {
+            NodeValue::Seq(items) => items.push(node),
+            NodeValue::Map(entries) => match open.pending_key.take() {
+                None => open.pending_key = Some(node),
+                Some(key) => {
+                    if entries.iter().any(|(k, _)| k.value == key.value) && self.error.is_none() {
+                        self.error = Some(YamlError {
+                            pos: key.pos,
+                            message: format!("duplicate key `{}`", key_string(&key)),
+                        });
                     }
-                },
-                NodeValue::Scalar(..) => {}
+                    entries.push((key, node));
+                }
             },
+            NodeValue::Scalar(..) => {}
         }
     }
-}
 
-fn pos_of(mark: Marker) -> Pos {
-    Pos {
-        line: mark.line(),
-        column: mark.col() + 1,
+    /// Counts `count` more nodes in the document.
+    fn count(&mut self, count: usize, pos: Pos) -> Result<(), YamlError> {
+        self.nodes = self.nodes.saturating_add(count);
+        if self.nodes > MAX_DOCUMENT_NODES {
+            return Err(YamlError {
+                pos,
+                message: format!("document has more than {MAX_DOCUMENT_NODES} nodes"),
+            });
+        }
+        Ok(())
     }
-}
 
-impl MarkedEventReceiver for Builder {
-    fn on_event(&mut self, event: Event, mark: Marker) {
+    fn open(&mut self, value: NodeValue, anchor: usize, mark: Marker) -> Result<(), YamlError> {
+        let pos = pos_of(mark);
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(YamlError {
+                pos,
+                message: format!("nesting deeper than {MAX_DEPTH}"),
+            });
+        }
+        self.count(1, pos)?;
+        self.stack.push(Open {
+            node: Node { value, pos },
+            pending_key: None,
+            anchor,
+            nodes_before: self.nodes - 1,
+            height: 0,
+        });
+        Ok(())
+    }
+
+    fn on_event(&mut self, event: Event, mark: Marker) -> Result<(), YamlError> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
+                self.count(1, pos_of(mark))?;
                 let style = match style {
                     TScalarStyle::SingleQuoted => ScalarStyle::SingleQuoted,
                     TScalarStyle::DoubleQuoted => ScalarStyle::DoubleQuoted,
@@ -379,55 +649,91 @@ impl MarkedEventReceiver for Builder {
                     pos: pos_of(mark),
                 };
                 if anchor > 0 {
-                    self.anchors.insert(anchor, node.clone());
+                    self.anchors.insert(
+                        anchor,
+                        Anchored {
+                            node: node.clone(),
+                            nodes: 1,
+                            height: 0,
+                        },
+                    );
                 }
-                self.push_value(node);
+                self.push_value(node, 0);
             }
-            Event::SequenceStart(anchor, _) => self.stack.push((
-                Node {
-                    value: NodeValue::Seq(Vec::new()),
-                    pos: pos_of(mark),
-                },
-                None,
-                anchor,
-            )),
-            Event::MappingStart(anchor, _) => self.stack.push((
-                Node {
-                    value: NodeValue::Map(Vec::new()),
-                    pos: pos_of(mark),
-                },
-                None,
-                anchor,
-            )),
+            Event::SequenceStart(anchor, _) => {
+                self.open(NodeValue::Seq(Vec::new()), anchor, mark)?;
+            }
+            Event::MappingStart(anchor, _) => {
+                self.open(NodeValue::Map(Vec::new()), anchor, mark)?;
+            }
             Event::SequenceEnd | Event::MappingEnd => {
-                if let Some((mut node, _, anchor)) = self.stack.pop() {
+                if let Some(mut open) = self.stack.pop() {
                     // A block mapping's start mark can fall after its first key: point at
                     // whichever comes first.
-                    if let NodeValue::Map(entries) = &node.value
+                    if let NodeValue::Map(entries) = &open.node.value
                         && let Some((first, _)) = entries.first()
-                        && first.pos < node.pos
+                        && first.pos < open.node.pos
                     {
-                        node.pos = first.pos;
+                        open.node.pos = first.pos;
                     }
-                    if anchor > 0 {
-                        self.anchors.insert(anchor, node.clone());
+                    let height = open.height + 1;
+                    if open.anchor > 0 {
+                        self.anchors.insert(
+                            open.anchor,
+                            Anchored {
+                                node: open.node.clone(),
+                                nodes: self.nodes - open.nodes_before,
+                                height,
+                            },
+                        );
                     }
-                    self.push_value(node);
+                    self.push_value(open.node, height);
                 }
             }
             Event::Alias(anchor) => {
-                let node = self.anchors.get(&anchor).cloned().unwrap_or(Node {
-                    value: NodeValue::Scalar(Value::Null, ScalarStyle::Plain),
-                    pos: pos_of(mark),
-                });
-                self.push_value(node);
+                let pos = pos_of(mark);
+                let Some(anchored) = self.anchors.get(&anchor) else {
+                    return Err(YamlError {
+                        pos,
+                        message: "alias to an anchor of another document".to_string(),
+                    });
+                };
+                let (nodes, height) = (anchored.nodes, anchored.height);
+                if self.stack.len() + height > MAX_DEPTH {
+                    return Err(YamlError {
+                        pos,
+                        message: format!("nesting deeper than {MAX_DEPTH}"),
+                    });
+                }
+                self.alias_nodes = self.alias_nodes.saturating_add(nodes);
+                if self.alias_nodes > MAX_ALIAS_NODES {
+                    return Err(YamlError {
+                        pos,
+                        message: format!("aliases expand to more than {MAX_ALIAS_NODES} nodes"),
+                    });
+                }
+                self.count(nodes, pos)?;
+                // Cloned only once the limits allow it.
+                if let Some(anchored) = self.anchors.get(&anchor) {
+                    let node = anchored.node.clone();
+                    self.push_value(node, height);
+                }
             }
-            Event::DocumentStart
-            | Event::DocumentEnd
-            | Event::StreamStart
-            | Event::StreamEnd
-            | Event::Nothing => {}
+            Event::DocumentStart => {
+                // Anchors are per document, as `Parser::load` has them.
+                self.anchors.clear();
+                self.nodes = 0;
+            }
+            Event::DocumentEnd | Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
         }
+        Ok(())
+    }
+}
+
+fn pos_of(mark: Marker) -> Pos {
+    Pos {
+        line: mark.line(),
+        column: mark.col() + 1,
     }
 }
 
@@ -509,6 +815,11 @@ fn is_float(text: &str) -> bool {
 }
 
 /// Emits a value as one YAML document body (no `---`), kubectl style.
+///
+/// The text reads back as the same JSON under YAML 1.2 readers and YAML 1.1 ones (libyaml,
+/// go-yaml, PyYAML: what `kubectl apply -f` and kustomize use): every character that one of
+/// them takes as a break, a control or a non-printable is escaped in a double-quoted string,
+/// and no plain scalar is one a YAML 1.1 reader types as anything but a string.
 pub fn to_yaml(value: &Value) -> String {
     let mut out = String::new();
     match value {
@@ -534,10 +845,35 @@ pub fn to_yaml_stream<'a>(values: impl IntoIterator<Item = &'a Value>) -> String
     out
 }
 
+/// The longest key written as `key: value`. YAML 1.1 readers (libyaml, PyYAML) refuse an
+/// implicit key whose `:` comes more than 1,024 characters after its start; longer keys are
+/// written with the explicit `? ` indicator.
+const MAX_IMPLICIT_KEY: usize = 1000;
+
 fn emit_map(out: &mut String, map: &Map<String, Value>, indent: usize) {
     for (key, value) in map {
         out.push_str(&" ".repeat(indent));
-        out.push_str(&string_scalar(key));
+        emit_entry(out, key, value, indent);
+    }
+}
+
+/// Emits `key: value` (the indentation is already written).
+fn emit_entry(out: &mut String, key: &str, value: &Value, indent: usize) {
+    let key = string_scalar(key);
+    if key.len() > MAX_IMPLICIT_KEY {
+        let _ = writeln!(out, "? {key}");
+        out.push_str(&" ".repeat(indent));
+        out.push(':');
+        // A sequence value sits deeper than the `:`, which no reader can misplace.
+        match value {
+            Value::Array(items) if !items.is_empty() => {
+                out.push('\n');
+                emit_seq(out, items, indent + 2);
+            }
+            _ => emit_child(out, value, indent, false),
+        }
+    } else {
+        out.push_str(&key);
         out.push(':');
         emit_child(out, value, indent, false);
     }
@@ -564,9 +900,7 @@ fn emit_child(out: &mut String, value: &Value, indent: usize, in_seq: bool) {
                         out.push_str(&" ".repeat(indent + 2));
                     }
                     first = false;
-                    out.push_str(&string_scalar(key));
-                    out.push(':');
-                    emit_child(out, child, indent + 2, false);
+                    emit_entry(out, key, child, indent + 2);
                 }
             } else {
                 out.push('\n');
@@ -604,35 +938,102 @@ fn emit_child(out: &mut String, value: &Value, indent: usize, in_seq: bool) {
     }
 }
 
+/// A literal block keeps multi-line text readable; only `\n` may break its lines, so any
+/// other character a reader could take as a break (or drop) sends the string to double quotes.
 fn is_block_candidate(s: &str) -> bool {
     s.contains('\n')
         && !s.starts_with([' ', '\t', '\n'])
-        && !s.contains('\r')
-        && s.chars().all(|c| c == '\n' || c == '\t' || !c.is_control())
+        && s.chars()
+            .all(|c| c == '\n' || c == '\t' || !needs_escape(c))
         && !s.split('\n').any(|l| l.ends_with(' ') || l.ends_with('\t'))
         && !s.ends_with("\n\n\n")
+}
+
+/// Whether `c` must be escaped in a double-quoted scalar: outside YAML 1.1's printable set
+/// (controls, DEL, C1, surrogates, U+FFFE/U+FFFF), a break in YAML 1.1 (U+0085, U+2028,
+/// U+2029), a byte order mark, or a Unicode non-character.
+fn needs_escape(c: char) -> bool {
+    let u = u32::from(c);
+    let printable = matches!(u, 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD | 0x10000..);
+    !printable || matches!(u, 0x2028 | 0x2029 | 0xFEFF | 0xFDD0..=0xFDEF) || u & 0xFFFE == 0xFFFE
 }
 
 fn scalar(value: &Value) -> String {
     match value {
         Value::Null => "null".to_string(),
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
+        Value::Number(n) => number(n),
         Value::String(s) => string_scalar(s),
         Value::Array(_) => "[]".to_string(),
         Value::Object(_) => "{}".to_string(),
     }
 }
 
+/// A number as YAML 1.1 and 1.2 both read it: YAML 1.1 floats need a `.` in the mantissa
+/// and a sign in the exponent (`1.0e-07`), which JSON's shortest form (`1e-7`) lacks.
+fn number(n: &Number) -> String {
+    let text = n.to_string();
+    let Some((mantissa, exponent)) = text.split_once(['e', 'E']) else {
+        return text;
+    };
+    let mantissa = if mantissa.contains('.') {
+        mantissa.to_string()
+    } else {
+        format!("{mantissa}.0")
+    };
+    let exponent = if exponent.starts_with(['-', '+']) {
+        exponent.to_string()
+    } else {
+        format!("+{exponent}")
+    };
+    format!("{mantissa}e{exponent}")
+}
+
 /// A string as a YAML scalar that reads back as the same string under both YAML 1.1
-/// (go-yaml, kubectl) and 1.2 parsers: plain when that is unambiguous, else double-quoted
-/// with JSON escapes (valid YAML).
+/// (go-yaml, kubectl, PyYAML) and 1.2 readers: plain when that is unambiguous, else
+/// double-quoted with every character that is not plainly printable escaped.
 pub fn string_scalar(s: &str) -> String {
     if is_safe_plain(s) {
         s.to_string()
     } else {
-        serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
+        double_quoted(s)
     }
+}
+
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\x0b' => out.push_str("\\v"),
+            '\x0c' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            '\x1b' => out.push_str("\\e"),
+            '\u{85}' => out.push_str("\\N"),
+            '\u{2028}' => out.push_str("\\L"),
+            '\u{2029}' => out.push_str("\\P"),
+            c if needs_escape(c) => {
+                let u = u32::from(c);
+                let _ = if u <= 0xFF {
+                    write!(out, "\\x{u:02X}")
+                } else if u <= 0xFFFF {
+                    write!(out, "\\u{u:04X}")
+                } else {
+                    write!(out, "\\U{u:08X}")
+                };
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn is_safe_plain(s: &str) -> bool {
@@ -646,6 +1047,10 @@ fn is_safe_plain(s: &str) -> bool {
     if s.ends_with(':') || s.contains(": ") || s.contains(" #") || s.ends_with(' ') {
         return false;
     }
+    if s.starts_with("..") {
+        // `...` ends a document.
+        return false;
+    }
     if !s
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || " _./:@%+=-()~,".contains(c))
@@ -655,23 +1060,80 @@ fn is_safe_plain(s: &str) -> bool {
     if resolve_plain(s) != Value::String(s.to_string()) {
         return false;
     }
-    // YAML 1.1 readers (go-yaml v2, used by kubectl) also take these as booleans, numbers
-    // with underscores or sexagesimal, and timestamps.
-    let lower = s.to_ascii_lowercase();
-    if matches!(lower.as_str(), "y" | "n" | "yes" | "no" | "on" | "off")
-        || s.starts_with('.')
-            && s[1..].chars().all(|c| c.is_ascii_alphabetic())
-            && matches!(lower.as_str(), ".inf" | ".nan")
-    {
-        return false;
-    }
     let numeric_like = s
         .chars()
         .all(|c| c.is_ascii_digit() || "_:.-+eExXoObB".contains(c));
     if numeric_like && s.chars().any(|c| c.is_ascii_digit()) {
         return false;
     }
-    true
+    !yaml11_typed(s)
+}
+
+/// Whether a YAML 1.1 reader types the plain scalar `s` as something other than a string:
+/// PyYAML's implicit resolvers, and go-yaml v2's (kubectl, sigs.k8s.io/yaml), which also
+/// take `y`/`n`, drop underscores and parse numbers the way Go does.
+fn yaml11_typed(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    if matches!(
+        lower.as_str(),
+        "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "~" | "null" | "=" | "<<"
+    ) {
+        return true;
+    }
+    let bytes = s.as_bytes();
+    // Timestamps: 2001-12-14, 2001-12-14t21:59:43.10-05:00, 2001-1-2 3:04:05 (a prefix is
+    // enough to quote).
+    if bytes.len() >= 8
+        && bytes[..4].iter().all(u8::is_ascii_digit)
+        && bytes[4] == b'-'
+        && bytes[5].is_ascii_digit()
+        && (bytes[6] == b'-' || bytes[6].is_ascii_digit() && bytes[7] == b'-')
+    {
+        return true;
+    }
+    if !s.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) {
+        return false;
+    }
+    let plain: String = lower.chars().filter(|&c| c != '_').collect();
+    let body = plain.strip_prefix(['+', '-']).unwrap_or(&plain);
+    if matches!(
+        body,
+        "inf" | "infinity" | "nan" | ".inf" | ".infinity" | ".nan"
+    ) {
+        return true;
+    }
+    let all = |t: &str, f: fn(char) -> bool| !t.is_empty() && t.chars().all(f);
+    if let Some(hex) = body.strip_prefix("0x") {
+        if all(hex, |c| c.is_ascii_hexdigit()) {
+            return true;
+        }
+        // Go's hexadecimal floats: 0x1.8p3.
+        let Some((mantissa, exponent)) = hex.split_once('p') else {
+            return false;
+        };
+        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        let mantissa_ok = match mantissa.split_once('.') {
+            Some((int, frac)) => {
+                !(int.is_empty() && frac.is_empty())
+                    && int.chars().all(|c| c.is_ascii_hexdigit())
+                    && frac.chars().all(|c| c.is_ascii_hexdigit())
+            }
+            None => all(mantissa, |c| c.is_ascii_hexdigit()),
+        };
+        return mantissa_ok && all(exponent, |c| c.is_ascii_digit());
+    }
+    if let Some(binary) = body.strip_prefix("0b") {
+        return all(binary, |c| c == '0' || c == '1');
+    }
+    if let Some(octal) = body.strip_prefix("0o") {
+        return all(octal, |c| ('0'..='7').contains(&c));
+    }
+    // Decimal integers and floats, and YAML 1.1's sexagesimal numbers (1:20, 1:20.5).
+    let sexagesimal = body.contains(':')
+        && body.split(':').enumerate().all(|(i, part)| {
+            i > 0 && is_float(part) || i == 0 && all(part, |c| c.is_ascii_digit())
+        });
+    is_float(body) || sexagesimal
 }
 
 #[cfg(test)]

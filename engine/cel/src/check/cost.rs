@@ -13,10 +13,15 @@
 //! - a comprehension costs 1, its range, then per element of the range (at most its bound)
 //!   1 and its body (predicate, filter and transform): nested comprehensions multiply;
 //! - `contains`, `startsWith`, `endsWith`, `matches`: 1 per 10 bytes of the string they
-//!   search; `in` on a list: 1 per 10 elements; `+` on strings, bytes and lists: 1 per 10
-//!   bytes or elements of the result (each `+` of a chain `a + b + c` its own); library
+//!   search; `in` on a list: 1 per 10 elements; `+` on strings and bytes: 1 per 10 bytes
+//!   of the result, on lists 1 per element of it (each `+` of a chain `a + b + c` its
+//!   own); library
 //!   functions of linear cost (the strings library, `sha256`, Kubernetes' lists and regex
-//!   functions, ...): 1 per 10 bytes, elements or entries of their arguments.
+//!   functions, ...): 1 per 10 bytes, elements or entries of their arguments;
+//! - the work that is not linear (`distinct`, `sort`, `sets.*`: pairwise unless the
+//!   element type hashes), the values functions build (1 per 10 bytes, 1 per element),
+//!   and patterns compiled at evaluation time (a constant one once; another at each call,
+//!   at its worst), as `limits.rs` charges them.
 //!
 //! Sizes flow through the expression: `map` and `filter` give lists no longer than their
 //! range (and `map` of the elements its transform gives), concatenation adds sizes,
@@ -146,8 +151,10 @@ fn estimate_source(source: &str, env: &TypeEnv) -> Estimate {
                 env,
                 scopes: Vec::new(),
                 folds: 0,
+                patterns: HashMap::new(),
             };
             let (cost, shape) = walker.node(&plan.root);
+            let cost = cost.plus_n(walker.patterns.values().sum());
             let cost = match cost {
                 Cost::Max(n) => CostEstimate::Bounded(n),
                 Cost::Unbounded(why) => {
@@ -310,6 +317,27 @@ impl Cost {
         match size {
             Ok(n) => Cost::Max(n / 10),
             Err(why) => Cost::Unbounded(why.clone()),
+        }
+    }
+
+    /// `f` of a size, when it has a bound.
+    fn of(size: &Size, f: impl FnOnce(u64) -> u64) -> Cost {
+        match size {
+            Ok(n) => Cost::Max(f(*n)),
+            Err(why) => Cost::Unbounded(why.clone()),
+        }
+    }
+
+    /// What creating a value of this shape costs (`limits::creation_cost`): 1 per 10 bytes
+    /// of a string or bytes, 1 per element or entry of a list or map (and of a value of
+    /// unknown type: the larger).
+    fn creation(shape: &Shape) -> Cost {
+        if shape.is_unsized() {
+            return Cost::Max(0);
+        }
+        match shape.ty {
+            Type::String | Type::Bytes => Cost::per_ten(&shape.len),
+            _ => Cost::of(&shape.len, |n| n),
         }
     }
 }
@@ -753,6 +781,9 @@ struct Walker<'a> {
     scopes: Vec<[Option<Shape>; 3]>,
     /// Generic comprehensions whose step is being tried (see [`Walker::fold`]).
     folds: usize,
+    /// The constant regular expressions compiled at evaluation time, with what compiling
+    /// each costs: charged once per evaluation (see [`Walker::pattern`]).
+    patterns: HashMap<String, u64>,
 }
 
 /// How many generic comprehensions deep a step is walked twice (each doubles the walk).
@@ -987,6 +1018,12 @@ impl Walker<'_> {
                 if matches!(searched.ty, Type::String | Type::Dyn | Type::Error) {
                     cost = cost.plus(Cost::per_ten(&searched.charged_size()));
                 }
+                if let Builtin::Matches(None) = builtin {
+                    // A pattern compiled at evaluation time (see `limits::compile_regex`).
+                    cost = cost.plus(
+                        self.pattern(args.get(1), &arg(1), |p| crate::limits::compile_regex(p).1),
+                    );
+                }
                 Shape::scalar(Type::Bool)
             }
             Builtin::ToInt => Shape::scalar(Type::Int),
@@ -995,16 +1032,26 @@ impl Walker<'_> {
             Builtin::ToBool | Builtin::HasValue => Shape::scalar(Type::Bool),
             Builtin::TypeOf => Shape::scalar(Type::Type),
             Builtin::ToString => {
+                // A copy of bytes is charged as the string built (a `dyn` argument is not:
+                // the estimate assumes it is no bytes value).
+                if arg(0).ty == Type::Bytes {
+                    cost = cost.plus(Cost::per_ten(&arg(0).len));
+                }
                 let why = Why::new(
                     format!("the size of `{}` is unknown", self.text(id)),
                     self.start(id),
                 );
                 string_of(&arg(0), why)
             }
-            Builtin::ToBytes => Shape {
-                len: arg(0).len,
-                ..Shape::scalar(Type::Bytes)
-            },
+            Builtin::ToBytes => {
+                if arg(0).ty == Type::String {
+                    cost = cost.plus(Cost::per_ten(&arg(0).len));
+                }
+                Shape {
+                    len: arg(0).len,
+                    ..Shape::scalar(Type::Bytes)
+                }
+            }
             Builtin::Dyn => arg(0),
             Builtin::OptionalOf | Builtin::OptionalOfNonZero => Shape::optional(arg(0)),
             Builtin::OptionalNone => Shape::optional(Shape::never()),
@@ -1031,11 +1078,39 @@ impl Walker<'_> {
         if call.undeclared {
             return (cost, Shape::never());
         }
+        cost = cost.plus(work(&call.name, &shapes));
+        if let Some(i) = call.overloads.iter().find_map(|o| o.pattern) {
+            let shape = shapes.get(i).cloned().unwrap_or_else(Shape::never);
+            cost = cost.plus(self.pattern(call.args.get(i), &shape, crate::k8s::pattern_cost));
+        }
         let shape = self
             .call_result(&call.name, &shapes, &call.args)
             .or_else(|| declared_scalar(&call.name, call.receiver, &shapes))
             .unwrap_or_else(|| self.unknown_result(id));
+        if call.overloads.iter().any(|o| o.builds) {
+            cost = cost.plus(Cost::creation(&shape));
+        }
         (cost, shape)
+    }
+
+    /// What compiling the pattern `node` (of shape `shape`) costs: a constant's
+    /// compilation is charged once per evaluation, whatever the loops around it, so it is
+    /// counted once (in `patterns`); any other pattern may be a new one at each call, in
+    /// the costlier tier (see `limits::compile_regex`).
+    fn pattern(&mut self, node: Option<&Node>, shape: &Shape, compile: fn(&str) -> u64) -> Cost {
+        use crate::limits::{REGEX_BYTE_COST, REGEX_LARGE_COST, REGEX_SMALL_COST};
+        match node.map(|n| &n.kind) {
+            Some(Kind::Const(Value::String(p))) => {
+                if !self.patterns.contains_key(&**p) {
+                    self.patterns.insert(p.to_string(), compile(p));
+                }
+                Cost::Max(0)
+            }
+            _ => Cost::of(&shape.charged_size(), |n| {
+                let n = n.min(crate::limits::MAX_PATTERN_BYTES as u64);
+                REGEX_SMALL_COST + REGEX_LARGE_COST + 2 * REGEX_BYTE_COST * n
+            }),
+        }
     }
 
     /// The shape of what the library function `name` gives for arguments of these
@@ -1328,6 +1403,46 @@ fn iteration_variables(range: &Shape, two: bool) -> (Shape, Option<Shape>) {
     }
 }
 
+/// The work of the library function `name` that is not linear in its arguments (the
+/// `work` of its overloads in `k8s/register.rs`; see `limits.rs`), at the largest sizes of
+/// its arguments.
+fn work(name: &str, args: &[Shape]) -> Cost {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_else(Shape::never);
+    // Whether the elements of a list hash (see `limits::HashKey`): then it is searched in
+    // linear time.
+    let hashes = |list: &Shape| {
+        matches!(
+            list.elem().ty,
+            Type::Null | Type::Bool | Type::Int | Type::Uint | Type::String | Type::Bytes
+        ) && !list.elem().never
+            || matches!(list.len, Ok(0))
+    };
+    match (name, args.len()) {
+        ("distinct", 1) => {
+            let list = arg(0);
+            if hashes(&list) {
+                Cost::of(&list.len, |n| n)
+            } else {
+                Cost::of(&list.len, |n| n.saturating_mul(n.saturating_sub(1)) / 2)
+            }
+        }
+        ("sort" | "@sortByAssociatedKeys", _) => Cost::of(&arg(0).len, |n| {
+            crate::limits::sort_cost(usize::try_from(n).unwrap_or(usize::MAX))
+        }),
+        ("sets.contains" | "sets.equivalent" | "sets.intersects", 2) => {
+            let factor = if name == "sets.equivalent" { 2 } else { 1 };
+            let (a, b) = (arg(0), arg(1));
+            let work = if hashes(&a) && hashes(&b) {
+                size_sum(&a.len, &b.len)
+            } else {
+                size_product(&a.len, &b.len)
+            };
+            Cost::of(&work, |n| n.saturating_mul(factor))
+        }
+        _ => Cost::Max(0),
+    }
+}
+
 /// The charge and the shape of `a op b`.
 fn binary(op: Op, a: &Shape, b: &Shape) -> (Cost, Shape) {
     match op {
@@ -1339,6 +1454,21 @@ fn binary(op: Op, a: &Shape, b: &Shape) -> (Cost, Shape) {
             let charge = match b.ty {
                 Type::Map(..) | Type::Object(_) => Cost::Max(0),
                 _ => Cost::per_ten(&b.charged_size()),
+            };
+            // A string or bytes needle is compared with every element, byte by byte: 1 per
+            // 10 bytes of the shorter, for every element (bounded when either is).
+            let charge = match (&a.ty, b.ty.is_dyn() || matches!(b.ty, Type::List(_))) {
+                (Type::String | Type::Bytes | Type::Dyn, true) if !a.never => {
+                    let elem = b.elem();
+                    let shorter = match (&a.len, &elem.charged_size()) {
+                        (Ok(x), Ok(y)) => Ok(*x.min(y)),
+                        (Ok(x), Err(_)) | (Err(_), Ok(x)) => Ok(*x),
+                        (Err(why), Err(_)) => Err(why.clone()),
+                    };
+                    let bytes = size_product(&b.charged_size(), &shorter);
+                    charge.plus(Cost::per_ten(&bytes))
+                }
+                _ => charge,
             };
             (charge, Shape::scalar(Type::Bool))
         }
@@ -1353,7 +1483,13 @@ fn binary(op: Op, a: &Shape, b: &Shape) -> (Cost, Shape) {
         }
         Op::Add => {
             let len = size_sum(&a.len, &b.len);
-            let charge = Cost::per_ten(&len);
+            // Lists (and values that may be lists) are copied: 1 per element.
+            let charge = match (&a.ty, &b.ty) {
+                (Type::String | Type::Bytes, _) | (_, Type::String | Type::Bytes) => {
+                    Cost::per_ten(&len)
+                }
+                _ => Cost::of(&len, |n| n),
+            };
             let sum = match (&a.ty, &b.ty) {
                 (Type::List(_), _) | (_, Type::List(_)) => {
                     Shape::list(len, join(&a.elem(), &b.elem()))

@@ -26,6 +26,11 @@ pub enum ListError<E> {
     RangeNegative(i64),
     #[error("lists.range: size {0} exceeds maximum allowed ({MAX_RANGE})")]
     RangeTooLarge(i64),
+    #[error(
+        "flatten: the result exceeds the size limit of {} elements",
+        crate::limits::MAX_ELEMENTS
+    )]
+    TooLarge,
     #[error("list elements must be comparable")]
     NotComparable,
     #[error("list elements must have the same type")]
@@ -146,6 +151,11 @@ pub fn flatten<T: Clone, E>(
         match as_list(item) {
             Some(nested) if depth > 0 => out.extend(flatten(nested, depth - 1, as_list)?),
             _ => out.push(item.clone()),
+        }
+        // A list can hold the same nested list many times: the result is bounded as it
+        // grows, not after.
+        if out.len() > crate::limits::MAX_ELEMENTS {
+            return Err(ListError::TooLarge);
         }
     }
     Ok(out)

@@ -72,3 +72,8 @@ pub mod url;
 mod tests;
 
 pub(crate) use register::{overloads, types};
+
+/// What compiling a Go (RE2) pattern of `find`/`findAll` costs.
+pub(crate) fn pattern_cost(pattern: &str) -> u64 {
+    regex::compile_cost(pattern)
+}

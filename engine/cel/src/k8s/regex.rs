@@ -23,30 +23,53 @@ pub struct RegexError(pub String);
 
 /// Compiles a Go (RE2) pattern. Compiled patterns are cached (up to 256 of them).
 pub fn compile(pattern: &str) -> Result<Arc<Regex>, RegexError> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Regex>>>> = OnceLock::new();
+    compile_with_cost(pattern).0
+}
+
+/// What compiling `pattern` costs (see `limits::compile_regex`): the tier it compiles in,
+/// or the first tier for a pattern that does not compile.
+pub(crate) fn compile_cost(pattern: &str) -> u64 {
+    compile_with_cost(pattern).1
+}
+
+type Compiled = (Result<Arc<Regex>, RegexError>, u64);
+/// Compiled patterns, with what compiling each cost.
+type Cache = Mutex<HashMap<String, (Arc<Regex>, u64)>>;
+
+fn compile_with_cost(pattern: &str) -> Compiled {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Ok(map) = cache.lock()
-        && let Some(re) = map.get(pattern)
+        && let Some((re, cost)) = map.get(pattern)
     {
-        return Ok(Arc::clone(re));
+        return (Ok(Arc::clone(re)), *cost);
     }
     if let Some(reason) = go_syntax_error(pattern) {
-        return Err(RegexError(reason));
+        return (Err(RegexError(reason)), crate::limits::REGEX_SMALL_COST);
     }
-    let translated = translate(pattern).map_err(RegexError)?;
-    let re = Regex::new(&translated).map_err(|e| {
-        let reason = e.to_string();
-        let last = reason.lines().last().unwrap_or_default().trim().to_string();
-        RegexError(last.trim_start_matches("error: ").to_string())
-    })?;
-    let re = Arc::new(re);
+    let translated = match translate(pattern) {
+        Ok(t) => t,
+        Err(e) => return (Err(RegexError(e)), crate::limits::REGEX_SMALL_COST),
+    };
+    let (re, cost) = crate::limits::compile_regex(&translated);
+    let re = match re {
+        Ok(re) => Arc::new(re),
+        Err(e) => {
+            let reason = e.to_string();
+            let last = reason.lines().last().unwrap_or_default().trim().to_string();
+            return (
+                Err(RegexError(last.trim_start_matches("error: ").to_string())),
+                cost,
+            );
+        }
+    };
     if let Ok(mut map) = cache.lock() {
         if map.len() >= 256 {
             map.clear();
         }
-        map.insert(pattern.to_string(), Arc::clone(&re));
+        map.insert(pattern.to_string(), (Arc::clone(&re), cost));
     }
-    Ok(re)
+    (Ok(re), cost)
 }
 
 /// `s.find(pattern)`: the leftmost match, or `""`.
@@ -65,11 +88,13 @@ pub fn find_all(s: &str, pattern: &str, limit: i64) -> Result<Vec<String>, Regex
 
 /// Go's `Regexp.FindAllString(s, n)`.
 pub fn find_all_compiled(re: &Regex, s: &str, limit: i64) -> Vec<String> {
+    // One match past the size limit is enough for the caller to refuse the result.
     let n = if limit < 0 {
         usize::MAX
     } else {
         usize::try_from(limit).unwrap_or(usize::MAX)
-    };
+    }
+    .min(crate::limits::MAX_ELEMENTS + 1);
     let mut out = Vec::new();
     let mut pos = 0usize;
     let mut prev_end: Option<usize> = None;

@@ -589,7 +589,8 @@ fn list_overloads(o: &mut Vec<Overload>) {
                 lists::slice(items, start, end).map_err(list_err)?,
             ))
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
     );
     o.push(
         Overload::method("flatten", &[List], |a| {
@@ -598,7 +599,8 @@ fn list_overloads(o: &mut Vec<Overload>) {
                 lists::flatten(items, 1, &as_list).map_err(list_err)?,
             ))
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
     );
     o.push(
         Overload::method("flatten", &[List, Int], |a| {
@@ -608,45 +610,71 @@ fn list_overloads(o: &mut Vec<Overload>) {
                 lists::flatten(items, depth, &as_list).map_err(list_err)?,
             ))
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
     );
     o.push(
         Overload::method("distinct", &[List], |a| {
-            Ok(Value::list(lists::distinct(
-                list(a, 0, "distinct")?,
-                equals,
-            )))
+            let items = list(a, 0, "distinct")?;
+            // Hashing when equality is identity; pairwise comparison otherwise. The charge
+            // (`limits::distinct_cost`) follows the algorithm.
+            Ok(Value::list(
+                crate::limits::distinct_hashed(items)
+                    .unwrap_or_else(|| lists::distinct(items, equals)),
+            ))
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(|a| match a.first() {
+            Some(Value::List(items)) => crate::limits::distinct_cost(items),
+            _ => 0,
+        })
+        .builds(),
     );
     o.push(
         Overload::method("reverse", &[List], |a| {
             Ok(Value::list(lists::reverse(list(a, 0, "reverse")?)))
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
     );
     o.push(
         Overload::method("sort", &[List], |a| {
             let items = list(a, 0, "sort")?;
             sort_by(items, items)
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(sort_work)
+        .builds(),
     );
     // What cel-go's `sortBy(e, key)` macro expands to; the macro itself is the parser's.
     o.push(
         Overload::method("@sortByAssociatedKeys", &[List, List], |a| {
             sort_by(list(a, 0, "sortBy")?, list(a, 1, "sortBy")?)
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(sort_work)
+        .builds(),
     );
     o.push(
         Overload::global("lists.range", &[Int], |a| {
             let n = int(a, 0, "lists.range")?;
+            // Checked before the list is allocated.
+            crate::limits::check_elements("lists.range", usize::try_from(n).unwrap_or(0))
+                .map_err(EvalError::new)?;
             let r = lists::range::<EvalError>(n).map_err(list_err)?;
             Ok(Value::list(r.into_iter().map(Value::Int)))
         })
-        .linear_cost(),
+        .linear_cost()
+        .builds(),
     );
+}
+
+/// What sorting the receiver costs (`limits::sort_cost`).
+fn sort_work(a: &[Value]) -> u64 {
+    match a.first() {
+        Some(Value::List(items)) => crate::limits::sort_cost(items.len()),
+        _ => 0,
+    }
 }
 
 fn set_overloads(o: &mut Vec<Overload>) {
@@ -656,13 +684,35 @@ fn set_overloads(o: &mut Vec<Overload>) {
         ("sets.equivalent", |x, y, e| sets::equivalent(x, y, e)),
         ("sets.intersects", |x, y, e| sets::intersects(x, y, e)),
     ];
-    for (name, f) in functions {
+    // cel-go's `trackSetsCost`: 1 per pair compared, twice for `sets.equivalent`; linear
+    // when both lists hash (see `limits::sets_cost`).
+    let works: [fn(&[Value]) -> u64; 3] =
+        [|a| set_work(a, 1), |a| set_work(a, 2), |a| set_work(a, 1)];
+    for ((name, f), work) in functions.into_iter().zip(works) {
         o.push(
             Overload::global(name, &[List, List], move |a| {
-                Ok(Value::Bool(f(list(a, 0, name)?, list(a, 1, name)?, equals)))
+                let (x, y) = (list(a, 0, name)?, list(a, 1, name)?);
+                if let (Some(xs), Some(ys)) =
+                    (crate::limits::hash_set(x), crate::limits::hash_set(y))
+                {
+                    return Ok(Value::Bool(match name {
+                        "sets.contains" => ys.is_subset(&xs),
+                        "sets.equivalent" => xs == ys,
+                        _ => !xs.is_disjoint(&ys),
+                    }));
+                }
+                Ok(Value::Bool(f(x, y, equals)))
             })
-            .linear_cost(),
+            .linear_cost()
+            .work(work),
         );
+    }
+}
+
+fn set_work(a: &[Value], factor: u64) -> u64 {
+    match (a.first(), a.get(1)) {
+        (Some(Value::List(x)), Some(Value::List(y))) => crate::limits::sets_cost(x, y, factor),
+        _ => 0,
     }
 }
 
@@ -673,14 +723,17 @@ fn regex_overloads(o: &mut Vec<Overload>) {
             let (s, p) = (string(a, 0, "find")?, string(a, 1, "find")?);
             Ok(Value::string(regex::find(s, p).map_err(err)?))
         })
-        .linear_cost(),
+        .linear_cost()
+        .pattern(1),
     );
     o.push(
         Overload::method("findAll", &[Str, Str], |a| {
             let (s, p) = (string(a, 0, "findAll")?, string(a, 1, "findAll")?);
             Ok(strings(regex::find_all(s, p, -1).map_err(err)?))
         })
-        .linear_cost(),
+        .linear_cost()
+        .pattern(1)
+        .builds(),
     );
     o.push(
         Overload::method("findAll", &[Str, Str, Int], |a| {
@@ -688,6 +741,8 @@ fn regex_overloads(o: &mut Vec<Overload>) {
             let n = int(a, 2, "findAll")?;
             Ok(strings(regex::find_all(s, p, n).map_err(err)?))
         })
-        .linear_cost(),
+        .linear_cost()
+        .pattern(1)
+        .builds(),
     );
 }

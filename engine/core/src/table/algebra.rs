@@ -63,6 +63,42 @@ impl Vals {
         }
     }
 
+    /// Whether the sets share a value, without building the intersection.
+    pub(super) fn intersects(&self, other: &Vals) -> bool {
+        match (self, other) {
+            (Vals::Ranges(a), Vals::Ranges(b)) => {
+                let (mut i, mut j) = (0, 0);
+                while let (Some(&(alo, ahi)), Some(&(blo, bhi))) = (a.get(i), b.get(j)) {
+                    if ahi < blo {
+                        i += 1;
+                    } else if bhi < alo {
+                        j += 1;
+                    } else {
+                        return true;
+                    }
+                }
+                false
+            }
+            (Vals::Fin(a), Vals::Fin(b)) => {
+                let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+                small.iter().any(|x| large.contains(x))
+            }
+            (Vals::Fin(a), Vals::CoFin(b)) | (Vals::CoFin(b), Vals::Fin(a)) => {
+                a.iter().any(|x| !b.contains(x))
+            }
+            // Two co-finite string sets always share (infinitely many) strings.
+            (Vals::CoFin(_), Vals::CoFin(_)) => true,
+            _ => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Vals::Ranges(r) => r.len(),
+            Vals::Fin(s) | Vals::CoFin(s) => s.len(),
+        }
+    }
+
     fn contains_key(&self, key: i64) -> bool {
         match self {
             Vals::Ranges(r) => r.iter().any(|&(lo, hi)| lo <= key && key <= hi),
@@ -110,6 +146,15 @@ impl Set {
     pub(super) fn is_subset(&self, other: &Set) -> bool {
         self.minus(other).is_empty()
     }
+
+    pub(super) fn intersects(&self, other: &Set) -> bool {
+        (self.null && other.null) || self.vals.intersects(&other.vals)
+    }
+
+    /// What an operation on this set costs and what it holds in memory, in budget units.
+    pub(super) fn weight(&self) -> usize {
+        1 + self.vals.len()
+    }
 }
 
 /// One set per input column: the inputs a row matches, or a region of the input space.
@@ -125,7 +170,12 @@ pub(super) fn cube_intersect(a: &Cube, b: &Cube) -> Cube {
 
 /// Whether two cubes share an input; stops at the first disjoint column.
 pub(super) fn cubes_intersect(a: &Cube, b: &Cube) -> bool {
-    a.iter().zip(b).all(|(x, y)| !x.intersect(y).is_empty())
+    a.iter().zip(b).all(|(x, y)| x.intersects(y))
+}
+
+/// The summed weight of a cube's sets: the budget cost of reading or copying it.
+pub(super) fn cube_weight(cube: &Cube) -> usize {
+    cube.iter().map(Set::weight).sum()
 }
 
 pub(super) fn cube_is_subset(a: &Cube, b: &Cube) -> bool {
@@ -152,20 +202,40 @@ pub(super) fn cube_minus(a: &Cube, b: &Cube) -> Vec<Cube> {
     pieces
 }
 
-/// A bound on the work of region computations, so pathological tables cannot stall
-/// `switchyard check`.
+/// A bound on the work and memory of the lints, so a hostile table cannot stall or exhaust
+/// `switchyard check` (or the broker, which loads packs the same way). Work is counted in
+/// set elements read or written (a cell costs one plus its values), so wide cells and many
+/// columns are charged what they really cost, not one unit per cube.
 #[derive(Debug)]
 pub(super) struct Budget {
-    steps_left: usize,
+    work_left: usize,
+    /// The largest region (disjoint cubes of a difference) kept in memory, in the same units.
     max_region: usize,
+    exhausted: bool,
 }
 
 impl Budget {
-    pub(super) fn new(steps: usize, max_region: usize) -> Self {
+    pub(super) fn new(work: usize, max_region: usize) -> Self {
         Budget {
-            steps_left: steps,
+            work_left: work,
             max_region,
+            exhausted: false,
         }
+    }
+
+    /// Spends `cost`; false (and stays false) once the budget is spent.
+    pub(super) fn charge(&mut self, cost: usize) -> bool {
+        if self.exhausted || self.work_left < cost {
+            self.work_left = 0;
+            self.exhausted = true;
+            return false;
+        }
+        self.work_left -= cost;
+        true
+    }
+
+    pub(super) fn exhausted(&self) -> bool {
+        self.exhausted
     }
 }
 
@@ -184,17 +254,23 @@ pub(super) fn remainder<'a>(
         if region.is_empty() {
             break;
         }
+        let b_weight = cube_weight(b);
         let mut next = Vec::with_capacity(region.len());
+        let mut next_weight = 0_usize;
         for cube in &region {
-            if budget.steps_left == 0 {
+            // One split copies the cube at most once per column: bounded, so charged after.
+            let pieces = cube_minus(cube, b);
+            let pieces_weight: usize = pieces.iter().map(cube_weight).sum();
+            if !budget.charge(cube_weight(cube) + b_weight + pieces_weight) {
                 return None;
             }
-            budget.steps_left -= 1;
-            next.extend(cube_minus(cube, b));
-        }
-        if next.len() > budget.max_region {
-            budget.steps_left = 0;
-            return None;
+            next_weight += pieces_weight;
+            next.extend(pieces);
+            if next_weight > budget.max_region {
+                budget.exhausted = true;
+                budget.work_left = 0;
+                return None;
+            }
         }
         region = next;
     }

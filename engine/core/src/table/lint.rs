@@ -17,19 +17,30 @@
 //! - rows matching no allowed value, and a default no input can reach (the full domain
 //!   with null minus every row is empty).
 //!
-//! Region computations share a work budget; a table too large to finish gets a warning
-//! saying which check stopped instead of a slow `switchyard check`.
+//! Every check is bounded in time and memory, because the lint runs whenever a pack loads
+//! (`check`, `render`, `test` and the broker) and a pack may come from anyone's pull request:
+//! findings are listed up to [`MAX_FINDINGS`] per kind and the rest only counted, and the
+//! pairwise and region computations are charged to a [`Budget`] counted in set elements
+//! read or written. A check that runs out of budget stops and says so (a
+//! `table::lint-budget` warning) instead of a slow or aborted load. An overlap under
+//! `unique` is an error however far the scan got: the first pair is enough to refuse it.
 
-use super::algebra::{self, Budget, Cube, Domain};
+use super::algebra::{self, Budget, Cube, Domain, cube_weight};
 use super::cell::Lit;
 use super::{HitPolicy, Severity, Table, TableLint, TableLocation, row_list};
 
+/// Findings of one kind listed before "and N more".
+pub(super) const MAX_FINDINGS: usize = 20;
 /// Gap combinations listed before "and N more".
-pub(super) const MAX_GAPS: usize = 20;
-/// Overlapping pairs listed before "and N more".
-pub(super) const MAX_OVERLAPS: usize = 100;
-const BUDGET_STEPS: usize = 1_000_000;
-const BUDGET_REGION: usize = 20_000;
+pub(super) const MAX_GAPS: usize = MAX_FINDINGS;
+/// Work of each check (overlaps or dead rows; gaps or the default), in set elements: a few
+/// hundred milliseconds at most.
+pub(super) const BUDGET_WORK: usize = 10_000_000;
+/// The largest region of disjoint cubes kept in memory, in set elements (tens of MB).
+pub(super) const BUDGET_REGION: usize = 200_000;
+
+pub(super) const CODE_LINT: &str = "table::lint";
+pub(super) const CODE_BUDGET: &str = "table::lint-budget";
 
 /// The cubes of a table's rows and the domains of its inputs.
 pub(super) struct Analysis<'t> {
@@ -45,6 +56,22 @@ pub(super) struct Overlap {
     pub(super) second: usize,
     /// `name=value` parts describing a shared input (empty: they share every input).
     pub(super) witness: Vec<String>,
+}
+
+/// The first overlapping pairs, how many were found, and the row where the budget ran out.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct OverlapScan {
+    pub(super) found: Vec<Overlap>,
+    pub(super) total: usize,
+    pub(super) stopped_at: Option<usize>,
+}
+
+/// The first dead rows, how many were found, and the row where the budget ran out.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct DeadScan {
+    pub(super) found: Vec<DeadRow>,
+    pub(super) total: usize,
+    pub(super) stopped_at: Option<usize>,
 }
 
 /// A row no input can reach, and the live earlier rows that together cover it.
@@ -97,12 +124,26 @@ impl<'t> Analysis<'t> {
             .collect()
     }
 
-    /// Every pair of rows that can match the same input, in row order.
-    pub(super) fn overlaps(&self) -> Vec<Overlap> {
-        let mut out = Vec::new();
+    /// Pairs of rows that can match the same input, in row order: the first `limit` with
+    /// a witness, the others only counted, until the budget runs out.
+    pub(super) fn overlaps(&self, limit: usize, budget: &mut Budget) -> OverlapScan {
+        let weights: Vec<usize> = self.cubes.iter().map(cube_weight).collect();
+        let mut scan = OverlapScan {
+            found: Vec::new(),
+            total: 0,
+            stopped_at: None,
+        };
         for (j, b) in self.cubes.iter().enumerate() {
             for (i, a) in self.cubes[..j].iter().enumerate() {
+                if !budget.charge(weights[i].min(weights[j])) {
+                    scan.stopped_at = Some(j);
+                    return scan;
+                }
                 if !algebra::cubes_intersect(a, b) {
+                    continue;
+                }
+                scan.total += 1;
+                if scan.found.len() >= limit {
                     continue;
                 }
                 let shared = algebra::cube_intersect(a, b);
@@ -115,46 +156,70 @@ impl<'t> Analysis<'t> {
                         d.witness(set).map(|w| format!("{}{w}", col.name))
                     })
                     .collect();
-                out.push(Overlap {
+                scan.found.push(Overlap {
                     first: i,
                     second: j,
                     witness,
                 });
             }
         }
-        out
+        scan
     }
 
-    /// Rows that earlier rows shadow completely (for `first`), and the row where the budget
-    /// ran out, if it did.
-    pub(super) fn dead_rows(&self, budget: &mut Budget) -> (Vec<DeadRow>, Option<usize>) {
-        let mut dead = Vec::new();
+    /// Rows that earlier rows shadow completely (for `first`): the first `limit` with the
+    /// rows covering them, the others only counted, until the budget runs out.
+    pub(super) fn dead_rows(&self, limit: usize, budget: &mut Budget) -> DeadScan {
+        let weights: Vec<usize> = self.cubes.iter().map(cube_weight).collect();
+        let mut scan = DeadScan {
+            found: Vec::new(),
+            total: 0,
+            stopped_at: None,
+        };
         let mut live: Vec<usize> = Vec::new();
         for (j, cube) in self.cubes.iter().enumerate() {
             if algebra::cube_is_empty(cube) {
                 continue;
             }
-            let candidates: Vec<usize> = live
-                .iter()
-                .copied()
-                .filter(|&i| algebra::cubes_intersect(&self.cubes[i], cube))
-                .collect();
-            if let Some(&i) = candidates
-                .iter()
-                .find(|&&i| algebra::cube_is_subset(cube, &self.cubes[i]))
-            {
-                dead.push(DeadRow {
-                    row: j,
-                    covered_by: vec![i],
-                });
+            let mut candidates: Vec<usize> = Vec::new();
+            for &i in &live {
+                if !budget.charge(weights[i].min(weights[j])) {
+                    scan.stopped_at = Some(j);
+                    return scan;
+                }
+                if algebra::cubes_intersect(&self.cubes[i], cube) {
+                    candidates.push(i);
+                }
+            }
+            let subsuming = candidates.iter().copied().find(|&i| {
+                budget.charge(weights[j]) && algebra::cube_is_subset(cube, &self.cubes[i])
+            });
+            if budget.exhausted() {
+                scan.stopped_at = Some(j);
+                return scan;
+            }
+            if let Some(i) = subsuming {
+                scan.total += 1;
+                if scan.found.len() < limit {
+                    scan.found.push(DeadRow {
+                        row: j,
+                        covered_by: vec![i],
+                    });
+                }
                 continue;
             }
             let covered = match self.remainder(cube, &candidates, budget) {
                 Some(rest) => rest.is_empty(),
-                None => return (dead, Some(j)),
+                None => {
+                    scan.stopped_at = Some(j);
+                    return scan;
+                }
             };
             if !covered {
                 live.push(j);
+                continue;
+            }
+            scan.total += 1;
+            if scan.found.len() >= limit {
                 continue;
             }
             // Drop every candidate the others cover without; what is left is irredundant.
@@ -168,12 +233,18 @@ impl<'t> Analysis<'t> {
                     keep = trial;
                 }
             }
-            dead.push(DeadRow {
+            if budget.exhausted() {
+                // The cover may not be minimal: stop rather than name a redundant row.
+                scan.total -= 1;
+                scan.stopped_at = Some(j);
+                return scan;
+            }
+            scan.found.push(DeadRow {
                 row: j,
                 covered_by: keep,
             });
         }
-        (dead, None)
+        scan
     }
 
     fn remainder(&self, cube: &Cube, rows: &[usize], budget: &mut Budget) -> Option<Vec<Cube>> {
@@ -270,17 +341,19 @@ fn lexicographic(members: &[Vec<usize>], limit: usize) -> Vec<Vec<usize>> {
 pub(super) fn lint(table: &Table) -> Vec<TableLint> {
     let analysis = Analysis::new(table);
     let mut lints = Vec::new();
-    let mut budget = Budget::new(BUDGET_STEPS, BUDGET_REGION);
     let row_at = |r: usize| table.rows[r].origin.location();
     let mut push = |severity, location, message: String| {
         lints.push(TableLint {
             severity,
+            code: CODE_LINT,
             location,
             message,
         });
     };
+    let mut stopped: Vec<String> = Vec::new();
 
-    for (r, c) in analysis.never_matching() {
+    let never = analysis.never_matching();
+    for &(r, c) in never.iter().take(MAX_FINDINGS) {
         let col = &table.inputs[c];
         let which = if col.allowed.is_some() {
             "allowed value"
@@ -298,11 +371,22 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
             ),
         );
     }
+    if never.len() > MAX_FINDINGS {
+        push(
+            Severity::Warning,
+            table.rows_location(),
+            format!(
+                "and {} more rows can never match any allowed value",
+                never.len() - MAX_FINDINGS
+            ),
+        );
+    }
 
+    let mut budget = Budget::new(BUDGET_WORK, BUDGET_REGION);
     match table.spec.hit_policy {
         HitPolicy::Unique => {
-            let overlaps = analysis.overlaps();
-            for o in overlaps.iter().take(MAX_OVERLAPS) {
+            let scan = analysis.overlaps(MAX_FINDINGS, &mut budget);
+            for o in &scan.found {
                 let shared = if o.witness.is_empty() {
                     "every input".to_string()
                 } else {
@@ -318,20 +402,29 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
                     ),
                 );
             }
-            if overlaps.len() > MAX_OVERLAPS {
+            let more = scan.total - scan.found.len();
+            if more > 0 {
+                let at_least = if scan.stopped_at.is_some() {
+                    "at least "
+                } else {
+                    ""
+                };
                 push(
                     Severity::Error,
                     table.rows_location(),
-                    format!(
-                        "and {} more pairs of rows overlap",
-                        overlaps.len() - MAX_OVERLAPS
-                    ),
+                    format!("and {at_least}{more} more pairs of rows overlap"),
                 );
+            }
+            if let Some(r) = scan.stopped_at {
+                stopped.push(format!(
+                    "rows from row {} on were not checked for overlaps",
+                    r + 1
+                ));
             }
         }
         HitPolicy::First => {
-            let (dead, stopped) = analysis.dead_rows(&mut budget);
-            for d in dead {
+            let scan = analysis.dead_rows(MAX_FINDINGS, &mut budget);
+            for d in &scan.found {
                 let message = match d.covered_by.as_slice() {
                     [one] => format!(
                         "row {} can never match: row {} matches every input it matches",
@@ -346,20 +439,27 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
                 };
                 push(Severity::Warning, row_at(d.row), message);
             }
-            if let Some(r) = stopped {
+            let more = scan.total - scan.found.len();
+            if more > 0 {
                 push(
                     Severity::Warning,
                     table.rows_location(),
                     format!(
-                        "the table is too large to check completely: rows from row {} on were not checked for being unreachable",
-                        r + 1
+                        "and {more} more rows can never match: earlier rows match every input they match"
                     ),
                 );
+            }
+            if let Some(r) = scan.stopped_at {
+                stopped.push(format!(
+                    "rows from row {} on were not checked for being unreachable",
+                    r + 1
+                ));
             }
         }
         HitPolicy::Collect => {}
     }
 
+    let mut budget = Budget::new(BUDGET_WORK, BUDGET_REGION);
     if table.default.is_none() {
         match analysis.gaps(&mut budget) {
             Some(Some(gaps)) => {
@@ -382,21 +482,33 @@ pub(super) fn lint(table: &Table) -> Vec<TableLint> {
                     );
                 }
             }
-            Some(None) => push(
-                Severity::Warning,
-                table.rows_location(),
-                "the table is too large to check completely: input combinations no row matches were not listed"
-                    .to_string(),
-            ),
+            Some(None) => {
+                stopped.push("input combinations no row matches were not listed".to_string());
+            }
             None => {}
         }
-    } else if analysis.rows_cover_everything(&mut budget) == Some(true) {
-        push(
-            Severity::Warning,
-            TableLocation::spec("spec.default"),
-            "the default is never used: every input, including a missing one, matches some row"
-                .to_string(),
-        );
+    } else {
+        match analysis.rows_cover_everything(&mut budget) {
+            Some(true) => push(
+                Severity::Warning,
+                TableLocation::spec("spec.default"),
+                "the default is never used: every input, including a missing one, matches some row"
+                    .to_string(),
+            ),
+            Some(false) => {}
+            None => stopped.push("whether the default can be used was not checked".to_string()),
+        }
+    }
+
+    for what in stopped {
+        lints.push(TableLint {
+            severity: Severity::Warning,
+            code: CODE_BUDGET,
+            location: table.rows_location(),
+            message: format!(
+                "the table is too large to check completely: analysis stopped at the budget; {what}"
+            ),
+        });
     }
     lints
 }

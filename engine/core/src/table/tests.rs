@@ -1923,7 +1923,10 @@ fn lints_agree_with_a_brute_force_scan() {
         let brute_never: Vec<usize> = (0..rows_n).filter(|&r| row_hits[r].is_empty()).collect();
         assert_eq!(never, brute_never, "never matching, {context}");
 
-        let overlaps = analysis.overlaps();
+        let scan = analysis.overlaps(usize::MAX, &mut Budget::new(1_000_000, 10_000));
+        assert_eq!(scan.stopped_at, None);
+        assert_eq!(scan.total, scan.found.len());
+        let overlaps = scan.found;
         let pairs: Vec<(usize, usize)> = overlaps.iter().map(|o| (o.first, o.second)).collect();
         let mut brute_pairs = Vec::new();
         for j in 0..rows_n {
@@ -1959,8 +1962,10 @@ fn lints_agree_with_a_brute_force_scan() {
             }
         }
 
-        let (dead, stopped) = analysis.dead_rows(&mut Budget::new(1_000_000, 10_000));
-        assert_eq!(stopped, None);
+        let scan = analysis.dead_rows(usize::MAX, &mut Budget::new(1_000_000, 10_000));
+        assert_eq!(scan.stopped_at, None);
+        assert_eq!(scan.total, scan.found.len());
+        let dead = scan.found;
         let brute_dead: Vec<usize> = (0..rows_n)
             .filter(|&j| {
                 !row_hits[j].is_empty()

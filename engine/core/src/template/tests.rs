@@ -21,10 +21,18 @@ fn render(source: &str, context: &Value) -> Result<Vec<Value>, TemplateError> {
 
 fn err(file: &str, line: usize, column: usize, message: &str) -> TemplateError {
     TemplateError {
+        code: "template::syntax",
         file: file.to_owned(),
         line: Some(line),
         column: Some(column),
         message: message.to_owned(),
+    }
+}
+
+fn render_err(file: &str, line: usize, column: usize, message: &str) -> TemplateError {
+    TemplateError {
+        code: "template::render",
+        ..err(file, line, column, message)
     }
 }
 
@@ -292,7 +300,7 @@ fn strict_missing_variable() {
     let e = render(src, &json!({"vars": {"replicas": 1}})).unwrap_err();
     assert_eq!(
         e,
-        err("t.yaml.hbs", 3, 13, "variable `vars.replicsa` not found")
+        render_err("t.yaml.hbs", 3, 13, "variable `vars.replicsa` not found")
     );
     assert_eq!(
         e.to_string(),
@@ -305,9 +313,15 @@ fn strict_missing_variable() {
         &json!({"items": [{"name": "a"}]}),
     )
     .unwrap_err();
-    assert_eq!(e, err("t.yaml.hbs", 3, 3, "variable `nmae` not found"));
+    assert_eq!(
+        e,
+        render_err("t.yaml.hbs", 3, 3, "variable `nmae` not found")
+    );
     let e = render("kind: A\nname: {{lower vars.nmae}}\n", &json!({"vars": {}})).unwrap_err();
-    assert_eq!(e, err("t.yaml.hbs", 2, 7, "variable `vars.nmae` not found"));
+    assert_eq!(
+        e,
+        render_err("t.yaml.hbs", 2, 7, "variable `vars.nmae` not found")
+    );
     let set = set_with(
         &[("common/labels", "a: 1\nb: {{vars.missing}}\n")],
         "t",
@@ -316,7 +330,7 @@ fn strict_missing_variable() {
     let e = set.render("t", &json!({"vars": {}})).unwrap_err();
     assert_eq!(
         e,
-        err(
+        render_err(
             "templates/common/labels.yaml.hbs",
             2,
             4,
@@ -414,6 +428,7 @@ kind: B
     assert_eq!(
         e,
         TemplateError {
+            code: "template::syntax",
             file: "t.yaml.hbs".to_owned(),
             line: None,
             column: None,
@@ -538,7 +553,7 @@ lookup: {{lookup m \"k\"}}
     let e = render("kind: A\nx: {{join s}}\n", &json!({"s": "x"})).unwrap_err();
     assert_eq!(
         e,
-        err(
+        render_err(
             "t.yaml.hbs",
             2,
             4,
@@ -583,7 +598,7 @@ fn decide_helper() {
         .unwrap();
     assert_eq!(
         set.render("u", &json!({})).unwrap_err(),
-        err(
+        render_err(
             "u.yaml.hbs",
             2,
             4,
@@ -662,7 +677,7 @@ fn render_errors() {
     let set = set_with(&[("p", "a: 1\n")], "t", "kind: A\n{{> missing}}\n");
     assert_eq!(
         set.render("t", &json!({})).unwrap_err(),
-        err("t.yaml.hbs", 2, 1, "partial `missing` not found")
+        render_err("t.yaml.hbs", 2, 1, "partial `missing` not found")
     );
     assert_eq!(
         set.render("p", &json!({})).unwrap_err().message,

@@ -195,11 +195,12 @@ fn concatenation_adds_sizes() {
     assert_eq!(runtime_cost(source, &worst), 15);
     let found = estimate(&compile(source), &names());
     assert_eq!(found.result, Bounds::max(41));
-    // Lists: `names + names` has 10 elements: `size` is not charged, `in` 1 per 10.
-    // `in` 1, `'x'` 1, `+` 1 + 3 + 3 + 10 / 10: 1 + 1 + 8 + 10 / 10 = 11.
+    // Lists: `names + names` has 10 elements, each copied (1 per element), `in` 1 per 10,
+    // and the needle compared with each (1 byte each: 10 / 10).
+    // `in` 1, `'x'` 1, `+` 1 + 3 + 3 + 10: 1 + 1 + 17 + 10 / 10 + 10 / 10 = 21.
     assert_eq!(
         cost("'x' in self.spec.names + self.spec.names", &names()),
-        CostEstimate::Bounded(11)
+        CostEstimate::Bounded(21)
     );
     // A map is not searched element by element: `in` on it costs its operands only.
     assert_eq!(
@@ -215,16 +216,17 @@ fn concatenation_adds_sizes() {
 #[test]
 fn library_functions_of_linear_cost_are_charged_by_their_arguments() {
     // `join`: 1, the list 3, `', '` 1, and its arguments 1 per 10 elements or bytes: 5 / 10
-    // + 2 / 10 = 0: 5. `size` 1, `>` 1, `0` 1: 8.
+    // + 2 / 10 = 0; it builds its result, 5 × (40 + 2) = 210 bytes: 1 per 10, 21. 26.
+    // `size` 1, `>` 1, `0` 1: 29.
     assert_eq!(
         cost("size(self.spec.names.join(', ')) > 0", &names()),
-        CostEstimate::Bounded(8)
+        CostEstimate::Bounded(29)
     );
-    // The joined string: 5 × (40 + 2) = 210 bytes, then `contains` 1 per 10 of them:
-    // `contains` 1 + `join` 5 + `'x'` 1 + 21 = 28.
+    // Then `contains` 1 per 10 bytes of the joined string:
+    // `contains` 1 + `join` 26 + `'x'` 1 + 21 = 49.
     assert_eq!(
         cost("self.spec.names.join(', ').contains('x')", &names()),
-        CostEstimate::Bounded(28)
+        CostEstimate::Bounded(49)
     );
     // `lowerAscii`: 1 + 3 + 20 / 10 = 6; its result is no longer: `startsWith` 1 + 6 + 1 + 2.
     assert_eq!(
@@ -719,4 +721,47 @@ fn the_conformance_suite_never_costs_more_than_its_estimate() {
          {evaluated} evaluated within their estimate"
     );
     assert!(estimated > 1000);
+}
+
+#[test]
+fn quadratic_work_and_built_values_are_estimated_as_charged() {
+    // `distinct` of at most 100 integers: 1, the list 3, 100 / 10, hashing 1 per element
+    // (100) and the list it builds 1 per element (100): 214. A worst object costs that.
+    let source = "self.spec.items.distinct()";
+    assert_eq!(cost(source, &items(Some(100))), CostEstimate::Bounded(214));
+    let worst = json!({"spec": {"items": (0..100).collect::<Vec<i64>>()}});
+    assert_eq!(runtime_cost(source, &worst), 214);
+    // Elements that do not hash are compared pairwise: 100 × 99 / 2 = 4,950 instead of
+    // 100.
+    let lists = self_with_spec(json!({"type": "object", "properties": {"items": {
+        "type": "array", "maxItems": 100,
+        "items": {"type": "array", "maxItems": 1, "items": {"type": "integer"}}
+    }}}));
+    assert_eq!(cost(source, &lists), CostEstimate::Bounded(5_064));
+    let worst = json!({"spec": {"items": (0..100).map(|i| vec![i]).collect::<Vec<_>>()}});
+    assert_eq!(runtime_cost(source, &worst), 5_064);
+    // Set relations: hashable lists 1 per element of each (200), else the product, twice
+    // for `sets.equivalent` (20,000).
+    let source = "sets.contains(self.spec.items, self.spec.items)";
+    assert_eq!(cost(source, &items(Some(100))), CostEstimate::Bounded(227));
+    let source = "sets.equivalent(self.spec.items, self.spec.items)";
+    assert_eq!(cost(source, &lists), CostEstimate::Bounded(20_027));
+    // Without `maxItems`, the work has no bound.
+    assert!(matches!(
+        cost("self.spec.items.distinct()", &items(None)),
+        CostEstimate::Unbounded { .. }
+    ));
+    // A pattern known only at evaluation time: both tiers and 2 × 40 per byte of it
+    // (5 characters: 20 bytes), 7,600; a constant one compiled at evaluation (`find`)
+    // once, however many times it is called.
+    assert_eq!(
+        cost("'x'.matches(self.spec.a)", &names()),
+        CostEstimate::Bounded(7_605)
+    );
+    let once = cost("self.spec.a.find('[a-z]+')", &names());
+    let in_loop = cost("self.spec.names.all(n, n.find('[a-z]+') != '')", &names());
+    let (CostEstimate::Bounded(once), CostEstimate::Bounded(in_loop)) = (once, in_loop) else {
+        panic!("unbounded");
+    };
+    assert!(once > 1_000 && in_loop < 2 * once, "{once} {in_loop}");
 }

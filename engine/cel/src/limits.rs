@@ -1,0 +1,210 @@
+//! Bounds on what one evaluation may build, and the charges for building it.
+//!
+//! The cost limit bounds time only if every unit stands for a bounded amount of work and
+//! memory. So besides the charges of `eval.rs`, every value an expression creates is
+//! bounded ([`MAX_STRING_BYTES`], [`MAX_ELEMENTS`]): a function checks the size of its
+//! result before it allocates it, and a value over the limit is the error
+//! `... exceeds the size limit ...` (not a cost error: no budget makes it legal).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use regex::{Regex, RegexBuilder};
+
+use crate::value::Value;
+
+/// The largest string or bytes value an expression may create: 10 MB, above the largest
+/// object Kubernetes stores (etcd's default request limit is 1.5 MiB), so only a runaway
+/// expression meets it.
+pub(crate) const MAX_STRING_BYTES: usize = 10_000_000;
+
+/// The most elements (or entries) a list (or map) an expression creates may have.
+pub(crate) const MAX_ELEMENTS: usize = 1_000_000;
+
+/// The compiled size of a regular expression whose pattern is not a constant: the first
+/// tier, which every common pattern fits (`\w+`, with its Unicode classes, needs about
+/// 40 KB); compiling up to it takes about 0.3 ms.
+pub(crate) const REGEX_SMALL: usize = 64 * 1024;
+/// The second tier, and the largest compiled size of any pattern (constant patterns too):
+/// compiling up to it takes about 1 to 2 ms (release build).
+pub(crate) const REGEX_LARGE: usize = 256 * 1024;
+/// The charges for compiling a non-constant pattern within each tier: about one unit per
+/// microsecond of the worst compile of the tier (with room for a loaded machine), the
+/// rate of the rest of the cost model (the 1,000,000 default limit is about a second).
+pub(crate) const REGEX_SMALL_COST: u64 = 1_000;
+pub(crate) const REGEX_LARGE_COST: u64 = 5_000;
+/// The charge per byte of a non-constant pattern, per compilation attempt: the parser's
+/// work before the size limit applies grows with the pattern (a case-folded Unicode class,
+/// `(?i)\pL`, takes about 30 microseconds per byte of pattern).
+pub(crate) const REGEX_BYTE_COST: u64 = 40;
+/// The longest pattern (constant or not): 4 KB, far above any validation pattern, and
+/// about 0.15 s of parsing at worst.
+pub(crate) const MAX_PATTERN_BYTES: usize = 4096;
+
+/// `Err` when a string or bytes value of `len` bytes would pass [`MAX_STRING_BYTES`].
+pub(crate) fn check_bytes(what: &str, len: usize) -> Result<(), String> {
+    if len > MAX_STRING_BYTES {
+        return Err(format!(
+            "{what}: the result ({len} bytes) exceeds the size limit of {MAX_STRING_BYTES} bytes"
+        ));
+    }
+    Ok(())
+}
+
+/// `Err` when a list or map of `len` elements would pass [`MAX_ELEMENTS`].
+pub(crate) fn check_elements(what: &str, len: usize) -> Result<(), String> {
+    if len > MAX_ELEMENTS {
+        return Err(format!(
+            "{what}: the result ({len} elements) exceeds the size limit of {MAX_ELEMENTS} elements"
+        ));
+    }
+    Ok(())
+}
+
+/// `Err` when `v` is over the size limits (its own size, not its elements': those were
+/// checked when they were built).
+pub(crate) fn check_value(what: &str, v: &Value) -> Result<(), String> {
+    match v {
+        Value::String(s) => check_bytes(what, s.len()),
+        Value::Bytes(b) => check_bytes(what, b.len()),
+        Value::List(l) => check_elements(what, l.len()),
+        Value::Map(m) => check_elements(what, m.len()),
+        _ => Ok(()),
+    }
+}
+
+/// What creating `v` costs: 1 per 10 bytes of a string or bytes value (cel-go's
+/// `StringTraversalCostFactor`), 1 per element of a list or entry of a map (a copied
+/// element is a 32-byte value, where 10 bytes of string are 10 bytes).
+pub(crate) fn creation_cost(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.len() as u64 / 10,
+        Value::Bytes(b) => b.len() as u64 / 10,
+        Value::List(l) => l.len() as u64,
+        Value::Map(m) => m.len() as u64,
+        _ => 0,
+    }
+}
+
+/// Compiles a pattern within the largest compiled size allowed ([`REGEX_LARGE`]), if it is
+/// no longer than [`MAX_PATTERN_BYTES`].
+fn compile_bounded(pattern: &str) -> Result<Regex, String> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "the pattern ({} bytes) exceeds the size limit of {MAX_PATTERN_BYTES} bytes",
+            pattern.len()
+        ));
+    }
+    RegexBuilder::new(pattern)
+        .size_limit(REGEX_LARGE)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Compiles a pattern known only at evaluation time: within [`REGEX_SMALL`] if it fits,
+/// else within [`REGEX_LARGE`]. Returns the regex and what compiling it costs (the tiers
+/// tried, and [`REGEX_BYTE_COST`] per byte of the pattern per attempt). The charge depends
+/// on the pattern only, never on a cache.
+pub(crate) fn compile_regex(pattern: &str) -> (Result<Regex, String>, u64) {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return (compile_bounded(pattern), REGEX_SMALL_COST);
+    }
+    let per_attempt = (pattern.len() as u64).saturating_mul(REGEX_BYTE_COST);
+    match RegexBuilder::new(pattern).size_limit(REGEX_SMALL).build() {
+        Err(regex::Error::CompiledTooBig(_)) => (
+            compile_bounded(pattern),
+            REGEX_SMALL_COST + REGEX_LARGE_COST + 2 * per_attempt,
+        ),
+        other => (
+            other.map_err(|e| e.to_string()),
+            REGEX_SMALL_COST + per_attempt,
+        ),
+    }
+}
+
+/// A value's identity for CEL equality, for the values where equality is identity:
+/// `null`, booleans, integers (`1 == 1u`), strings and bytes. Doubles (whose equality with
+/// integers is numeric), lists, maps and library values have none.
+#[derive(PartialEq, Eq, Hash)]
+pub(crate) enum HashKey<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// A `uint` beyond `i64::MAX` (no `int` equals it).
+    BigUint(u64),
+    String(&'a str),
+    Bytes(&'a [u8]),
+}
+
+impl<'a> HashKey<'a> {
+    pub(crate) fn of(v: &'a Value) -> Option<HashKey<'a>> {
+        Some(match v {
+            Value::Null => HashKey::Null,
+            Value::Bool(b) => HashKey::Bool(*b),
+            Value::Int(i) => HashKey::Int(*i),
+            Value::Uint(u) => i64::try_from(*u).map_or(HashKey::BigUint(*u), HashKey::Int),
+            Value::String(s) => HashKey::String(s),
+            Value::Bytes(b) => HashKey::Bytes(b),
+            _ => return None,
+        })
+    }
+}
+
+/// Whether every element has a [`HashKey`]: such lists are searched by hashing (linear),
+/// others by comparing pairs (quadratic), and charged for it.
+pub(crate) fn all_hashable(items: &[Value]) -> bool {
+    items.iter().all(|v| HashKey::of(v).is_some())
+}
+
+/// `items.distinct()` for a list whose elements all hash: the first of each.
+pub(crate) fn distinct_hashed(items: &[Value]) -> Option<Vec<Value>> {
+    let mut seen = HashSet::with_capacity(items.len());
+    let mut out = Vec::new();
+    for v in items {
+        if seen.insert(HashKey::of(v)?) {
+            out.push(v.clone());
+        }
+    }
+    Some(out)
+}
+
+/// The [`HashKey`]s of a list whose elements all hash.
+pub(crate) fn hash_set(items: &[Value]) -> Option<HashSet<HashKey<'_>>> {
+    items.iter().map(HashKey::of).collect()
+}
+
+/// What `distinct()` costs on `items`: 1 per element when they hash, else 1 per pair of
+/// elements compared (at worst every element with every earlier one).
+pub(crate) fn distinct_cost(items: &[Value]) -> u64 {
+    let n = items.len() as u64;
+    if all_hashable(items) {
+        n
+    } else {
+        n.saturating_mul(n.saturating_sub(1)) / 2
+    }
+}
+
+/// What a set relation of `a` and `b` costs, `factor` times (cel-go's `trackSetsCost`:
+/// 1 per pair compared, 2 for `sets.equivalent`): the product of the sizes, or their sum
+/// when both lists hash.
+pub(crate) fn sets_cost(a: &[Value], b: &[Value], factor: u64) -> u64 {
+    let (m, n) = (a.len() as u64, b.len() as u64);
+    let work = if all_hashable(a) && all_hashable(b) {
+        m + n
+    } else {
+        m.saturating_mul(n)
+    };
+    work.saturating_mul(factor)
+}
+
+/// What sorting `n` elements costs: 1 per comparison, `n * ceil(log2 n)`.
+pub(crate) fn sort_cost(n: usize) -> u64 {
+    let n = n as u64;
+    n.saturating_mul(u64::from(64 - n.saturating_sub(1).leading_zeros()))
+}
+
+/// A string of at most [`MAX_STRING_BYTES`], as a value.
+pub(crate) fn bounded_string(what: &str, s: String) -> Result<Value, String> {
+    check_bytes(what, s.len())?;
+    Ok(Value::String(Arc::from(s)))
+}
