@@ -187,6 +187,29 @@ pub fn evaluate_in<'w>(
     now: DateTime<Utc>,
     conversions: &Conversions<'w>,
 ) -> Result<Outcome, String> {
+    evaluate_traced(pack, trigger, world, now, conversions, true)
+}
+
+/// [`evaluate`] without the trace: the same decisions, outputs and status, and an empty
+/// `Outcome.trace`, for callers that never show it (the broker evaluates every trigger on
+/// every change and would pay for formatting every value).
+pub fn evaluate_untraced(
+    pack: &Pack,
+    trigger: Trigger<'_>,
+    world: &dyn World,
+    now: DateTime<Utc>,
+) -> Result<Outcome, String> {
+    evaluate_traced(pack, trigger, world, now, &Conversions::default(), false)
+}
+
+fn evaluate_traced<'w>(
+    pack: &Pack,
+    trigger: Trigger<'w>,
+    world: &dyn World,
+    now: DateTime<Utc>,
+    conversions: &Conversions<'w>,
+    traced: bool,
+) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
     let trigger_labels = labels(trigger.object);
     let rules: Vec<&CompiledRule> = pack
@@ -221,7 +244,7 @@ pub fn evaluate_in<'w>(
         return Ok(outcome);
     }
     if deleting {
-        for rule in &rules {
+        for rule in rules.iter().filter(|_| traced) {
             outcome.trace.push(TraceEntry {
                 rule: rule.name.clone(),
                 step: "trigger".into(),
@@ -248,6 +271,7 @@ pub fn evaluate_in<'w>(
         cost_budget: pack.document.cost_per_object(),
         conversions,
         outcome: &mut outcome,
+        traced,
     };
     let mut results = Vec::new();
     for rule in &rules {
@@ -379,6 +403,8 @@ struct EvalContext<'a> {
     cost_budget: u64,
     conversions: &'a Conversions<'a>,
     outcome: &'a mut Outcome,
+    /// Build the trace (`explain`, test failures); the broker does not read it.
+    traced: bool,
 }
 
 /// The bindings of one rule evaluation, as CEL values and as JSON for templates.
@@ -508,7 +534,9 @@ impl EvalContext<'_> {
             message,
         };
         let text = error.to_string();
-        self.trace(rule, path, expression, format!("error: {}", error.message));
+        if self.traced {
+            self.trace(rule, path, expression, format!("error: {}", error.message));
+        }
         self.outcome.errors.push(error);
         Stop::Block {
             reason: "EvaluationError".into(),
@@ -586,12 +614,14 @@ impl EvalContext<'_> {
                 Step::Guard(i) => {
                     let guard = &rule.guards[i];
                     let passed = self.eval_bool(name, &guard.expr, &bindings, None)?;
-                    self.trace(
-                        name,
-                        guard.expr.path.trim_end_matches(".expression"),
-                        Some(guard.expr.source()),
-                        passed.to_string(),
-                    );
+                    if self.traced {
+                        self.trace(
+                            name,
+                            guard.expr.path.trim_end_matches(".expression"),
+                            Some(guard.expr.source()),
+                            passed.to_string(),
+                        );
+                    }
                     if !passed {
                         let label =
                             format!("guard {}", guard.expr.path.trim_end_matches(".expression"));
@@ -615,12 +645,14 @@ impl EvalContext<'_> {
                 Step::Var(i) => {
                     let var = &rule.vars[i];
                     let (value, json) = self.eval_json(name, &var.expr, &bindings, None)?;
-                    self.trace(
-                        name,
-                        format!("vars.{}", var.name),
-                        Some(var.expr.source()),
-                        compact(&json),
-                    );
+                    if self.traced {
+                        self.trace(
+                            name,
+                            format!("vars.{}", var.name),
+                            Some(var.expr.source()),
+                            compact(&json),
+                        );
+                    }
                     bindings.add_var(var.key.clone(), value, json);
                 }
             }
@@ -634,12 +666,14 @@ impl EvalContext<'_> {
             if let Some(when) = &output.when
                 && !self.eval_bool(name, when, &bindings, None)?
             {
-                self.trace(
-                    name,
-                    format!("output {}", output.name),
-                    Some(when.source()),
-                    "skipped: `when` is false",
-                );
+                if self.traced {
+                    self.trace(
+                        name,
+                        format!("output {}", output.name),
+                        Some(when.source()),
+                        "skipped: `when` is false",
+                    );
+                }
                 continue;
             }
             let items: Vec<Option<Value>> = match &output.for_each {
@@ -681,16 +715,18 @@ impl EvalContext<'_> {
             }
             context.unset("item");
             context.unset("index");
-            self.trace(
-                name,
-                format!("output {}", output.name),
-                None,
-                format!(
-                    "rendered {} with {}",
-                    output.template,
-                    plural(count, "item")
-                ),
-            );
+            if self.traced {
+                self.trace(
+                    name,
+                    format!("output {}", output.name),
+                    None,
+                    format!(
+                        "rendered {} with {}",
+                        output.template,
+                        plural(count, "item")
+                    ),
+                );
+            }
         }
 
         let status = match &rule.status {
@@ -754,12 +790,14 @@ impl EvalContext<'_> {
         if let Some(when) = &lookup.when
             && !self.eval_bool(name, when, bindings, None)?
         {
-            self.trace(
-                name,
-                format!("lookup {}", lookup.name),
-                Some(when.source()),
-                "skipped: `when` is false",
-            );
+            if self.traced {
+                self.trace(
+                    name,
+                    format!("lookup {}", lookup.name),
+                    Some(when.source()),
+                    "skipped: `when` is false",
+                );
+            }
             bindings
                 .lookups
                 .insert(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
@@ -800,16 +838,18 @@ impl EvalContext<'_> {
                     lookup.kind,
                     key.namespaced_name()
                 );
-                self.trace(
-                    name,
-                    format!("lookup {}", lookup.name),
-                    Some(expr.source()),
-                    if found.1.is_null() {
-                        format!("{described} not found")
-                    } else {
-                        format!("{described} found")
-                    },
-                );
+                if self.traced {
+                    self.trace(
+                        name,
+                        format!("lookup {}", lookup.name),
+                        Some(expr.source()),
+                        if found.1.is_null() {
+                            format!("{described} not found")
+                        } else {
+                            format!("{described} found")
+                        },
+                    );
+                }
                 self.outcome.reads.insert(ReadKey::Object(key));
                 if found.1.is_null() && lookup.required {
                     return Err(Stop::Block {
@@ -860,12 +900,14 @@ impl EvalContext<'_> {
                         wanted.iter().all(|(k, v)| have.get(k) == Some(v))
                     })
                     .collect();
-                self.trace(
-                    name,
-                    format!("lookup {}", lookup.name),
-                    Some(expr.source()),
-                    format!("{} matched", plural(matches.len(), "object")),
-                );
+                if self.traced {
+                    self.trace(
+                        name,
+                        format!("lookup {}", lookup.name),
+                        Some(expr.source()),
+                        format!("{} matched", plural(matches.len(), "object")),
+                    );
+                }
                 self.outcome.reads.insert(ReadKey::List {
                     cluster: lookup.cluster.clone(),
                     api_version: lookup.api_version.clone(),
@@ -946,7 +988,9 @@ impl EvalContext<'_> {
                 "{} {} `{}` in {where_} of cluster `{cluster}` is outside the pack's scope",
                 key.api_version, key.kind, key.name
             );
-            self.trace(name, &path, None, format!("refused: {message}"));
+            if self.traced {
+                self.trace(name, &path, None, format!("refused: {message}"));
+            }
             self.outcome.errors.push(RuleError {
                 rule: name.to_string(),
                 path: path.clone(),

@@ -23,7 +23,7 @@ pub mod yaml;
 pub use diagnostic::{Diagnostic, Severity};
 pub use evaluate::{
     Conversions, DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate,
-    evaluate_in,
+    evaluate_in, evaluate_untraced,
 };
 pub use object::{MemoryWorld, ObjectKey, World};
 pub use pack::{LoadOptions, LoadResult, Pack, PackFiles, load, load_with};

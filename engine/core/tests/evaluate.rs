@@ -663,3 +663,39 @@ fn type_errors_in_pack_files_speak_yaml_not_rust() {
         ]
     );
 }
+
+/// The broker's evaluation without a trace decides exactly what the traced one decides.
+#[test]
+fn untraced_evaluation_decides_the_same() {
+    let pack = pack_with(RULE);
+    let w = world(&[
+        app("a", &["x", "y"], "n"),
+        app("b", &["1", "2", "3", "4"], "n"),
+        team(),
+    ]);
+    for trigger in [
+        app("a", &["x", "y"], "n"),
+        app("b", &["1", "2", "3", "4"], "n"),
+    ] {
+        let traced = run(&pack, &trigger, &w);
+        let untraced = switchyard_core::evaluate_untraced(
+            &pack,
+            Trigger {
+                cluster: "source",
+                object: &trigger,
+            },
+            &w,
+            now(),
+        )
+        .unwrap();
+        assert!(!traced.trace.is_empty());
+        assert!(untraced.trace.is_empty());
+        assert_eq!(
+            switchyard_core::Outcome {
+                trace: Vec::new(),
+                ..traced
+            },
+            untraced
+        );
+    }
+}

@@ -23,7 +23,9 @@ use switchyard_core::evaluate::{ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SY
 use switchyard_core::model::DeletionPolicy;
 use switchyard_core::object::{labels, selector_matches};
 use switchyard_core::plan::{OWNERS_MORE, absorb, stamp_merged};
-use switchyard_core::{DesiredObject, ObjectKey, Outcome, Pack, ReadKey, Trigger, evaluate};
+use switchyard_core::{
+    DesiredObject, ObjectKey, Outcome, Pack, ReadKey, Trigger, evaluate_untraced,
+};
 
 use crate::apply::{ApplyError, Clusters};
 use crate::queue::Queue;
@@ -106,7 +108,7 @@ struct PackState {
     /// outputs too, under the wrong role.)
     output_kinds: BTreeSet<KindKey>,
     /// Each trigger's desired objects, as its last successful evaluation left them.
-    contributions: HashMap<ObjectKey, Vec<DesiredObject>>,
+    contributions: HashMap<ObjectKey, Vec<Arc<DesiredObject>>>,
     /// Output -> the triggers that desire it, in key order (the first one's content wins).
     by_output: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
     /// Each output's merged object and its hash, until a contribution to it changes: a
@@ -158,7 +160,7 @@ impl PackState {
             }
         }
         for d in &desired {
-            if previous.iter().any(|p| p == d) {
+            if previous.iter().any(|p| **p == *d) {
                 continue;
             }
             self.by_output
@@ -171,7 +173,15 @@ impl PackState {
             self.merged.remove(key);
         }
         if !desired.is_empty() {
-            self.contributions.insert(trigger.clone(), desired);
+            // An unchanged object keeps the allocation the merged cache may share.
+            let kept: Vec<Arc<DesiredObject>> = desired
+                .into_iter()
+                .map(|d| match previous.iter().find(|p| ***p == d) {
+                    Some(p) => p.clone(),
+                    None => Arc::new(d),
+                })
+                .collect();
+            self.contributions.insert(trigger.clone(), kept);
         }
         touched
     }
@@ -182,40 +192,44 @@ impl PackState {
             return Some(found.clone());
         }
         let owners = self.by_output.get(key)?;
-        let mut merged: Option<DesiredObject> = None;
-        for trigger in owners {
-            let Some(d) = self
-                .contributions
+        let contribution = |trigger: &ObjectKey| {
+            self.contributions
                 .get(trigger)
                 .and_then(|c| c.iter().find(|d| &d.key == key))
-            else {
-                continue;
-            };
-            match &mut merged {
-                None => merged = Some(d.clone()),
-                Some(m) => {
-                    if let Err(conflict) = absorb(m, d) {
-                        tracing::warn!(
-                            object = %key,
-                            kept = ?conflict.kept,
-                            refused = ?conflict.refused,
-                            "triggers render different contents for one object; kept the first"
-                        );
+        };
+        let desired = if owners.len() == 1 {
+            // One owner: evaluate() stamped it exactly as merging would; share it.
+            contribution(owners.iter().next()?)?.clone()
+        } else {
+            let mut merged: Option<DesiredObject> = None;
+            for trigger in owners {
+                let Some(d) = contribution(trigger) else {
+                    continue;
+                };
+                match &mut merged {
+                    None => merged = Some(DesiredObject::clone(d)),
+                    Some(m) => {
+                        if let Err(conflict) = absorb(m, d) {
+                            tracing::warn!(
+                                object = %key,
+                                kept = ?conflict.kept,
+                                refused = ?conflict.refused,
+                                "triggers render different contents for one object; kept the first"
+                            );
+                        }
                     }
                 }
             }
-        }
-        let mut merged = merged?;
-        stamp_merged(
-            self.pack.name(),
-            &self.pack.version().to_string(),
-            &mut merged,
-        );
-        let hash = hash_value(&merged.object);
-        let merged = Arc::new(Merged {
-            desired: merged,
-            hash,
-        });
+            let mut merged = merged?;
+            stamp_merged(
+                self.pack.name(),
+                &self.pack.version().to_string(),
+                &mut merged,
+            );
+            Arc::new(merged)
+        };
+        let hash = hash_value(&desired.object);
+        let merged = Arc::new(Merged { desired, hash });
         self.merged.insert(key.clone(), merged.clone());
         Some(merged)
     }
@@ -274,7 +288,7 @@ impl PackState {
 
 /// An output's merged object and the hash of its content.
 struct Merged {
-    desired: DesiredObject,
+    desired: Arc<DesiredObject>,
     hash: u64,
 }
 
@@ -743,7 +757,7 @@ impl Controller {
             *counters.per_trigger.entry(trigger.clone()).or_default() += 1;
         }
         tracing::debug!(pack = %pack_name, trigger = %trigger, "evaluating");
-        let outcome = match evaluate(
+        let mut outcome = match evaluate_untraced(
             &pack,
             Trigger {
                 cluster: &trigger.cluster,
@@ -801,12 +815,14 @@ impl Controller {
                 BTreeSet::new()
             } else {
                 p.unknown.remove(trigger);
-                let mut touched = p.set_contribution(trigger, outcome.desired.clone());
+                let desired_keys: Vec<ObjectKey> =
+                    outcome.desired.iter().map(|d| d.key.clone()).collect();
+                let mut touched = p.set_contribution(trigger, std::mem::take(&mut outcome.desired));
                 if p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
                 // Outputs desired before: checked again so drift is corrected.
-                touched.extend(outcome.desired.iter().map(|d| d.key.clone()));
+                touched.extend(desired_keys);
                 touched
             }
         };
@@ -920,7 +936,12 @@ impl Controller {
         keys: &BTreeSet<ObjectKey>,
     ) -> Result<(), ReconcileError> {
         let mut first_error = None;
-        for key in keys {
+        // Cluster-scoped outputs (Namespaces) first: the namespaced ones live in them.
+        let ordered = keys
+            .iter()
+            .filter(|k| k.namespace.is_none())
+            .chain(keys.iter().filter(|k| k.namespace.is_some()));
+        for key in ordered {
             let (merged, record) = {
                 let mut state = self.lock();
                 let record = state.applied.get(key).cloned();
