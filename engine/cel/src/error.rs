@@ -168,7 +168,7 @@ fn reword(msg: &str, source: &str, line: usize, column: usize) -> String {
         let text = strip_quotes(text);
         return match text.chars().next() {
             Some(q @ ('\'' | '"')) => string_error(text, q, source, line, column),
-            Some(c) if text.len() > 1 && text[1..].starts_with(['\'', '"']) => {
+            Some(c) if text[c.len_utf8()..].starts_with(['\'', '"']) => {
                 // r'.., b'..: a prefixed string
                 let q = text[c.len_utf8()..].chars().next().unwrap_or('\'');
                 string_error(&text[c.len_utf8()..], q, source, line, column)
