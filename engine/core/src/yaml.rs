@@ -305,8 +305,10 @@ pub const MAX_DEPTH: usize = 100;
 /// YAML reader (go-yaml v3) allows about 400,000 alias-driven decodes; 100,000 is plenty
 /// for hand-written packs and keeps a "billion laughs" stream to a few megabytes.
 pub const MAX_ALIAS_NODES: usize = 100_000;
-/// How many nodes one document may have, aliases expanded.
-pub const MAX_DOCUMENT_NODES: usize = 1_000_000;
+/// How many nodes one document may have, aliases expanded: room for a `kind: List` of some
+/// 60,000 objects, or one object with a million-element list (which CEL's cost limits then
+/// refuse to work on), while a document stays within a few hundred megabytes.
+pub const MAX_DOCUMENT_NODES: usize = 2_000_000;
 
 /// How many double-quoted strings with surrogate pair escapes are rewritten one at a time,
 /// when rewriting them all at once is not possible.
