@@ -282,25 +282,13 @@ async fn kcp_karmada_through_the_broker() {
     world.push(("source".to_string(), orphan.clone()));
     world.push(("source".to_string(), fresh.clone()));
     let plan = render(&packs.packs(), &world);
-    wait_for("lost to report FleetNotFound", CONVERGE, || {
-        let source = source.clone();
-        let default_ns = default_ns.clone();
-        async move {
-            let live = source
-                .get(
-                    "platform.edge-portal.eu/v1alpha1",
-                    "FleetWorkload",
-                    Some(&default_ns),
-                    "lost",
-                )
-                .await
-                .ok_or("gone")?;
-            match condition(&live, "Synced") {
-                Some(c) if c["status"] == "False" && c["reason"] == "FleetNotFound" => Ok(()),
-                other => Err(format!("Synced is {other:?}")),
-            }
-        }
-    })
+    wait_synced(
+        &source,
+        "lost to report FleetNotFound",
+        &default_ns,
+        "lost",
+        |c| c["status"] == "False" && c["reason"] == "FleetNotFound",
+    )
     .await;
     wait_for("a Warning Event on lost", CONVERGE, || async {
         let events = source.list("events.k8s.io/v1", "Event").await;
@@ -454,25 +442,13 @@ async fn kcp_karmada_through_the_broker() {
         )
         .await;
     for name in ["batch", "cache"] {
-        wait_for(&format!("{name} to report FleetNotFound"), CONVERGE, || {
-            let source = source.clone();
-            let plant_a = plant_a.clone();
-            async move {
-                let live = source
-                    .get(
-                        "platform.edge-portal.eu/v1alpha1",
-                        "FleetWorkload",
-                        Some(&plant_a),
-                        name,
-                    )
-                    .await
-                    .ok_or("gone")?;
-                match condition(&live, "Synced") {
-                    Some(c) if c["reason"] == "FleetNotFound" => Ok(()),
-                    other => Err(format!("Synced is {other:?}")),
-                }
-            }
-        })
+        wait_synced(
+            &source,
+            &format!("{name} to report FleetNotFound"),
+            &plant_a,
+            name,
+            |c| c["reason"] == "FleetNotFound",
+        )
         .await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -506,25 +482,13 @@ async fn kcp_karmada_through_the_broker() {
     );
     // The Fleet comes back: batch and cache are Synced again.
     source.put(&factory).await;
-    wait_for("batch to be Synced again", CONVERGE, || {
-        let source = source.clone();
-        let plant_a = plant_a.clone();
-        async move {
-            let live = source
-                .get(
-                    "platform.edge-portal.eu/v1alpha1",
-                    "FleetWorkload",
-                    Some(&plant_a),
-                    "batch",
-                )
-                .await
-                .ok_or("gone")?;
-            match condition(&live, "Synced") {
-                Some(c) if c["status"] == "True" => Ok(()),
-                other => Err(format!("Synced is {other:?}")),
-            }
-        }
-    })
+    wait_synced(
+        &source,
+        "batch to be Synced again",
+        &plant_a,
+        "batch",
+        |c| c["status"] == "True",
+    )
     .await;
     wait_for("convergence after a restart", CONVERGE, || {
         matches_plan(&plan, &clusters)
@@ -728,24 +692,13 @@ async fn a_refused_apply_is_reported_and_retried() {
     let kubeconfigs: Vec<(&str, &std::path::Path)> =
         kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
-    let message = wait_for("web to report the refused apply", CONVERGE, || {
-        let source = source.clone();
-        async move {
-            let live = source
-                .get(
-                    "platform.edge-portal.eu/v1alpha1",
-                    "FleetWorkload",
-                    Some("default"),
-                    "web",
-                )
-                .await
-                .ok_or("gone")?;
-            match condition(&live, "Synced") {
-                Some(c) if c["reason"] == "ApplyFailed" => Ok(c),
-                other => Err(format!("Synced is {other:?}")),
-            }
-        }
-    })
+    let message = wait_synced(
+        &source,
+        "web to report the refused apply",
+        "default",
+        "web",
+        |c| c["reason"] == "ApplyFailed",
+    )
     .await;
     assert_eq!(message["status"], "False");
     let text = message["message"].as_str().unwrap();
@@ -773,23 +726,8 @@ async fn a_refused_apply_is_reported_and_retried() {
         matches_plan(&plan, &clusters)
     })
     .await;
-    wait_for("Synced=True", CONVERGE, || {
-        let source = source.clone();
-        async move {
-            let live = source
-                .get(
-                    "platform.edge-portal.eu/v1alpha1",
-                    "FleetWorkload",
-                    Some("default"),
-                    "web",
-                )
-                .await
-                .ok_or("gone")?;
-            match condition(&live, "Synced") {
-                Some(c) if c["status"] == "True" => Ok(()),
-                other => Err(format!("Synced is {other:?}")),
-            }
-        }
+    wait_synced(&source, "Synced=True", "default", "web", |c| {
+        c["status"] == "True"
     })
     .await;
     broker.stop().await;

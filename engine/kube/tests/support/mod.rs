@@ -394,6 +394,32 @@ pub async fn matches_plan(plan: &Plan, clusters: &BTreeMap<&str, Cluster>) -> Re
     Ok(())
 }
 
+/// Waits until the FleetWorkload's `Synced` condition satisfies `ok`; returns the condition.
+pub async fn wait_synced(
+    source: &Cluster,
+    what: &str,
+    namespace: &str,
+    name: &str,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_for(what, Duration::from_secs(60), || async {
+        let live = source
+            .get(
+                "platform.edge-portal.eu/v1alpha1",
+                "FleetWorkload",
+                Some(namespace),
+                name,
+            )
+            .await
+            .ok_or("gone")?;
+        match condition(&live, "Synced") {
+            Some(c) if ok(&c) => Ok(c),
+            other => Err(format!("Synced is {other:?}")),
+        }
+    })
+    .await
+}
+
 /// A condition of an object's status.
 pub fn condition(object: &Value, kind: &str) -> Option<Value> {
     object
