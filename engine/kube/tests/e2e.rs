@@ -145,23 +145,7 @@ async fn kcp_karmada_through_the_broker() {
     for outcome in &plan.outcomes {
         let key = &outcome.trigger;
         let want = outcome.status.clone().unwrap();
-        wait_for(&format!("status of {key}"), CONVERGE, || {
-            let source = source.clone();
-            let want = want.clone();
-            async move {
-                let live = source.get_key(key).await.ok_or("gone")?;
-                let synced = condition(&live, "Synced").ok_or("no Synced condition")?;
-                let want_synced = condition(&json!({"status": want}), "Synced").unwrap();
-                if synced["status"] == want_synced["status"]
-                    && synced["reason"] == want_synced["reason"]
-                {
-                    Ok(())
-                } else {
-                    Err(format!("Synced is {synced}, render says {want_synced}"))
-                }
-            }
-        })
-        .await;
+        wait_condition_as_rendered(&source, key, "Synced", &want).await;
         if outcome.finalizer.is_some() {
             let live = source.get_key(key).await.unwrap();
             assert_eq!(
@@ -230,28 +214,7 @@ async fn kcp_karmada_through_the_broker() {
         .iter()
         .find(|o| o.trigger.name == "web")
         .unwrap();
-    let want_ready = condition(&json!({"status": web.status.clone().unwrap()}), "Ready").unwrap();
-    wait_for(
-        "web's Ready condition from its ResourceBinding",
-        CONVERGE,
-        || {
-            let source = source.clone();
-            let want_ready = want_ready.clone();
-            let key = web.trigger.clone();
-            async move {
-                let live = source.get_key(&key).await.ok_or("gone")?;
-                let ready = condition(&live, "Ready").ok_or("no Ready")?;
-                if ready["status"] == want_ready["status"]
-                    && ready["reason"] == want_ready["reason"]
-                {
-                    Ok(())
-                } else {
-                    Err(format!("Ready is {ready}, want {want_ready}"))
-                }
-            }
-        },
-    )
-    .await;
+    wait_condition_as_rendered(&source, &web.trigger, "Ready", web.status.as_ref().unwrap()).await;
 
     // 5. An output deleted by hand comes back.
     let deployment = plan

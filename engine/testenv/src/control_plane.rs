@@ -40,6 +40,27 @@ impl ControlPlane {
     /// Starts one etcd and one kube-apiserver per name (e.g. `["source", "karmada"]`), and
     /// returns when all are ready. Names are lowercase letters, digits and `-`.
     pub async fn start(clusters: &[&str]) -> Result<ControlPlane, TestEnvError> {
+        // Ports are picked free and released before the processes bind them; another process
+        // (or an outgoing connection's ephemeral port) can take one in between. Try again
+        // with new ports.
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(clusters).await {
+                Err(TestEnvError::Exited { tail, .. })
+                    if attempt < 3 && tail.contains("address already in use") =>
+                {
+                    tracing::warn!(
+                        attempt,
+                        "a port was taken before its process bound it; retrying"
+                    );
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once(clusters: &[&str]) -> Result<ControlPlane, TestEnvError> {
         let started = Instant::now();
         for (index, name) in clusters.iter().enumerate() {
             let valid = !name.is_empty()

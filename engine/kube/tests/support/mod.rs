@@ -420,6 +420,32 @@ pub async fn wait_synced(
     .await
 }
 
+/// Waits until the trigger's condition `kind` has the status and reason `render` gave it
+/// (`rendered` is the outcome's status).
+pub async fn wait_condition_as_rendered(
+    source: &Cluster,
+    trigger: &ObjectKey,
+    kind: &str,
+    rendered: &Value,
+) {
+    let want = condition(&json!({"status": rendered}), kind)
+        .unwrap_or_else(|| panic!("render gives {trigger} no {kind} condition"));
+    wait_for(
+        &format!("{kind} of {trigger}"),
+        Duration::from_secs(60),
+        || async {
+            let live = source.get_key(trigger).await.ok_or("gone")?;
+            let have = condition(&live, kind).ok_or(format!("no {kind} condition"))?;
+            if have["status"] == want["status"] && have["reason"] == want["reason"] {
+                Ok(())
+            } else {
+                Err(format!("{kind} is {have}, render says {want}"))
+            }
+        },
+    )
+    .await;
+}
+
 /// A condition of an object's status.
 pub fn condition(object: &Value, kind: &str) -> Option<Value> {
     object
