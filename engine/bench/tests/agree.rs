@@ -104,11 +104,11 @@ fn examples_and_fixtures_agree() {
     );
     let mut all = Vec::new();
     for (file, objects) in &inputs {
-        check(&pack, file, &world_of(objects).unwrap());
+        check(&pack, file, &world_of(objects, &[]).unwrap());
         all.extend(objects.iter().cloned());
     }
     // Together: the examples' FleetWorkloads see the fixtures' Fleets and policies too.
-    let rendered = check(&pack, "examples + fixtures", &world_of(&all).unwrap());
+    let rendered = check(&pack, "examples + fixtures", &world_of(&all, &[]).unwrap());
     assert!(rendered >= 8, "only {rendered} objects rendered");
 }
 
@@ -128,7 +128,7 @@ fn test_suite_inputs_agree() {
             for inline in &case.inputs {
                 objects.extend(parse_inputs(&yaml::to_yaml(inline), file, "source").unwrap());
             }
-            let world = world_of(&objects).unwrap();
+            let world = world_of(&objects, &[]).unwrap();
             check(&pack, &format!("{file}, case `{}`", case.name), &world);
             cases += 1;
         }

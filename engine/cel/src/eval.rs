@@ -11,7 +11,8 @@
 //! Cost: 1 per node evaluated, 1 per comprehension iteration, and for operations whose work
 //! grows with their operands (string concatenation, `contains`, `startsWith`, `endsWith`,
 //! `matches`, `in` on a list, library functions that say so) 1 more per 10 elements (bytes
-//! of strings, elements of lists); what values are built, what work is quadratic and what
+//! of strings, elements of lists); comparisons (`==`, `!=`, `<`, ...) are charged what they
+//! read (`limits::equality_work`); what values are built, what work is quadratic and what
 //! regular expressions are compiled are charged too, and built values are bounded (see
 //! `limits.rs`).
 
@@ -80,6 +81,11 @@ impl Cx {
         self.charge(compile(pattern), id)
     }
 
+    /// What is left of the budget: charging more than this fails.
+    fn remaining(&self) -> u64 {
+        self.limit.saturating_sub(self.cost)
+    }
+
     #[inline(always)]
     fn charge(&mut self, n: u64, id: u64) -> Result<(), Failure> {
         self.cost = self.cost.saturating_add(n);
@@ -121,15 +127,6 @@ impl<'a> Scope<'a> {
             scope = scope.parent?;
         }
         scope.slots.get(usize::from(slot)).copied().flatten()
-    }
-}
-
-/// The bytes of a string or bytes value (0 for others).
-fn sized_len(v: &Value) -> usize {
-    match v {
-        Value::String(s) => s.len(),
-        Value::Bytes(b) => b.len(),
-        _ => 0,
     }
 }
 
@@ -522,31 +519,42 @@ fn concat<T: Clone>(a: &Arc<[T]>, b: &Arc<[T]>) -> Arc<[T]> {
 
 fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, Failure> {
     let result = match op {
-        Op::Eq => return Ok(Value::Bool(equals(a, b))),
-        Op::Ne => return Ok(Value::Bool(!equals(a, b))),
-        Op::Lt | Op::Le | Op::Gt | Op::Ge => match compare(a, b) {
-            Ok(None) => Ok(Value::Bool(false)),
-            Ok(Some(o)) => Ok(Value::Bool(match op {
-                Op::Lt => o == Ordering::Less,
-                Op::Le => o != Ordering::Greater,
-                Op::Gt => o == Ordering::Greater,
-                _ => o != Ordering::Less,
-            })),
-            Err(()) => Err(no_overload(op.name(), &[a, b])),
-        },
+        Op::Eq | Op::Ne => {
+            // Comparing strings, bytes, lists and maps reads them: charged before, as
+            // `limits::equality_work` bounds it.
+            let cap = cx.remaining().saturating_mul(10).saturating_add(9);
+            cx.charge(limits::equality_work(a, b, cap) / 10, id)?;
+            let eq = equals(a, b);
+            return Ok(Value::Bool(if op == Op::Eq { eq } else { !eq }));
+        }
+        Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+            // Strings and bytes are read up to the shorter's end.
+            cx.charge(limits::order_cost(a, b), id)?;
+            match compare(a, b) {
+                Ok(None) => Ok(Value::Bool(false)),
+                Ok(Some(o)) => Ok(Value::Bool(match op {
+                    Op::Lt => o == Ordering::Less,
+                    Op::Le => o != Ordering::Greater,
+                    Op::Gt => o == Ordering::Greater,
+                    _ => o != Ordering::Less,
+                })),
+                Err(()) => Err(no_overload(op.name(), &[a, b])),
+            }
+        }
         Op::In => match b {
             Value::List(items) => {
                 cx.charge(size_cost(b), id)?;
-                if let Value::String(_) | Value::Bytes(_) = a {
-                    // An element of the needle's length is compared byte by byte: at worst
-                    // 1 per 10 bytes of the shorter of the two, for every element.
-                    let n = sized_len(a);
-                    let bytes: usize = items.iter().map(|x| sized_len(x).min(n)).sum();
-                    cx.charge(bytes as u64 / 10, id)?;
-                }
+                // The needle is compared with every element (at worst): a string byte by
+                // byte, 1 per 10 bytes of the shorter of the two; a list or map element by
+                // element (`limits::equality_work`).
+                cx.charge(limits::search_cost(items, a, cx.remaining()), id)?;
                 Ok(Value::Bool(items.iter().any(|x| equals(a, x))))
             }
-            Value::Map(m) => Ok(Value::Bool(m.contains(a))),
+            Value::Map(m) => {
+                // The key is hashed: 1 per 10 bytes.
+                cx.charge(limits::byte_len(a) / 10, id)?;
+                Ok(Value::Bool(m.contains(a)))
+            }
             _ => Err(no_overload(op.name(), &[a, b])),
         },
         Op::Add => match (a, b) {
@@ -822,7 +830,12 @@ fn builtin<'a>(
             let (Value::String(s), Value::String(t)) = (x, y) else {
                 return Err(bad(&[x, y]));
             };
+            // `contains` reads the needle too (a linear search); `startsWith` and
+            // `endsWith` read no more than the string.
             cx.charge(size_cost(x), id)?;
+            if let Builtin::Contains = b {
+                cx.charge(size_cost(y), id)?;
+            }
             Value::Bool(match b {
                 Builtin::Contains => s.contains(&**t),
                 Builtin::StartsWith => s.starts_with(&**t),
@@ -934,7 +947,7 @@ fn library_call<'a>(
         cx.charge_pattern(p, crate::k8s::pattern_cost, id)?;
     }
     if let Some(work) = overload.work {
-        cx.charge(work(&args), id)?;
+        cx.charge(work(&args, cx.remaining()), id)?;
     }
     let result = (overload.function)(&args).map_err(|e| fail(id, e.message))?;
     limits::check_value(&call.name, &result).map_err(|m| fail(id, m))?;

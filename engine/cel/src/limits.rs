@@ -208,3 +208,149 @@ pub(crate) fn bounded_string(what: &str, s: String) -> Result<Value, String> {
     check_bytes(what, s.len())?;
     Ok(Value::String(Arc::from(s)))
 }
+
+/// The bytes of a string or bytes value (0 for others).
+pub(crate) fn byte_len(v: &Value) -> u64 {
+    match v {
+        Value::String(s) => s.len() as u64,
+        Value::Bytes(b) => b.len() as u64,
+        _ => 0,
+    }
+}
+
+/// The work of comparing `a` and `b` for equality ([`crate::value::equals`]), in bytes and
+/// elements (10 of which make a unit of cost), after cel-go's runtime cost: strings and
+/// bytes 1 per byte of the shorter, lists and maps 1 per element of the shorter; and,
+/// beyond cel-go, what comparing the elements of lists and maps of the same size costs,
+/// all of them (at worst every pair is equal but the last). Sharing is not counted (an
+/// element compared with itself costs what an equal copy costs), so the figure depends on
+/// the values only. Counting stops once it passes `cap`: the answer is then over `cap`,
+/// and the walk is as short as the budget it stands for.
+pub(crate) fn equality_work(a: &Value, b: &Value, cap: u64) -> u64 {
+    let mut work = 0;
+    add_equality_work(a, b, &mut work, cap);
+    work
+}
+
+fn add_equality_work(a: &Value, b: &Value, work: &mut u64, cap: u64) {
+    if *work > cap {
+        return;
+    }
+    match (a, b) {
+        (Value::String(_), Value::String(_)) | (Value::Bytes(_), Value::Bytes(_)) => {
+            *work = work.saturating_add(byte_len(a).min(byte_len(b)));
+        }
+        (Value::List(x), Value::List(y)) => {
+            *work = work.saturating_add(x.len().min(y.len()) as u64);
+            if x.len() == y.len() {
+                for (p, q) in x.iter().zip(y.iter()) {
+                    add_equality_work(p, q, work, cap);
+                    if *work > cap {
+                        return;
+                    }
+                }
+            }
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            *work = work.saturating_add(x.len().min(y.len()) as u64);
+            if x.len() == y.len() {
+                for (k, v) in x.iter() {
+                    // The key is hashed to find its entry in `y`.
+                    let key = k.to_value();
+                    *work = work.saturating_add(byte_len(&key));
+                    if let Some(w) = y.get(&key) {
+                        add_equality_work(v, w, work, cap);
+                    }
+                    if *work > cap {
+                        return;
+                    }
+                }
+            }
+        }
+        (Value::Optional(Some(p)), Value::Optional(Some(q))) => {
+            add_equality_work(p, q, work, cap);
+        }
+        _ => {}
+    }
+}
+
+/// What comparing `needle` with every element of `items` costs (`in`, `indexOf`,
+/// `lastIndexOf`): the sum of their [`equality_work`], per 10, counted up to `cap` units.
+pub(crate) fn search_cost(items: &[Value], needle: &Value, cap: u64) -> u64 {
+    let cap_work = cap.saturating_mul(10).saturating_add(9);
+    let mut work = 0u64;
+    for x in items {
+        add_equality_work(needle, x, &mut work, cap_work);
+        if work > cap_work {
+            break;
+        }
+    }
+    work / 10
+}
+
+/// What ordering `a` and `b` costs (`<`, `<=`, `>`, `>=`): 1 per 10 bytes of the shorter
+/// of two strings or bytes values, as cel-go; other values are fixed-size.
+pub(crate) fn order_cost(a: &Value, b: &Value) -> u64 {
+    byte_len(a).min(byte_len(b)) / 10
+}
+
+/// What the comparisons of `min`, `max` and `isSorted` cost beyond their count (charged
+/// as linear): each element is compared with one other at most twice, at most all its
+/// bytes: 1 per 10 bytes of the string and bytes elements.
+pub(crate) fn scan_cost(items: &[Value]) -> u64 {
+    items.iter().map(byte_len).sum::<u64>() / 10
+}
+
+/// What sorting `items` costs: [`sort_cost`] comparisons, each costing 1 and 1 more per 10
+/// bytes it reads, which is at most the length of the second longest string (a comparison
+/// reads no more than the shorter of its two operands).
+pub(crate) fn sort_cost_of(items: &[Value]) -> u64 {
+    let (mut longest, mut second) = (0u64, 0u64);
+    for v in items {
+        let n = byte_len(v);
+        if n > longest {
+            second = longest;
+            longest = n;
+        } else if n > second {
+            second = n;
+        }
+    }
+    sort_cost(items.len()).saturating_mul(1 + second / 10)
+}
+
+/// What hashing the string and bytes elements of a list costs: 1 per 10 bytes.
+pub(crate) fn hashing_cost(items: &[Value]) -> u64 {
+    items.iter().map(byte_len).sum::<u64>() / 10
+}
+
+/// What comparing pairs of elements deeply costs beyond their count (`distinct` and
+/// `sets.*` on elements that do not hash): the [`equality_work`] of each pair, per 10,
+/// counted up to `cap` units.
+pub(crate) fn pairs_cost(a: &[Value], b: &[Value], cap: u64) -> u64 {
+    let cap_work = cap.saturating_mul(10).saturating_add(9);
+    let mut work = 0u64;
+    for x in a {
+        for y in b {
+            add_equality_work(x, y, &mut work, cap_work);
+            if work > cap_work {
+                return work / 10;
+            }
+        }
+    }
+    work / 10
+}
+
+/// [`pairs_cost`] for `distinct`: each element with every earlier one.
+pub(crate) fn distinct_pairs_cost(items: &[Value], cap: u64) -> u64 {
+    let cap_work = cap.saturating_mul(10).saturating_add(9);
+    let mut work = 0u64;
+    for (i, x) in items.iter().enumerate() {
+        for y in &items[..i] {
+            add_equality_work(x, y, &mut work, cap_work);
+            if work > cap_work {
+                return work / 10;
+            }
+        }
+    }
+    work / 10
+}

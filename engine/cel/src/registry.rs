@@ -48,8 +48,9 @@
 //!   [`Registry::add_type`] (`k8s::types()` below).
 //! - Cost: each call costs 1 unless the overload says [`Overload::linear_cost`]: then
 //!   1 + (sum of the sizes of its string, bytes, list and map arguments) / 10. Work that is
-//!   not linear in the arguments (comparing pairs, sorting) is charged before the call by
-//!   [`Overload::work`]; a function that builds a value says [`Overload::builds`], and is
+//!   not linear in the arguments (comparing pairs, sorting, comparing elements deeply) is
+//!   charged before the call by [`Overload::work`], which is told what is left of the
+//!   budget so that counting stops there; a function that builds a value says [`Overload::builds`], and is
 //!   charged for the value it returns (see `limits.rs`). A function that builds must check
 //!   the size of what it builds against `limits::MAX_STRING_BYTES` and
 //!   `limits::MAX_ELEMENTS` before it allocates it.
@@ -67,6 +68,11 @@ pub(crate) use crate::value::{Key, Map, Opaque, Type, Value, compare, equals};
 
 /// A library function's implementation: the arguments (receiver first) to a result.
 pub(crate) type Function = Arc<dyn Fn(&[Value]) -> Result<Value, EvalError> + Send + Sync>;
+
+/// The work of a call that is not linear in its arguments, from the arguments, in units of
+/// cost. The second argument is what is left of the budget: past it the exact figure does
+/// not matter, and a function may stop counting once its answer is over it.
+pub(crate) type Work = fn(&[Value], u64) -> u64;
 
 /// The runtime type an argument must have for an overload to apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +141,7 @@ pub(crate) struct Overload {
     pub function: Function,
     pub cost: Cost,
     /// Work charged before the call, from the arguments (see [`Overload::work`]).
-    pub work: Option<fn(&[Value]) -> u64>,
+    pub work: Option<Work>,
     /// Charged after the call for the value it returns (see [`Overload::builds`]).
     pub builds: bool,
     /// The argument that is a regular expression, whose compilation is charged (once per
@@ -185,7 +191,7 @@ impl Overload {
     /// from the arguments, and is charged before the call so that the work never starts
     /// past the limit.
     #[must_use]
-    pub(crate) fn work(mut self, work: fn(&[Value]) -> u64) -> Overload {
+    pub(crate) fn work(mut self, work: Work) -> Overload {
         self.work = Some(work);
         self
     }

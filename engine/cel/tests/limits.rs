@@ -264,3 +264,116 @@ fn expressions_are_bounded_before_they_are_parsed() {
     let some = format!("size([{}]) == 1000", vec!["1"; 1000].join(","));
     assert!(env.compile(&some).is_ok());
 }
+
+/// A list of `n` strings of `len` bytes, all distinct allocations of equal contents.
+fn strings(n: usize, len: usize) -> Value {
+    Value::from_json(&serde_json::json!(vec!["x".repeat(len); n]))
+}
+
+#[test]
+fn comparisons_are_charged_by_what_they_read() {
+    let vars = [
+        ("a", string(1000)),
+        ("b", string(1000)),
+        ("c", string(10)),
+        ("x", string(1)),
+        ("y", string(1)),
+        ("l1", strings(100, 100)),
+        ("l2", strings(100, 100)),
+    ];
+    // Three nodes; one-byte strings read nothing worth a unit.
+    assert_eq!(cost_of("x == y", &vars), 3);
+    assert_eq!(cost_of("x < y", &vars), 3);
+    // As cel-go: 1 per 10 bytes of the shorter string (cel-go charges the call
+    // ceil(1000 × 0.1) = 100 where a node costs 1 here: 3 + 100).
+    assert_eq!(cost_of("a == b", &vars), 103);
+    assert_eq!(cost_of("a != b", &vars), 103);
+    assert_eq!(cost_of("a < b", &vars), 103);
+    assert_eq!(cost_of("a == c", &vars), 4);
+    assert_eq!(cost_of("a >= c", &vars), 4);
+    // Lists: 1 per element, and what comparing the elements reads (cel-go charges the
+    // elements only, 10): 100 + 100 × 100 bytes = 10,100, 1,010.
+    assert_eq!(cost_of("l1 == l2", &vars), 3 + 1_010);
+    // Nested: the outer lists' 1 element more (a map's key is hashed: 1 byte more).
+    assert_eq!(cost_of("[l1] == [l2]", &vars), 1_015);
+    assert_eq!(cost_of("{'k': l1} == {'k': l2}", &vars), 1_017);
+    // `contains` reads the string and the needle (a linear search; cel-go charges their
+    // product, 10,000); `startsWith` the string.
+    assert_eq!(cost_of("a.contains(b)", &vars), 3 + 200);
+    assert_eq!(cost_of("a.startsWith(b)", &vars), 3 + 100);
+    // A map's key is hashed: 1 per 10 bytes.
+    assert_eq!(cost_of("a in {'k': 1}", &vars), 103);
+    assert_eq!(cost_of("x in {'k': 1}", &vars), 3);
+}
+
+#[test]
+fn list_searches_and_sorts_are_charged_by_what_they_read() {
+    let vars = [
+        ("a", string(1000)),
+        ("l", strings(100, 1000)),
+        ("l1", strings(100, 100)),
+    ];
+    // 3 nodes, the call's 1 + 100 / 10 + 1000 / 10, and the needle compared with each
+    // element: 100 × 1000 bytes, 10,000 (Kubernetes' traversal cost is 1 per element and 1
+    // per 10 bytes of the elements: 10,100).
+    assert_eq!(cost_of("l.indexOf(a)", &vars), 10_113);
+    assert_eq!(cost_of("l.lastIndexOf(a)", &vars), 10_113);
+    assert_eq!(cost_of("a in l", &vars), 10_013);
+    // `min`, `max`, `isSorted`: 2 nodes, 1 + 100 / 10, and 1 per 10 bytes of the elements.
+    assert_eq!(cost_of("l.min()", &vars), 10_012);
+    assert_eq!(cost_of("l.max()", &vars), 10_012);
+    assert_eq!(cost_of("l.isSorted()", &vars), 10_012);
+    // `sort`: 100 × 7 comparisons, each 1 and 1 per 10 bytes of the second longest
+    // element: 700 × 101 = 70,700; with 2 nodes, 1 + 10 and the 100 elements built.
+    assert_eq!(cost_of("l.sort()", &vars), 70_812);
+    assert_eq!(cost_of("l1.sort()", &vars), 700 * 11 + 112);
+    // `distinct` of strings hashes them: 1 per element and 1 per 10 bytes hashed.
+    // (2 nodes, 1 + 10 and the one element built: 13).
+    assert_eq!(cost_of("l.distinct()", &vars), 100 + 10_000 + 13);
+    assert_eq!(cost_of("l1.distinct()", &vars), 100 + 1_000 + 13);
+}
+
+#[test]
+fn comparison_bombs_fail_on_cost() {
+    let mb = 1_000_000;
+    // 2,000 references to one 1 MB string, sorted: 22,000 comparisons of up to 1 MB each
+    // (22 GB read) were charged 22,000; now 22,000 × 100,001 = 2,200,022,000, and 4,204
+    // for building the list, charged before the sort starts.
+    let e = error_of(
+        "lists.range(2000).map(i, s).sort().size()",
+        &[("s", string(mb))],
+        None,
+    );
+    assert_eq!(charged(&e), 2_200_026_204, "{e}");
+    // Two equal 1 MB strings compared in a loop: 100,000 units each (before, 3): after
+    // the range (100,001) and 8 comparisons, the 9th fails.
+    let e = error_of(
+        "lists.range(100000).all(i, a == b)",
+        &[("a", string(mb)), ("b", string(mb))],
+        None,
+    );
+    assert_eq!(e, "cost limit exceeded: 1000039 > 1000000");
+    // Searching 1,000 references to a 1 MB string for an equal one (1 GB read), charged
+    // 1 + 100 + 100,000 before: the count of what it reads stops past the budget.
+    let e = error_of(
+        "lists.range(1000).map(i, s).indexOf(t)",
+        &[("s", string(mb)), ("t", string(mb))],
+        None,
+    );
+    assert_eq!(e, "cost limit exceeded: 1002104 > 1000000");
+    // Lists of shared lists compared deeply: 1,000 × 1,000 strings of 1 KB (1 GB read) on
+    // each side, charged 1,000 × 11 before: the count stops at the budget.
+    let e = error_of(
+        "lists.range(1000).map(i, l1) == lists.range(1000).map(i, l2)",
+        &[("l1", strings(1000, 1000)), ("l2", strings(1000, 1000))],
+        None,
+    );
+    assert!(e.starts_with("cost limit exceeded: "), "{e}");
+    // `min` of 2,000 references to a 1 MB string, 100 times.
+    let e = error_of(
+        "lists.range(100).all(i, lists.range(2000).map(j, s).min() == s)",
+        &[("s", string(mb))],
+        None,
+    );
+    assert!(e.starts_with("cost limit exceeded: "), "{e}");
+}

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use switchyard_core::diagnostic::Severity;
 use switchyard_core::{Pack, diff, model, plan, testing};
 
-use crate::files::read_inputs;
+use crate::files::{read_inputs, read_inputs_checked};
+use crate::memory::{self, Progress};
 use crate::{CliError, DiffFormat, RenderFormat, Sources};
 
 fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
@@ -24,10 +25,18 @@ fn load_files(
     dir: &Path,
     sources: &Sources,
 ) -> Result<(switchyard_core::PackFiles, switchyard_core::LoadResult), CliError> {
+    // `--validate-against` adds to the CRDs: the default folder stays unless `--crds` names others.
+    let mut crds = sources.crds.clone();
+    if !sources.validate_against.is_empty() {
+        if crds.is_empty() {
+            crds.extend(crate::files::find_crds(dir));
+        }
+        crds.extend(sources.validate_against.iter().cloned());
+    }
     Ok(crate::files::load_pack_dir(
         dir,
         sources.partials.as_deref(),
-        &sources.crds,
+        &crds,
     )?)
 }
 
@@ -54,8 +63,48 @@ fn load_pack(dir: &Path, sources: &Sources) -> Result<Pack, CliError> {
         .ok_or_else(|| CliError::Pack(files.root.clone()))
 }
 
-fn plan_for(pack: &Pack, inputs: &[PathBuf], now: DateTime<Utc>) -> Result<plan::Plan, CliError> {
-    let objects = read_inputs(inputs, pack.source_cluster())?;
+/// What a dry-run command evaluates: input files, extra member clusters, the clock.
+pub struct Inputs {
+    pub paths: Vec<PathBuf>,
+    pub clusters: Option<PathBuf>,
+    pub clock: Option<String>,
+}
+
+impl Inputs {
+    pub fn new(paths: Vec<PathBuf>, clusters: Option<PathBuf>, clock: Option<String>) -> Self {
+        Inputs {
+            paths,
+            clusters,
+            clock,
+        }
+    }
+}
+
+fn plan_for(pack: &Pack, inputs: &Inputs, now: DateTime<Utc>) -> Result<plan::Plan, CliError> {
+    let world = world_for(pack, inputs)?;
+    // The memory budget is checked between input files (in `world_for`) and between triggers.
+    let read = world.len() as u64;
+    plan::plan_checked(pack, &world, now, &mut |n| {
+        memory::check(Progress {
+            objects: read,
+            triggers: n as u64,
+        })
+    })
+    .map_err(CliError::Input)
+}
+
+/// The world of a dry run: the input objects and the member clusters named.
+fn world_for(pack: &Pack, inputs: &Inputs) -> Result<switchyard_core::MemoryWorld, CliError> {
+    let objects = read_inputs_checked(&inputs.paths, pack.source_cluster(), &mut |n| {
+        memory::check(Progress {
+            objects: n as u64,
+            triggers: 0,
+        })
+    })?;
+    let clusters = match &inputs.clusters {
+        Some(path) => crate::files::read_clusters(path)?,
+        None => Vec::new(),
+    };
     // An object of a role the pack does not know would be silently ignored.
     let roles: Vec<&str> = pack
         .spec()
@@ -64,17 +113,32 @@ fn plan_for(pack: &Pack, inputs: &[PathBuf], now: DateTime<Utc>) -> Result<plan:
         .map(|c| c.name.as_str())
         .collect();
     for (cluster, object) in &objects {
-        if !roles.contains(&cluster.as_str()) {
+        let role = switchyard_core::object::split_cluster(cluster).0;
+        if !roles.contains(&role) {
             let key = switchyard_core::ObjectKey::of(cluster, object).map_err(CliError::Input)?;
+            let named = if role == cluster {
+                format!("`{cluster}`, which")
+            } else {
+                format!("`{cluster}`, whose role `{role}`")
+            };
             return Err(CliError::Input(format!(
-                "{key}: the annotation switchyard.dev/cluster names `{cluster}`, which is not a cluster role of pack `{}` (roles: {})",
+                "{key}: the annotation switchyard.dev/cluster names {named} is not a cluster role of pack `{}` (roles: {})",
                 pack.name(),
                 roles.join(", ")
             )));
         }
     }
-    let world = plan::world_of(&objects).map_err(CliError::Input)?;
-    Ok(plan::plan(pack, &world, now))
+    for cluster in &clusters {
+        let role = switchyard_core::object::split_cluster(cluster).0;
+        if !roles.contains(&role) {
+            return Err(CliError::Input(format!(
+                "--clusters names `{cluster}`, whose role `{role}` is not a cluster role of pack `{}` (roles: {})",
+                pack.name(),
+                roles.join(", ")
+            )));
+        }
+    }
+    plan::world_of(&objects, &clusters).map_err(CliError::Input)
 }
 
 fn report_errors(plan: &plan::Plan) -> u8 {
@@ -87,13 +151,12 @@ fn report_errors(plan: &plan::Plan) -> u8 {
 
 pub fn render(
     pack_dir: &Path,
-    inputs: &[PathBuf],
+    inputs: &Inputs,
     format: RenderFormat,
-    clock_text: Option<&str>,
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
-    let plan = plan_for(&pack, inputs, clock(clock_text)?)?;
+    let plan = plan_for(&pack, inputs, clock(inputs.clock.as_deref())?)?;
     match format {
         RenderFormat::Yaml => out!("{}", plan::to_yaml(&plan)),
         RenderFormat::Json => outln!(
@@ -104,14 +167,9 @@ pub fn render(
     Ok(report_errors(&plan))
 }
 
-pub fn explain(
-    pack_dir: &Path,
-    inputs: &[PathBuf],
-    clock_text: Option<&str>,
-    sources: &Sources,
-) -> Result<u8, CliError> {
+pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
-    let plan = plan_for(&pack, inputs, clock(clock_text)?)?;
+    let plan = plan_for(&pack, inputs, clock(inputs.clock.as_deref())?)?;
     if plan.outcomes.is_empty() {
         let watched: Vec<String> = pack
             .watched_kinds()
@@ -312,12 +370,11 @@ fn junit_xml(suites: &[(String, Vec<testing::CaseReport>)]) -> String {
 pub fn diff(
     base_dir: &Path,
     head_dir: &Path,
-    inputs: &[PathBuf],
+    inputs: &Inputs,
     format: DiffFormat,
-    clock_text: Option<&str>,
     sources: &Sources,
 ) -> Result<u8, CliError> {
-    let now = clock(clock_text)?;
+    let now = clock(inputs.clock.as_deref())?;
     let base = load_pack(base_dir, sources)?;
     let head = load_pack(head_dir, sources)?;
     let base_plan = plan_for(&base, inputs, now)?;
@@ -338,6 +395,91 @@ pub fn diff(
         ),
     }
     Ok(u8::from(!changes.is_empty()))
+}
+
+pub fn simulate(
+    pack_dir: &Path,
+    inputs: &Inputs,
+    steps: usize,
+    clock_step: &str,
+    sets: &[String],
+    sources: &Sources,
+) -> Result<u8, CliError> {
+    let step = switchyard_core::duration::parse_duration(clock_step)
+        .map_err(|e| CliError::Usage(format!("--clock-step: {e}")))?;
+    let mut changes: Vec<(usize, PathBuf)> = Vec::new();
+    for set in sets {
+        let parsed = set
+            .rsplit_once('@')
+            .and_then(|(file, at)| Some((at.parse::<usize>().ok()?, PathBuf::from(file))));
+        match parsed {
+            Some((at, file)) if (1..=steps).contains(&at) => changes.push((at, file)),
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--set `{set}`: expected FILE@STEP with STEP from 1 to {steps}"
+                )));
+            }
+        }
+    }
+    let pack = load_pack(pack_dir, sources)?;
+    let world = world_for(&pack, inputs)?;
+    let mut simulation =
+        switchyard_core::simulate::Simulation::new(&pack, world, clock(inputs.clock.as_deref())?);
+    let empty = plan::Plan {
+        outcomes: Vec::new(),
+        objects: Vec::new(),
+        conflicts: Vec::new(),
+    };
+    let mut failed = false;
+    let mut previous = empty;
+    for at in 0..=steps {
+        if at > 0 {
+            simulation.settle();
+            for (_, file) in changes.iter().filter(|(s, _)| *s == at) {
+                for (cluster, object) in
+                    read_inputs(std::slice::from_ref(file), pack.source_cluster())?
+                {
+                    let key = switchyard_core::ObjectKey::of(&cluster, &object)
+                        .map_err(CliError::Input)?;
+                    let mut merged = switchyard_core::World::get(
+                        &simulation.world,
+                        &key.cluster,
+                        &key.api_version,
+                        &key.kind,
+                        key.namespace.as_deref(),
+                        &key.name,
+                    )
+                    .map(|o| serde_json::Value::clone(&o))
+                    .unwrap_or(serde_json::Value::Null);
+                    switchyard_core::simulate::merge(&mut merged, &object);
+                    simulation
+                        .world
+                        .insert(&cluster, merged)
+                        .map_err(CliError::Input)?;
+                }
+            }
+            simulation.advance(step);
+        }
+        let current = simulation.evaluate().clone();
+        outln!(
+            "== step {at} at {}",
+            simulation
+                .now
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        let changed = diff::diff_plans(&previous, &current);
+        if changed.is_empty() {
+            outln!("no changes");
+        } else {
+            out!("{}", changed.to_text());
+        }
+        for e in current.error_messages() {
+            outln!("error: {e}");
+            failed = true;
+        }
+        previous = current;
+    }
+    Ok(u8::from(failed))
 }
 
 pub fn schema(broker_config: bool) -> Result<u8, CliError> {

@@ -24,7 +24,12 @@ macro_rules! outln {
 
 mod cel_command;
 mod commands;
+mod memory;
 mod run_command;
+
+/// Counts the bytes the process holds, for the memory budget of the dry-run commands.
+#[global_allocator]
+static ALLOCATOR: memory::Counting = memory::Counting;
 
 use switchyard_cli::{CliError, files};
 
@@ -40,6 +45,12 @@ use clap::{Parser, Subcommand, ValueEnum};
     about = "Rules engine for multi-cluster Kubernetes: evaluate rule packs without a cluster"
 )]
 struct Cli {
+    /// The memory budget of `render`, `test`, `diff` and `explain` (200MiB, 2GiB,
+    /// `unlimited`); default `SWITCHYARD_MAX_MEMORY`, else 80% of the smallest of the
+    /// cgroup's memory limit, the address-space limit and the physical memory. Past it the
+    /// command stops with an error (exit code 2).
+    #[arg(long, global = true, value_name = "SIZE")]
+    max_memory: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -55,6 +66,10 @@ pub struct Sources {
     /// repeatable. Default the nearest `config/crds/` above the pack.
     #[arg(long = "crds")]
     pub crds: Vec<PathBuf>,
+    /// More CustomResourceDefinitions (folder or file; repeatable) that outputs are
+    /// validated against, besides those of `--crds` or the default folder.
+    #[arg(long = "validate-against")]
+    pub validate_against: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -85,6 +100,10 @@ enum Command {
         /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
+        /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
+        /// `switchyard.dev/cluster` names.
+        #[arg(long)]
+        clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
     },
@@ -122,6 +141,10 @@ enum Command {
         format: DiffFormat,
         #[arg(long)]
         clock: Option<String>,
+        /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
+        /// `switchyard.dev/cluster` names.
+        #[arg(long)]
+        clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
     },
@@ -133,6 +156,36 @@ enum Command {
         inputs: Vec<PathBuf>,
         #[arg(long)]
         clock: Option<String>,
+        /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
+        /// `switchyard.dev/cluster` names.
+        #[arg(long)]
+        clusters: Option<PathBuf>,
+        #[command(flatten)]
+        sources: Sources,
+    },
+    /// Step a pack through time without a cluster: evaluate, apply what it desires as the
+    /// broker would, move the clock, evaluate again; print what changes at each step.
+    Simulate {
+        #[arg(long)]
+        pack: PathBuf,
+        #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
+        inputs: Vec<PathBuf>,
+        /// Steps after the first evaluation.
+        #[arg(long, default_value_t = 3)]
+        steps: usize,
+        /// How far the clock moves at each step (`30s`, `5m`).
+        #[arg(long, default_value = "30s")]
+        clock_step: String,
+        /// Objects of FILE merged into the world (created when absent) before step STEP, as
+        /// another controller would write them (a status); repeatable.
+        #[arg(long = "set", value_name = "FILE@STEP")]
+        sets: Vec<String>,
+        /// The clock of the first evaluation (RFC 3339); default the current time.
+        #[arg(long)]
+        clock: Option<String>,
+        /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs name.
+        #[arg(long)]
+        clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
     },
@@ -185,14 +238,42 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Run(_)) {
         init_logs(false, "error");
     }
+    // The commands that read inputs run within a memory budget (see `memory.rs`).
+    if matches!(
+        cli.command,
+        Command::Render { .. }
+            | Command::Test { .. }
+            | Command::Diff { .. }
+            | Command::Explain { .. }
+    ) {
+        // A budget below what the process holds already (`--max-memory 1KiB`) fails here.
+        let budget = memory::resolve(cli.max_memory.as_deref()).and_then(|budget| {
+            memory::set_budget(budget);
+            memory::check(memory::Progress::default())
+        });
+        match budget {
+            Ok(()) => {}
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else if cli.max_memory.is_some() {
+        eprintln!("error: --max-memory applies to render, test, diff and explain");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Render {
             pack,
             inputs,
             format,
             clock,
+            clusters,
             sources,
-        } => commands::render(&pack, &inputs, format, clock.as_deref(), &sources),
+        } => {
+            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            commands::render(&pack, &inputs, format, &sources)
+        }
         Command::Test {
             packs,
             junit,
@@ -210,14 +291,35 @@ fn main() -> ExitCode {
             inputs,
             format,
             clock,
+            clusters,
             sources,
-        } => commands::diff(&base, &head, &inputs, format, clock.as_deref(), &sources),
+        } => {
+            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            commands::diff(&base, &head, &inputs, format, &sources)
+        }
         Command::Explain {
             pack,
             inputs,
             clock,
+            clusters,
             sources,
-        } => commands::explain(&pack, &inputs, clock.as_deref(), &sources),
+        } => {
+            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            commands::explain(&pack, &inputs, &sources)
+        }
+        Command::Simulate {
+            pack,
+            inputs,
+            steps,
+            clock_step,
+            sets,
+            clock,
+            clusters,
+            sources,
+        } => {
+            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            commands::simulate(&pack, &inputs, steps, &clock_step, &sets, &sources)
+        }
         Command::Cel {
             expression,
             bindings,

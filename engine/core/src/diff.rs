@@ -7,9 +7,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::evaluate::ANNOTATION_PACK_VERSION;
+use crate::evaluate::{ANNOTATION_PACK_VERSION, DesiredObject};
+use crate::model::OutputMode;
 use crate::object::ObjectKey;
-use crate::plan::Plan;
+use crate::plan::{Plan, plan_order};
 use crate::testing::unified_diff;
 use crate::yaml;
 
@@ -97,6 +98,15 @@ fn subject(key: &ObjectKey) -> String {
     format!("{} {} {}", key.api_version, key.kind, key.namespaced_name())
 }
 
+/// An output as the diff names it: a patch says so, since removing it removes only the
+/// pack's fields, never the object.
+fn output_subject(desired: &DesiredObject) -> String {
+    match desired.mode {
+        OutputMode::Apply | OutputMode::Create => subject(&desired.key),
+        OutputMode::Patch => format!("patch of {}", subject(&desired.key)),
+    }
+}
+
 fn comparable(object: &Value) -> Value {
     let mut copy = object.clone();
     if let Some(a) = copy
@@ -130,14 +140,14 @@ pub fn diff_plans(base: &Plan, head: &Plan) -> PlanDiff {
             (None, None) => break,
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
-            (Some(x), Some(y)) => x.key.cmp(&y.key),
+            (Some(x), Some(y)) => plan_order(&x.key).cmp(&plan_order(&y.key)),
         };
         match order {
             std::cmp::Ordering::Less => {
                 if let Some(x) = b.next() {
                     changes.push(Change {
                         kind: ChangeKind::Removed,
-                        subject: subject(&x.key),
+                        subject: output_subject(x),
                         cluster: x.key.cluster.clone(),
                         diff: unified_diff(
                             &yaml::to_yaml(&comparable(&x.object)),
@@ -152,7 +162,7 @@ pub fn diff_plans(base: &Plan, head: &Plan) -> PlanDiff {
                 if let Some(y) = h.next() {
                     changes.push(Change {
                         kind: ChangeKind::Added,
-                        subject: subject(&y.key),
+                        subject: output_subject(y),
                         cluster: y.key.cluster.clone(),
                         diff: unified_diff(
                             "",
@@ -169,7 +179,7 @@ pub fn diff_plans(base: &Plan, head: &Plan) -> PlanDiff {
                     if old != new {
                         changes.push(Change {
                             kind: ChangeKind::Changed,
-                            subject: subject(&x.key),
+                            subject: output_subject(x),
                             cluster: x.key.cluster.clone(),
                             diff: unified_diff(
                                 &yaml::to_yaml(&old),

@@ -10,9 +10,12 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use switchyard_cel as cel;
 
-use crate::model::DeletionPolicy;
-use crate::object::{ObjectKey, World, labels, selector_matches};
-use crate::pack::{CompiledRule, Expr, LookupKey, Pack, Step, in_scope};
+use crate::model::{DeletionPolicy, OutputMode};
+use crate::object::{ObjectKey, World, cluster_id, labels, selector_matches, split_cluster};
+use crate::pack::{
+    CompiledOutput, CompiledRule, CompiledStage, CompiledStages, CompiledStagesFrom, Expr,
+    LookupKey, Pack, Step, in_scope,
+};
 use crate::template::RenderContext;
 
 /// Label carried by every output: the pack that owns it (prune selects on it).
@@ -26,7 +29,8 @@ pub const ANNOTATION_PACK_VERSION: &str = "switchyard.dev/pack-version";
 pub const ANNOTATION_RULE: &str = "switchyard.dev/rule";
 /// Annotation: the triggers that desire the output (see [`ObjectKey`]'s display), comma-separated.
 pub const ANNOTATION_OWNERS: &str = "switchyard.dev/owners";
-/// Annotation on an input object naming its cluster role (dry-run inputs only).
+/// Annotation on an input object naming its cluster, `ROLE` or `ROLE/NAME` (dry-run inputs
+/// only).
 pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";
 /// The condition type the engine manages on every trigger.
 pub const CONDITION_SYNCED: &str = "Synced";
@@ -41,6 +45,9 @@ pub struct DesiredObject {
     /// Triggers that desire it.
     pub owners: BTreeSet<String>,
     pub deletion: DeletionPolicy,
+    /// `Patch`: only the rendered fields are the pack's; the object is someone else's.
+    #[serde(skip_serializing_if = "OutputMode::is_apply")]
+    pub mode: OutputMode,
 }
 
 /// Something a rule read, for re-evaluation when it changes.
@@ -111,9 +118,12 @@ pub struct Outcome {
     pub reads: BTreeSet<ReadKey>,
     pub errors: Vec<RuleError>,
     pub trace: Vec<TraceEntry>,
+    /// When to evaluate again without any change: the nearest stage deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requeue_after: Option<std::time::Duration>,
 }
 
-/// The trigger and its cluster role.
+/// The trigger and its cluster (`ROLE` or `ROLE/NAME`).
 #[derive(Debug, Clone, Copy)]
 pub struct Trigger<'a> {
     pub cluster: &'a str,
@@ -211,12 +221,13 @@ fn evaluate_traced<'w>(
     traced: bool,
 ) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
+    let (role, member) = split_cluster(trigger.cluster);
     let trigger_labels = labels(trigger.object);
     let rules: Vec<&CompiledRule> = pack
         .rules
         .iter()
         .filter(|r| {
-            r.watch.cluster == trigger.cluster
+            r.watch.cluster == role
                 && r.watch.api_version == key.api_version
                 && r.watch.kind == key.kind
                 && r.watch
@@ -239,6 +250,7 @@ fn evaluate_traced<'w>(
         reads: BTreeSet::new(),
         errors: Vec::new(),
         trace: Vec::new(),
+        requeue_after: None,
     };
     if rules.is_empty() {
         return Ok(outcome);
@@ -257,20 +269,32 @@ fn evaluate_traced<'w>(
 
     let self_value = conversions.trigger(trigger.object);
     let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let cluster_json = json!({"name": trigger.cluster});
+    let cluster_json = json!({"role": role, "name": member});
+    let clusters_json: Map<String, Value> = pack
+        .spec()
+        .clusters
+        .iter()
+        .map(|c| (c.name.clone(), json!(world.members(&c.name))))
+        .collect();
+    let clusters_json = Value::Object(clusters_json);
     let mut ctx = EvalContext {
         pack,
         world,
         trigger: trigger.object,
+        trigger_cluster: trigger.cluster,
         self_value,
         cluster_cel: cel::Value::from_json(&cluster_json),
         cluster_json,
+        clusters_cel: cel::Value::from_json(&clusters_json),
+        clusters_json,
         now_cel: cel::Value::string(now_text.clone()),
         now_text,
+        now,
         cost_used: 0,
         cost_budget: pack.document.cost_per_object(),
         conversions,
         outcome: &mut outcome,
+        missing_targets: Vec::new(),
         traced,
     };
     let mut results = Vec::new();
@@ -281,7 +305,7 @@ fn evaluate_traced<'w>(
     // The engine's own condition, then the rules' status mappings in rule-name order.
     let mut status = Map::new();
     let mut conditions: Vec<Value> = Vec::new();
-    let synced = synced_condition(&results);
+    let synced = synced_condition(&results, &ctx.missing_targets);
     conditions.push(synced);
     for result in &results {
         if let RuleResult::Fired {
@@ -360,12 +384,16 @@ struct RuleStatus {
     conditions: Vec<Value>,
 }
 
-fn synced_condition(results: &[RuleResult]) -> Value {
+fn synced_condition(results: &[RuleResult], missing_targets: &[String]) -> Value {
     if let Some(RuleResult::Blocked { reason, message }) = results
         .iter()
         .find(|r| matches!(r, RuleResult::Blocked { .. }))
     {
         return json!({"type": CONDITION_SYNCED, "status": "False", "reason": reason, "message": message});
+    }
+    if !missing_targets.is_empty() {
+        return json!({"type": CONDITION_SYNCED, "status": "False", "reason": "TargetNotFound",
+                      "message": missing_targets.join("; ")});
     }
     let fired: Vec<String> = results
         .iter()
@@ -393,16 +421,24 @@ struct EvalContext<'a> {
     pack: &'a Pack,
     world: &'a dyn World,
     trigger: &'a Value,
+    /// The trigger's cluster id (`ROLE` or `ROLE/NAME`).
+    trigger_cluster: &'a str,
     self_value: cel::Value,
     cluster_json: Value,
     cluster_cel: cel::Value,
+    /// Role -> sorted member names, bound as `clusters`.
+    clusters_json: Value,
+    clusters_cel: cel::Value,
     now_text: String,
     now_cel: cel::Value,
+    now: DateTime<Utc>,
     /// CEL cost spent so far for this trigger, and the most it may spend.
     cost_used: u64,
     cost_budget: u64,
     conversions: &'a Conversions<'a>,
     outcome: &'a mut Outcome,
+    /// Patches whose target does not exist (yet).
+    missing_targets: Vec<String>,
     /// Build the trace (`explain`, test failures); the broker does not read it.
     traced: bool,
 }
@@ -434,6 +470,18 @@ impl Bindings {
         self.vars_cel = cel::Value::string_map(&entries);
     }
 
+    /// Binds a name for a while (`stage`, `resources`): it reads like a lookup.
+    fn bind_extra(&mut self, name: &str, value: &Value) {
+        self.lookups.insert(
+            name.to_string(),
+            (cel::Value::from_json(value), value.clone()),
+        );
+    }
+
+    fn unbind_extra(&mut self, name: &str) {
+        self.lookups.remove(name);
+    }
+
     fn vars_json(&self) -> Value {
         Value::Object(
             self.vars
@@ -442,6 +490,26 @@ impl Bindings {
                 .collect(),
         )
     }
+}
+
+/// A stage as one evaluation sees it.
+struct StageDefinition<'s> {
+    name: String,
+    stage: &'s CompiledStage,
+    /// The definition from data, bound as `stage`.
+    definition: Option<Value>,
+    gates: Vec<Expr>,
+    timeout: Option<chrono::TimeDelta>,
+}
+
+/// Stage progress states, as written into the trigger's status.
+pub const STAGE_IN_PROGRESS: &str = "InProgress";
+pub const STAGE_COMPLETED: &str = "Completed";
+pub const STAGE_FAILED: &str = "Failed";
+
+fn is_identifier(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Why a rule stopped.
@@ -475,6 +543,7 @@ impl EvalContext<'_> {
         let mut a = cel::Activation::new(env);
         a.bind("self", self.self_value.clone());
         a.bind("cluster", self.cluster_cel.clone());
+        a.bind("clusters", self.clusters_cel.clone());
         a.bind("now", self.now_cel.clone());
         a.bind("vars", bindings.vars_cel.clone());
         a.bind("tables", self.pack.tables_cel.clone());
@@ -663,76 +732,39 @@ impl EvalContext<'_> {
         let mut rendered: Vec<DesiredObject> = Vec::new();
         let mut context = RenderContext::new(Value::Object(self.template_context(&bindings)));
         for output in &rule.outputs {
-            if let Some(when) = &output.when
-                && !self.eval_bool(name, when, &bindings, None)?
-            {
-                if self.traced {
-                    self.trace(
-                        name,
-                        format!("output {}", output.name),
-                        Some(when.source()),
-                        "skipped: `when` is false",
-                    );
-                }
-                continue;
-            }
-            let items: Vec<Option<Value>> = match &output.for_each {
-                None => vec![None],
-                Some(expr) => {
-                    let (value, json) = self.eval_json(name, expr, &bindings, None)?;
-                    let Value::Array(elements) = json else {
-                        return Err(self.fail(
-                            name,
-                            &expr.path,
-                            Some(expr.source()),
-                            format!("forEach must return a list, got {}", value.type_name()),
-                        ));
-                    };
-                    elements.into_iter().map(Some).collect()
-                }
-            };
-            let count = items.len();
-            for (index, item) in items.into_iter().enumerate() {
-                if let Some(item) = item {
-                    context.set("item", item);
-                    context.set("index", json!(index));
-                }
-                let documents = self
-                    .pack
-                    .templates
-                    .render_in(&output.template, &context)
-                    .map_err(|e| {
-                        self.fail(
-                            name,
-                            &format!("output `{}`", output.name),
-                            None,
-                            e.to_string(),
-                        )
-                    })?;
-                for document in documents {
-                    rendered.push(self.output(rule, &output.name, &output.cluster, document)?);
-                }
-            }
-            context.unset("item");
-            context.unset("index");
-            if self.traced {
-                self.trace(
-                    name,
-                    format!("output {}", output.name),
-                    None,
-                    format!(
-                        "rendered {} with {}",
-                        output.template,
-                        plural(count, "item")
-                    ),
-                );
-            }
+            self.render_output(
+                rule,
+                output,
+                &bindings,
+                &mut context,
+                &mut rendered,
+                &mut Vec::new(),
+            )?;
         }
-
-        let status = match &rule.status {
+        let progress = match &rule.stages {
             None => None,
+            Some(stages) => {
+                Some(self.run_stages(rule, stages, &mut bindings, &mut context, &mut rendered)?)
+            }
+        };
+
+        if let Some(progress) = &progress {
+            // The status mapping reads the progress as `stages`.
+            bindings.bind_extra("stages", progress);
+        }
+        let status = match &rule.status {
+            None => progress
+                .as_ref()
+                .zip(rule.stages.as_ref())
+                .map(|(progress, stages)| RuleStatus {
+                    fields: vec![(stages.status_field.clone(), progress.clone())],
+                    conditions: Vec::new(),
+                }),
             Some(mapping) => {
                 let mut fields = Vec::new();
+                if let (Some(progress), Some(stages)) = (&progress, &rule.stages) {
+                    fields.push((stages.status_field.clone(), progress.clone()));
+                }
                 for (field, expr) in &mapping.fields {
                     let (_, json) = self.eval_json(name, expr, &bindings, None)?;
                     if !json.is_null() {
@@ -777,6 +809,485 @@ impl EvalContext<'_> {
         })
     }
 
+    /// Runs a rule's stages: renders what the current stage applies (and what earlier stages
+    /// without `cleanup` keep), checks the current stage's gates against the objects as
+    /// observed, moves on while gates pass, and returns the progress to write into the
+    /// trigger's status. Pure: the progress read comes from the trigger's status, the time
+    /// from the clock; a stage waiting for its timeout sets `Outcome.requeue_after`.
+    fn run_stages(
+        &mut self,
+        rule: &CompiledRule,
+        stages: &CompiledStages,
+        bindings: &mut Bindings,
+        context: &mut RenderContext,
+        rendered: &mut Vec<DesiredObject>,
+    ) -> Result<Value, Stop> {
+        let name = rule.name.as_str();
+        let defs = self.stage_definitions(rule, stages, bindings)?;
+        let previous = self
+            .trigger
+            .get("status")
+            .and_then(|s| s.get(&stages.status_field))
+            .filter(|p| p.is_object());
+        let field = |p: &Value, f: &str| p.get(f).and_then(Value::as_str).map(str::to_string);
+        let mut state = previous
+            .and_then(|p| field(p, "state"))
+            .unwrap_or_else(|| STAGE_IN_PROGRESS.to_string());
+        let mut message = previous.and_then(|p| field(p, "message"));
+        let mut start = previous
+            .and_then(|p| field(p, "stageStartTime"))
+            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+            .map_or(self.now, |t| t.with_timezone(&Utc));
+        let mut index = match previous.and_then(|p| field(p, "stage")) {
+            None => 0,
+            Some(stage) => match defs.iter().position(|d| d.name == stage) {
+                Some(i) => i,
+                None if state == STAGE_IN_PROGRESS => {
+                    state = STAGE_FAILED.to_string();
+                    message = Some(format!("stage `{stage}` is no longer defined"));
+                    0
+                }
+                None => defs.len(),
+            },
+        };
+        if defs.is_empty() {
+            state = STAGE_COMPLETED.to_string();
+        }
+        match state.as_str() {
+            STAGE_COMPLETED => {
+                for j in (0..defs.len()).filter(|j| !defs[*j].stage.cleanup) {
+                    self.render_stage(rule, &defs[j], bindings, context, rendered)?;
+                }
+            }
+            STAGE_FAILED => {
+                // The failed stage's objects stay for inspection.
+                for j in (0..defs.len())
+                    .filter(|j| *j == index || (*j < index && !defs[*j].stage.cleanup))
+                {
+                    self.render_stage(rule, &defs[j], bindings, context, rendered)?;
+                }
+            }
+            _ => {
+                for j in (0..index.min(defs.len())).filter(|j| !defs[*j].stage.cleanup) {
+                    self.render_stage(rule, &defs[j], bindings, context, rendered)?;
+                }
+                loop {
+                    let Some(def) = defs.get(index) else {
+                        state = STAGE_COMPLETED.to_string();
+                        break;
+                    };
+                    let mark = rendered.len();
+                    let bound = self.render_stage(rule, def, bindings, context, rendered)?;
+                    let passed = self.stage_gates_pass(rule, def, &bound, bindings)?;
+                    if passed {
+                        if def.stage.cleanup {
+                            rendered.truncate(mark);
+                        }
+                        index += 1;
+                        start = self.now;
+                        continue;
+                    }
+                    if let Some(timeout) = def.timeout {
+                        let deadline = start + timeout;
+                        if self.now >= deadline {
+                            state = STAGE_FAILED.to_string();
+                            message = Some(format!(
+                                "stage `{}` did not pass within {}",
+                                def.name,
+                                crate::duration::format_duration(timeout)
+                            ));
+                        } else if let Ok(wait) = (deadline - self.now).to_std() {
+                            let nearest = self.outcome.requeue_after.map_or(wait, |r| r.min(wait));
+                            self.outcome.requeue_after = Some(nearest);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        let mut progress = Map::new();
+        progress.insert("state".into(), Value::String(state.clone()));
+        let current = defs.get(index).or(defs.last());
+        if let Some(def) = current {
+            progress.insert("stage".into(), Value::String(def.name.clone()));
+        }
+        progress.insert("index".into(), json!(index.min(defs.len())));
+        progress.insert(
+            "stageStartTime".into(),
+            Value::String(start.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        );
+        if state == STAGE_FAILED
+            && let Some(m) = message
+        {
+            progress.insert("message".into(), Value::String(m));
+        }
+        let progress = Value::Object(progress);
+        if self.traced {
+            self.trace(name, "stages", None, compact(&progress));
+        }
+        Ok(progress)
+    }
+
+    /// The stages as this evaluation sees them: written in the pack, or one per element of
+    /// `from.list`, with their names, gates and timeouts evaluated.
+    fn stage_definitions<'s>(
+        &mut self,
+        rule: &CompiledRule,
+        stages: &'s CompiledStages,
+        bindings: &mut Bindings,
+    ) -> Result<Vec<StageDefinition<'s>>, Stop> {
+        let name = rule.name.as_str();
+        let Some(from) = &stages.from else {
+            return Ok(stages
+                .stages
+                .iter()
+                .map(|stage| StageDefinition {
+                    name: stage.name.clone(),
+                    stage,
+                    definition: None,
+                    gates: stage.gates.clone(),
+                    timeout: stage.timeout,
+                })
+                .collect());
+        };
+        let Some(pattern) = stages.stages.first() else {
+            return Ok(Vec::new());
+        };
+        let (value, list) = self.eval_json(name, &from.list, bindings, None)?;
+        let Value::Array(elements) = list else {
+            return Err(self.fail(
+                name,
+                &from.list.path,
+                Some(from.list.source()),
+                format!("expected a list of stages, got {}", value.type_name()),
+            ));
+        };
+        let mut defs = Vec::new();
+        for element in elements {
+            bindings.bind_extra("stage", &element);
+            let result = self.stage_from(rule, from, pattern, &element, bindings);
+            bindings.unbind_extra("stage");
+            defs.push(result?);
+        }
+        Ok(defs)
+    }
+
+    fn stage_from<'s>(
+        &mut self,
+        rule: &CompiledRule,
+        from: &CompiledStagesFrom,
+        pattern: &'s CompiledStage,
+        element: &Value,
+        bindings: &Bindings,
+    ) -> Result<StageDefinition<'s>, Stop> {
+        let name = rule.name.as_str();
+        let stage_name = self.eval_string(name, &from.name, bindings)?;
+        let mut gates = Vec::new();
+        if let Some(expr) = &from.gates {
+            let (value, sources) = self.eval_json(name, expr, bindings, None)?;
+            let sources = match sources {
+                Value::Null => Vec::new(),
+                Value::Array(items) => items,
+                _ => {
+                    return Err(self.fail(
+                        name,
+                        &expr.path,
+                        Some(expr.source()),
+                        format!(
+                            "expected a list of CEL expressions, got {}",
+                            value.type_name()
+                        ),
+                    ));
+                }
+            };
+            for (i, source) in sources.iter().enumerate() {
+                let path = format!("stage `{stage_name}`, gate {i}");
+                let Some(source) = source.as_str() else {
+                    return Err(self.fail(
+                        name,
+                        &path,
+                        None,
+                        format!(
+                            "a gate must be a CEL expression (a string), got {}",
+                            compact(source)
+                        ),
+                    ));
+                };
+                match self.pack.gate(source) {
+                    Ok(program) => gates.push(Expr { program, path }),
+                    Err(e) => {
+                        return Err(self.fail(
+                            name,
+                            &path,
+                            Some(source),
+                            format!("invalid CEL expression: {e}"),
+                        ));
+                    }
+                }
+            }
+        }
+        let timeout = match &from.timeout {
+            None => None,
+            Some(expr) => match self.eval_json(name, expr, bindings, None)? {
+                (_, Value::Null) => None,
+                (_, Value::String(text)) => match crate::duration::parse_duration(&text) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        return Err(self.fail(name, &expr.path, Some(expr.source()), e));
+                    }
+                },
+                (value, _) => {
+                    return Err(self.fail(
+                        name,
+                        &expr.path,
+                        Some(expr.source()),
+                        format!(
+                            "expected a duration string or null, got {}",
+                            value.type_name()
+                        ),
+                    ));
+                }
+            },
+        };
+        Ok(StageDefinition {
+            name: stage_name,
+            stage: pattern,
+            definition: Some(element.clone()),
+            gates,
+            timeout,
+        })
+    }
+
+    /// Renders a stage's outputs; returns each object's key under its `bindAs` name.
+    fn render_stage(
+        &mut self,
+        rule: &CompiledRule,
+        def: &StageDefinition<'_>,
+        bindings: &mut Bindings,
+        context: &mut RenderContext,
+        rendered: &mut Vec<DesiredObject>,
+    ) -> Result<Vec<(String, ObjectKey)>, Stop> {
+        let mut bound = Vec::new();
+        if let Some(definition) = &def.definition {
+            bindings.bind_extra("stage", definition);
+            context.set("stage", definition.clone());
+        }
+        let mut result = Ok(());
+        for output in &def.stage.outputs {
+            result = self.render_output(rule, output, bindings, context, rendered, &mut bound);
+            if result.is_err() {
+                break;
+            }
+        }
+        bindings.unbind_extra("stage");
+        context.unset("stage");
+        result.map(|()| bound)
+    }
+
+    /// Whether a stage's gates all hold over its objects as the world has them. Until every
+    /// object exists the gates are not evaluated: the stage waits.
+    fn stage_gates_pass(
+        &mut self,
+        rule: &CompiledRule,
+        def: &StageDefinition<'_>,
+        bound: &[(String, ObjectKey)],
+        bindings: &mut Bindings,
+    ) -> Result<bool, Stop> {
+        let name = rule.name.as_str();
+        let mut resources = Map::new();
+        let mut missing = Vec::new();
+        for (bind, key) in bound {
+            self.outcome.reads.insert(ReadKey::Object(key.clone()));
+            let observed = self.world.get(
+                &key.cluster,
+                &key.api_version,
+                &key.kind,
+                key.namespace.as_deref(),
+                &key.name,
+            );
+            match observed {
+                Some(o) => {
+                    resources.insert(bind.clone(), Value::clone(&o));
+                }
+                None => {
+                    missing.push(key.to_string());
+                    resources.insert(bind.clone(), Value::Null);
+                }
+            }
+        }
+        if !missing.is_empty() {
+            if self.traced {
+                self.trace(
+                    name,
+                    format!("stage {}", def.name),
+                    None,
+                    format!("waiting for {}", missing.join(", ")),
+                );
+            }
+            return Ok(false);
+        }
+        // Gates from data read each resource by its name too, as the seed binds them.
+        let mut extra: Vec<String> = vec!["resources".into()];
+        bindings.bind_extra("resources", &Value::Object(resources.clone()));
+        if let Some(definition) = &def.definition {
+            bindings.bind_extra("stage", definition);
+            extra.push("stage".into());
+            for (bind, object) in &resources {
+                if !bindings.lookups.contains_key(bind) && is_identifier(bind) {
+                    bindings.bind_extra(bind, object);
+                    extra.push(bind.clone());
+                }
+            }
+        }
+        let mut outcome = Ok(true);
+        for gate in &def.gates {
+            match self.eval_bool(name, gate, bindings, None) {
+                Ok(true) => {}
+                Ok(false) => {
+                    if self.traced {
+                        self.trace(name, &gate.path, Some(gate.source()), "false: waiting");
+                    }
+                    outcome = Ok(false);
+                    break;
+                }
+                Err(stop) => {
+                    outcome = Err(stop);
+                    break;
+                }
+            }
+        }
+        for bind in &extra {
+            bindings.unbind_extra(bind);
+        }
+        outcome
+    }
+
+    /// Renders one output (once, or once per `forEach` element) into `rendered`; `bound`
+    /// gets each object's key under its `bindAs` name, for stage gates.
+    fn render_output(
+        &mut self,
+        rule: &CompiledRule,
+        output: &CompiledOutput,
+        bindings: &Bindings,
+        context: &mut RenderContext,
+        rendered: &mut Vec<DesiredObject>,
+        bound: &mut Vec<(String, ObjectKey)>,
+    ) -> Result<(), Stop> {
+        let name = rule.name.as_str();
+        if let Some(when) = &output.when
+            && !self.eval_bool(name, when, bindings, None)?
+        {
+            if self.traced {
+                self.trace(
+                    name,
+                    format!("output {}", output.name),
+                    Some(when.source()),
+                    "skipped: `when` is false",
+                );
+            }
+            return Ok(());
+        }
+        let items: Vec<Option<Value>> = match &output.for_each {
+            None => vec![None],
+            Some(expr) => {
+                let (value, json) = self.eval_json(name, expr, bindings, None)?;
+                let Value::Array(elements) = json else {
+                    return Err(self.fail(
+                        name,
+                        &expr.path,
+                        Some(expr.source()),
+                        format!("forEach must return a list, got {}", value.type_name()),
+                    ));
+                };
+                elements.into_iter().map(Some).collect()
+            }
+        };
+        let count = items.len();
+        for (index, item) in items.into_iter().enumerate() {
+            let member = match &output.cluster_name {
+                None => None,
+                Some(expr) => {
+                    let item_cel = item.as_ref().map(cel::Value::from_json);
+                    let bound = item_cel.as_ref().map(|v| (v, index));
+                    let (value, json) = self.eval_json(name, expr, bindings, bound)?;
+                    match json {
+                        Value::String(member) => Some(member),
+                        _ => {
+                            return Err(self.fail(
+                                name,
+                                &expr.path,
+                                Some(expr.source()),
+                                format!("expected a string, got {}", value.type_name()),
+                            ));
+                        }
+                    }
+                }
+            };
+            let bind_name = match &output.bind_as {
+                None => output.name.clone(),
+                Some(expr) => {
+                    let item_cel = item.as_ref().map(cel::Value::from_json);
+                    let bound = item_cel.as_ref().map(|v| (v, index));
+                    let (value, json) = self.eval_json(name, expr, bindings, bound)?;
+                    match json {
+                        Value::String(bind) => bind,
+                        _ => {
+                            return Err(self.fail(
+                                name,
+                                &expr.path,
+                                Some(expr.source()),
+                                format!("expected a string, got {}", value.type_name()),
+                            ));
+                        }
+                    }
+                }
+            };
+            let cluster = self.target_cluster(
+                name,
+                &format!("output `{}`", output.name),
+                &output.cluster,
+                member,
+            )?;
+            if let Some(item) = item {
+                context.set("item", item);
+                context.set("index", json!(index));
+            }
+            let documents = self
+                .pack
+                .templates
+                .render_in(&output.template, context)
+                .map_err(|e| {
+                    self.fail(
+                        name,
+                        &format!("output `{}`", output.name),
+                        None,
+                        e.to_string(),
+                    )
+                })?;
+            for document in documents {
+                if let Some(desired) = self.output(rule, output, &cluster, document)? {
+                    bound.push((bind_name.clone(), desired.key.clone()));
+                    rendered.push(desired);
+                }
+            }
+        }
+        context.unset("item");
+        context.unset("index");
+        if self.traced {
+            self.trace(
+                name,
+                format!("output {}", output.name),
+                None,
+                format!(
+                    "rendered {} with {}",
+                    output.template,
+                    plural(count, "item")
+                ),
+            );
+        }
+        Ok(())
+    }
+
     fn run_lookup(
         &mut self,
         rule: &CompiledRule,
@@ -786,7 +1297,11 @@ impl EvalContext<'_> {
         let name = rule.name.as_str();
         let lookup = &rule.lookups[i];
         let by_labels = matches!(lookup.key, LookupKey::Labels(_));
-        let empty = if by_labels { json!([]) } else { Value::Null };
+        let empty = if by_labels || lookup.all_clusters {
+            json!([])
+        } else {
+            Value::Null
+        };
         if let Some(when) = &lookup.when
             && !self.eval_bool(name, when, bindings, None)?
         {
@@ -811,61 +1326,68 @@ impl EvalContext<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
         };
-        let found: (cel::Value, Value) = match &lookup.key {
+        let path = format!("lookup `{}`", lookup.name);
+        let clusters: Vec<String> = if lookup.all_clusters {
+            let members = self.world.members(&lookup.cluster);
+            if members.is_empty() {
+                vec![lookup.cluster.clone()]
+            } else {
+                members
+                    .iter()
+                    .map(|m| cluster_id(&lookup.cluster, m))
+                    .collect()
+            }
+        } else {
+            let member = match &lookup.cluster_name {
+                Some(expr) => Some(self.eval_string(name, expr, bindings)?),
+                None => None,
+            };
+            vec![self.target_cluster(name, &path, &lookup.cluster, member)?]
+        };
+        // Where the lookup searched, for messages.
+        let searched = if lookup.all_clusters {
+            format!("any cluster of role `{}`", lookup.cluster)
+        } else {
+            format!("cluster `{}`", clusters.join(", "))
+        };
+        let mut found: Vec<(&str, Arc<Value>)> = Vec::new();
+        // What the trace shows, and what a required lookup that finds nothing says.
+        let (described, not_found, expression) = match &lookup.key {
             LookupKey::Name(expr) => {
                 let object_name = self.eval_string(name, expr, bindings)?;
-                let key = ObjectKey {
-                    cluster: lookup.cluster.clone(),
-                    api_version: lookup.api_version.clone(),
-                    kind: lookup.kind.clone(),
-                    namespace: namespace.clone(),
-                    name: object_name.clone(),
-                };
-                let object = self.world.get(
-                    &key.cluster,
-                    &key.api_version,
-                    &key.kind,
-                    namespace.as_deref(),
-                    &object_name,
-                );
-                let found = match &object {
-                    Some(o) => (self.conversions.shared(o), Value::clone(o)),
-                    None => (cel::Value::null(), Value::Null),
-                };
-                let described = format!(
-                    "{} {} {}",
-                    lookup.api_version,
-                    lookup.kind,
-                    key.namespaced_name()
-                );
-                if self.traced {
-                    self.trace(
-                        name,
-                        format!("lookup {}", lookup.name),
-                        Some(expr.source()),
-                        if found.1.is_null() {
-                            format!("{described} not found")
-                        } else {
-                            format!("{described} found")
-                        },
-                    );
+                for cluster in &clusters {
+                    let key = ObjectKey {
+                        cluster: cluster.clone(),
+                        api_version: lookup.api_version.clone(),
+                        kind: lookup.kind.clone(),
+                        namespace: namespace.clone(),
+                        name: object_name.clone(),
+                    };
+                    if let Some(o) = self.world.get(
+                        cluster,
+                        &key.api_version,
+                        &key.kind,
+                        namespace.as_deref(),
+                        &object_name,
+                    ) {
+                        found.push((cluster, o));
+                    }
+                    self.outcome.reads.insert(ReadKey::Object(key));
                 }
-                self.outcome.reads.insert(ReadKey::Object(key));
-                if found.1.is_null() && lookup.required {
-                    return Err(Stop::Block {
-                        reason: lookup.reason.clone(),
-                        message: format!(
-                            "{} `{}` not found in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)",
-                            lookup.kind,
-                            object_name,
-                            namespace.as_deref().unwrap_or(""),
-                            lookup.cluster,
-                            lookup.name,
-                            rule.name
-                        ),
-                    });
-                }
-                found
+                let shown = match &namespace {
+                    Some(ns) => format!("{ns}/{object_name}"),
+                    None => object_name.clone(),
+                };
+                (
+                    format!("{} {} {shown}", lookup.api_version, lookup.kind),
+                    format!(
+                        "{} `{}` not found in namespace `{}` of {searched}",
+                        lookup.kind,
+                        object_name,
+                        namespace.as_deref().unwrap_or(""),
+                    ),
+                    expr,
+                )
             }
             LookupKey::Labels(expr) => {
                 let (value, selector) = self.eval_json(name, expr, bindings, None)?;
@@ -886,56 +1408,150 @@ impl EvalContext<'_> {
                         )
                     })
                     .collect();
-                let matches: Vec<Arc<Value>> = self
-                    .world
-                    .list(
-                        &lookup.cluster,
-                        &lookup.api_version,
-                        &lookup.kind,
-                        namespace.as_deref(),
-                    )
-                    .into_iter()
-                    .filter(|o| {
-                        let have = labels(o);
-                        wanted.iter().all(|(k, v)| have.get(k) == Some(v))
-                    })
-                    .collect();
-                if self.traced {
-                    self.trace(
-                        name,
-                        format!("lookup {}", lookup.name),
-                        Some(expr.source()),
-                        format!("{} matched", plural(matches.len(), "object")),
-                    );
-                }
-                self.outcome.reads.insert(ReadKey::List {
-                    cluster: lookup.cluster.clone(),
-                    api_version: lookup.api_version.clone(),
-                    kind: lookup.kind.clone(),
-                    namespace: namespace.clone(),
-                });
-                if matches.is_empty() && lookup.required {
-                    return Err(Stop::Block {
-                        reason: lookup.reason.clone(),
-                        message: format!(
-                            "no {} matches labels {} in namespace `{}` of cluster `{}` (lookup `{}` of rule `{}`)",
-                            lookup.kind,
-                            compact(&Value::Object(selector)),
-                            namespace.as_deref().unwrap_or(""),
-                            lookup.cluster,
-                            lookup.name,
-                            rule.name
-                        ),
+                for cluster in &clusters {
+                    let matching = self
+                        .world
+                        .list(
+                            cluster,
+                            &lookup.api_version,
+                            &lookup.kind,
+                            namespace.as_deref(),
+                        )
+                        .into_iter()
+                        .filter(|o| {
+                            let have = labels(o);
+                            wanted.iter().all(|(k, v)| have.get(k) == Some(v))
+                        });
+                    found.extend(matching.map(|o| (cluster.as_str(), o)));
+                    self.outcome.reads.insert(ReadKey::List {
+                        cluster: cluster.clone(),
+                        api_version: lookup.api_version.clone(),
+                        kind: lookup.kind.clone(),
+                        namespace: namespace.clone(),
                     });
                 }
                 (
-                    cel::Value::list(matches.iter().map(|o| self.conversions.shared(o))),
-                    Value::Array(matches.iter().map(|o| Value::clone(o)).collect()),
+                    String::new(),
+                    format!(
+                        "no {} matches labels {} in namespace `{}` of {searched}",
+                        lookup.kind,
+                        compact(&Value::Object(selector)),
+                        namespace.as_deref().unwrap_or(""),
+                    ),
+                    expr,
                 )
             }
         };
-        bindings.lookups.insert(lookup.name.clone(), found);
+        if self.traced {
+            let result = match (&lookup.key, lookup.all_clusters) {
+                (LookupKey::Name(_), false) if found.is_empty() => format!("{described} not found"),
+                (LookupKey::Name(_), false) => format!("{described} found"),
+                _ => format!("{} matched", plural(found.len(), "object")),
+            };
+            self.trace(
+                name,
+                format!("lookup {}", lookup.name),
+                Some(expression.source()),
+                result,
+            );
+        }
+        if found.is_empty() && lookup.required {
+            return Err(Stop::Block {
+                reason: lookup.reason.clone(),
+                message: format!(
+                    "{not_found} (lookup `{}` of rule `{}`)",
+                    lookup.name, rule.name
+                ),
+            });
+        }
+        let binding: (cel::Value, Value) = if lookup.all_clusters {
+            // Each object with the cluster it came from.
+            let entries: Vec<(cel::Value, Value)> = found
+                .iter()
+                .map(|(cluster, o)| {
+                    let (role, member) = split_cluster(cluster);
+                    let cluster_json = json!({"role": role, "name": member});
+                    let cel_entry = cel::Value::string_map(&[
+                        (Arc::from("cluster"), cel::Value::from_json(&cluster_json)),
+                        (Arc::from("object"), self.conversions.shared(o)),
+                    ]);
+                    (
+                        cel_entry,
+                        json!({"cluster": cluster_json, "object": Value::clone(o)}),
+                    )
+                })
+                .collect();
+            let (cel_entries, json_entries): (Vec<_>, Vec<_>) = entries.into_iter().unzip();
+            (cel::Value::list(cel_entries), Value::Array(json_entries))
+        } else if by_labels {
+            (
+                cel::Value::list(found.iter().map(|(_, o)| self.conversions.shared(o))),
+                Value::Array(found.iter().map(|(_, o)| Value::clone(o)).collect()),
+            )
+        } else {
+            match found.first() {
+                Some((_, o)) => (self.conversions.shared(o), Value::clone(o)),
+                None => (cel::Value::null(), Value::Null),
+            }
+        };
+        bindings.lookups.insert(lookup.name.clone(), binding);
         Ok(())
+    }
+
+    /// The cluster a lookup reads or an output goes to: the member `name` of `role` when
+    /// given; otherwise the trigger's own cluster when `role` is its role, or the role's only
+    /// cluster.
+    fn target_cluster(
+        &mut self,
+        rule: &str,
+        path: &str,
+        role: &str,
+        name: Option<String>,
+    ) -> Result<String, Stop> {
+        let members = self.world.members(role);
+        let listed = || {
+            if members.is_empty() {
+                "the role has no known clusters; in `render` and `test` an input's `switchyard.dev/cluster` annotation, a test case's `clusters` or `--clusters FILE` name them".to_string()
+            } else {
+                format!(
+                    "its clusters: {}",
+                    members
+                        .iter()
+                        .map(|m| format!("`{}`", cluster_id(role, m)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        };
+        let problem = match name {
+            Some(name) => {
+                let unnamed_ok = name.is_empty() && members.iter().all(String::is_empty);
+                if unnamed_ok || members.contains(&name) {
+                    return Ok(cluster_id(role, &name));
+                }
+                format!(
+                    "cluster `{}` is not a member of role `{role}` ({})",
+                    cluster_id(role, &name),
+                    listed()
+                )
+            }
+            None => {
+                let (trigger_role, _) = split_cluster(self.trigger_cluster);
+                if trigger_role == role {
+                    return Ok(self.trigger_cluster.to_string());
+                }
+                match members.as_slice() {
+                    [] => return Ok(role.to_string()),
+                    [only] => return Ok(cluster_id(role, only)),
+                    _ => format!(
+                        "role `{role}` has {} clusters: name one with `clusterName` ({})",
+                        members.len(),
+                        listed()
+                    ),
+                }
+            }
+        };
+        Err(self.fail(rule, path, None, problem))
     }
 
     /// The template context of a rule: built once, outputs add `item` and `index`.
@@ -943,6 +1559,7 @@ impl EvalContext<'_> {
         let mut context = Map::new();
         context.insert("self".into(), self.trigger.clone());
         context.insert("cluster".into(), self.cluster_json.clone());
+        context.insert("clusters".into(), self.clusters_json.clone());
         context.insert("now".into(), Value::String(self.now_text.clone()));
         context.insert("vars".into(), bindings.vars_json());
         context.insert("tables".into(), self.pack.tables_json.clone());
@@ -952,16 +1569,17 @@ impl EvalContext<'_> {
         context
     }
 
-    /// Checks a rendered object against the pack's scope and stamps ownership on it.
+    /// Checks a rendered object against the pack's scope and stamps ownership on it; a
+    /// patch of an object that does not exist is no output (the trigger's `Synced` says so).
     fn output(
         &mut self,
         rule: &CompiledRule,
-        output: &str,
+        output: &CompiledOutput,
         cluster: &str,
         mut object: Value,
-    ) -> Result<DesiredObject, Stop> {
+    ) -> Result<Option<DesiredObject>, Stop> {
         let name = rule.name.as_str();
-        let path = format!("output `{output}`");
+        let path = format!("output `{}`", output.name);
         let key = match ObjectKey::of(cluster, &object) {
             Ok(key) => key,
             Err(e) => {
@@ -975,7 +1593,7 @@ impl EvalContext<'_> {
         };
         if !in_scope(
             &self.pack.spec().scope,
-            cluster,
+            key.role(),
             &key.api_version,
             &key.kind,
             key.namespace.as_deref(),
@@ -1002,22 +1620,75 @@ impl EvalContext<'_> {
                 message,
             });
         }
-        let source = format!("{}/{output}", rule.name);
+        // What the API server would refuse is an error here, naming the output and the field.
+        let violations = match output.mode {
+            OutputMode::Apply | OutputMode::Create => self.pack.validator.validate(&object),
+            // A patch holds only some fields: its labels and annotations are checked.
+            OutputMode::Patch => self.pack.validator.validate_metadata(&object),
+        };
+        if !violations.is_empty() {
+            let listed: Vec<String> = violations.iter().map(ToString::to_string).collect();
+            return Err(self.fail(
+                name,
+                &path,
+                None,
+                format!(
+                    "{} `{}` in cluster `{}` is invalid: {}",
+                    key.kind,
+                    key.namespaced_name(),
+                    key.cluster,
+                    listed.join("; ")
+                ),
+            ));
+        }
+        let source = format!("{}/{}", rule.name, output.name);
         let owner = self.outcome.trigger.to_string();
-        stamp_ownership(
-            &mut object,
-            self.pack.name(),
-            &self.pack.version().to_string(),
-            &source,
-            &owner,
-        );
-        Ok(DesiredObject {
+        match output.mode {
+            OutputMode::Apply | OutputMode::Create => stamp_ownership(
+                &mut object,
+                self.pack.name(),
+                &self.pack.version().to_string(),
+                &source,
+                &owner,
+            ),
+            OutputMode::Patch => {
+                // Never created: the patch waits for its target, and its appearance
+                // re-evaluates the trigger.
+                self.outcome.reads.insert(ReadKey::Object(key.clone()));
+                let exists = self
+                    .world
+                    .get(
+                        &key.cluster,
+                        &key.api_version,
+                        &key.kind,
+                        key.namespace.as_deref(),
+                        &key.name,
+                    )
+                    .is_some();
+                if !exists {
+                    let message = format!(
+                        "{} `{}` in cluster `{}` does not exist: output `{}` patches it once it does",
+                        key.kind,
+                        key.namespaced_name(),
+                        key.cluster,
+                        output.name
+                    );
+                    if self.traced {
+                        self.trace(name, &path, None, message.clone());
+                    }
+                    self.missing_targets.push(message);
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(DesiredObject {
             key,
             object,
             sources: BTreeSet::from([source]),
             owners: BTreeSet::from([owner]),
             deletion: rule.deletion,
-        })
+            mode: output.mode,
+        }))
     }
 }
 

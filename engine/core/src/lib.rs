@@ -10,14 +10,18 @@
 
 pub mod diagnostic;
 pub mod diff;
+pub mod duration;
 pub mod evaluate;
+pub mod functions;
 pub mod model;
 pub mod object;
 pub mod pack;
 pub mod plan;
+pub mod simulate;
 pub mod table;
 pub mod template;
 pub mod testing;
+pub mod validate;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};

@@ -175,6 +175,11 @@ pub struct RuleSpec {
     /// The objects the rule produces.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<Output>,
+    /// Ordered stages: each applies its outputs, then waits until its gates over the
+    /// observed objects are true (or its timeout passes). Progress lives in the trigger's
+    /// status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Stages>,
     /// What is written into the trigger's status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<StatusMapping>,
@@ -229,9 +234,18 @@ pub enum SelectorOperator {
 pub struct Lookup {
     /// The binding name in CEL and templates.
     pub name: String,
-    /// The cluster role to read; default the watched cluster.
+    /// The cluster role to read; default the watched cluster's role. Which of the role's
+    /// clusters: the trigger's own when the role is the trigger's, the role's only cluster
+    /// otherwise; `clusterName` or `allClusters` say otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// CEL: the name of the member cluster of the role to read (`vars.provider`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+    /// Read every member cluster of the role. The binding is then a list of
+    /// `{cluster: {role, name}, object}` entries sorted by cluster name, namespace and name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_clusters: bool,
     pub api_version: String,
     pub kind: String,
     /// CEL: the namespace to read in; default the trigger's namespace. `''` for
@@ -289,9 +303,24 @@ pub struct Output {
     pub name: String,
     /// The cluster role the objects are applied to.
     pub cluster: String,
+    /// CEL: the member cluster of the role (`vars.provider`, or `item` in a `forEach` over
+    /// `clusters.mesh`). Without it: the trigger's own cluster when the role is the
+    /// trigger's, the role's only cluster otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_name: Option<String>,
+    /// `apply` (default): the pack owns the whole object, creates and deletes it.
+    /// `patch`: the pack owns only the fields it renders on an object someone else
+    /// creates; it is never created or deleted and carries no engine metadata.
+    /// `create`: as `apply`, but only created, never updated.
+    #[serde(default, skip_serializing_if = "OutputMode::is_apply")]
+    pub mode: OutputMode,
     /// A template under the pack's `templates/` folder (handlebars producing YAML; one or
     /// more documents).
     pub template: String,
+    /// CEL (stage outputs only): the name the observed object is bound under in the stage's
+    /// gates (`resources.<name>`); default the output's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind_as: Option<String>,
     /// CEL: render only when true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
@@ -299,6 +328,106 @@ pub struct Output {
     /// its position as `index`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub for_each: Option<String>,
+}
+
+/// A rule's stages: written in the pack (`items`) or computed from data (`from`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Stages {
+    /// `status.<statusField>` of the trigger holds the progress: `{state (InProgress,
+    /// Completed, Failed), stage, index, stageStartTime, message}`. Default `stages`.
+    #[serde(default = "default_stages_field")]
+    pub status_field: String,
+    /// The stages, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<Stage>,
+    /// Stages defined by data (a MigrationConfiguration's), instead of `items`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<StagesFrom>,
+}
+
+fn default_stages_field() -> String {
+    "stages".to_string()
+}
+
+/// One stage written in the pack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Stage {
+    pub name: String,
+    /// Applied while the stage runs (and after, unless `cleanup`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<Output>,
+    /// CEL bools over `resources` (the stage's outputs as observed, by `bindAs` name; null
+    /// until they exist): the stage passes when all are true.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<String>,
+    /// How long the stage may wait for its gates (`30s`, `10m`, `1h30m`); past it the
+    /// stages fail. None: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Delete the stage's outputs once it passes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleanup: bool,
+}
+
+/// Stages computed from data: `list` gives one definition per stage, bound as `stage` in
+/// every other field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StagesFrom {
+    /// CEL: the list of stage definitions.
+    pub list: String,
+    /// CEL: a stage's name.
+    pub name: String,
+    /// Rendered for each stage, with `stage` bound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<Output>,
+    /// CEL: a list of CEL sources (strings), the stage's gates, compiled when first met
+    /// (with the pack's cost limits) and evaluated with `resources`, `stage` and each
+    /// resource's name bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gates: Option<String>,
+    /// CEL: the stage's timeout as a duration string (`10m`), or null for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleanup: bool,
+}
+
+/// How an output is written.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum OutputMode {
+    /// The pack owns the object: it is created, stamped with ownership metadata, and deleted
+    /// when no longer desired.
+    #[default]
+    Apply,
+    /// The pack owns only the rendered fields of an object that someone else owns.
+    Patch,
+    /// Like `apply`, but applied only while the object does not exist: later changes to it
+    /// (by a job, by a person) are left alone, never corrected. It is still the pack's,
+    /// deleted when no longer desired (a migration stage's resources).
+    Create,
+}
+
+impl OutputMode {
+    pub fn is_apply(&self) -> bool {
+        *self == OutputMode::Apply
+    }
 }
 
 /// The status written onto the trigger. The engine itself manages the `Synced` condition.
@@ -386,12 +515,48 @@ pub struct TestCase {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_files: Vec<String>,
     /// Input objects written inline. An object lives in the pack's source cluster unless
-    /// its annotation `switchyard.dev/cluster` names another role.
+    /// its annotation `switchyard.dev/cluster` names another (`ROLE` or `ROLE/NAME`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<serde_json::Value>,
+    /// Member clusters (`ROLE/NAME`) besides those the inputs name: a role with no input
+    /// objects still has members to fan out to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
     /// The clock for this case (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<String>,
+    /// What the inputs render to (with `steps`: before the first step).
+    #[serde(default)]
+    pub expect: Expectation,
+    /// A simulation: before each step, what the previous evaluation desired is applied to
+    /// the world as the broker would (outputs created or replaced, patches merged, the
+    /// pack's objects no longer desired removed, status written onto triggers); then the
+    /// step changes the world, advances the clock, evaluates again and checks `expect`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<TestStep>,
+}
+
+/// One step of a simulated test case.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestStep {
+    /// Shown in reports (default `step N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// How far the clock moves before this step (`30s`, `10m`); default not at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advance: Option<String>,
+    /// Objects created or replaced (in the source cluster unless their
+    /// `switchyard.dev/cluster` annotation says otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apply: Vec<serde_json::Value>,
+    /// Objects merged into existing ones, as a controller writes a status.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merge: Vec<serde_json::Value>,
+    /// Objects removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete: Vec<ObjectSelector>,
+    #[serde(default)]
     pub expect: Expectation,
 }
 
@@ -451,7 +616,7 @@ pub struct ExpectedStatus {
 #[schemars(title = "Switchyard rule-pack document (switchyard.dev/v1alpha1)")]
 pub enum AnyDocument {
     RulePack(PackDocument),
-    Rule(RuleDocument),
+    Rule(Box<RuleDocument>),
     DecisionTable(TableDocument),
     TestSuite(TestSuiteDocument),
 }

@@ -1,6 +1,6 @@
 //! Object identity and the world snapshot rules read from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -9,7 +9,51 @@ use serde_json::Value;
 
 use crate::model::{LabelSelector, SelectorOperator};
 
-/// Where an object lives and what it is: cluster role, apiVersion, kind, namespace, name.
+/// The cluster an object lives in: `ROLE` for a role's one unnamed cluster, `ROLE/NAME` for a
+/// named member of a role (the broker's `--cluster ROLE/NAME=...`, the inputs'
+/// `switchyard.dev/cluster` annotation).
+pub fn cluster_id(role: &str, name: &str) -> String {
+    if name.is_empty() {
+        role.to_string()
+    } else {
+        format!("{role}/{name}")
+    }
+}
+
+/// The role and member name of a cluster id (`""` for a role's unnamed cluster).
+pub fn split_cluster(id: &str) -> (&str, &str) {
+    id.split_once('/').unwrap_or((id, ""))
+}
+
+/// Checks a cluster id's parts: a role is a DNS-1123 label; a member name is at most 253
+/// letters, digits and `-._#:` (multicluster-runtime names such as `consumer#cluster`), never
+/// `/` or `,`, which separate ids and owners.
+pub fn check_cluster_id(id: &str) -> Result<(), String> {
+    let (role, name) = split_cluster(id);
+    if !is_dns1123_label(role) {
+        return Err(format!(
+            "cluster `{id}`: the role `{role}` is not a DNS-1123 label"
+        ));
+    }
+    if id.contains('/') && !is_member_name(name) {
+        return Err(format!(
+            "cluster `{id}`: the member name `{name}` must be 1-253 letters, digits and `-._#:`"
+        ));
+    }
+    Ok(())
+}
+
+/// A member cluster's name ([`check_cluster_id`]).
+pub fn is_member_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._#:".contains(c))
+}
+
+/// Where an object lives and what it is: cluster (`ROLE` or `ROLE/NAME`, see [`cluster_id`]),
+/// apiVersion, kind, namespace, name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct ObjectKey {
     pub cluster: String,
@@ -66,6 +110,11 @@ impl ObjectKey {
             namespace,
             name: name.to_string(),
         })
+    }
+
+    /// The role of the object's cluster.
+    pub fn role(&self) -> &str {
+        split_cluster(&self.cluster).0
     }
 
     /// The API group (empty for the core group).
@@ -168,6 +217,10 @@ pub trait World {
         kind: &str,
         namespace: Option<&str>,
     ) -> Vec<Arc<Value>>;
+
+    /// The member clusters of a role, sorted by name; `""` stands for the role's unnamed
+    /// cluster. Empty when nothing is known of the role.
+    fn members(&self, role: &str) -> Vec<String>;
 }
 
 type KindKey = (String, String, String);
@@ -177,6 +230,8 @@ type NameKey = (Option<String>, String);
 #[derive(Debug, Clone, Default)]
 pub struct MemoryWorld {
     objects: BTreeMap<KindKey, BTreeMap<NameKey, Arc<Value>>>,
+    /// Role -> member names: those of inserted objects and those added by name.
+    members: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl MemoryWorld {
@@ -184,8 +239,21 @@ impl MemoryWorld {
         Self::default()
     }
 
+    /// Makes a cluster (`ROLE` or `ROLE/NAME`) a known member of its role, with or without
+    /// objects in it.
+    pub fn add_cluster(&mut self, cluster: &str) -> Result<(), String> {
+        check_cluster_id(cluster)?;
+        let (role, name) = split_cluster(cluster);
+        self.members
+            .entry(role.to_string())
+            .or_default()
+            .insert(name.to_string());
+        Ok(())
+    }
+
     /// Adds or replaces an object; returns its key.
     pub fn insert(&mut self, cluster: &str, object: Value) -> Result<ObjectKey, String> {
+        self.add_cluster(cluster)?;
         let key = ObjectKey::of(cluster, &object)?;
         self.objects
             .entry((
@@ -274,6 +342,27 @@ impl World for MemoryWorld {
             .map(|(_, o)| o.clone())
             .collect()
     }
+
+    fn members(&self, role: &str) -> Vec<String> {
+        self.members
+            .get(role)
+            .map(|names| names.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// What one cluster wrote into an object, which a copy in another cluster must not carry
+/// (the resource-broker's `StripClusterMetadata`): status, and every metadata field but the
+/// name, namespace and generateName.
+pub fn strip_cluster_metadata(object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Value::Object(fields) = &mut copy {
+        fields.remove("status");
+        if let Some(Value::Object(metadata)) = fields.get_mut("metadata") {
+            metadata.retain(|k, _| matches!(k.as_str(), "name" | "namespace" | "generateName"));
+        }
+    }
+    copy
 }
 
 /// The object's labels.

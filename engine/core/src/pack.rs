@@ -24,7 +24,19 @@ use crate::yaml::{self, Node, NodeValue, PathSegment, Pos};
 pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Names bound in every evaluation; lookups cannot use them.
-pub const RESERVED_NAMES: &[&str] = &["self", "vars", "cluster", "item", "index", "now", "tables"];
+pub const RESERVED_NAMES: &[&str] = &[
+    "self",
+    "vars",
+    "cluster",
+    "clusters",
+    "item",
+    "index",
+    "now",
+    "tables",
+    "stage",
+    "stages",
+    "resources",
+];
 
 /// A pack's files, read by the caller (the core does no I/O).
 #[derive(Debug, Clone, Default)]
@@ -60,6 +72,33 @@ pub struct Pack {
     pub(crate) tables_cel: cel::Value,
     pub(crate) tests: Vec<(String, TestSuiteDocument)>,
     pub(crate) files: PackFiles,
+    /// Checks outputs against the CRDs the pack was loaded with.
+    pub(crate) validator: Arc<crate::validate::Validator>,
+    /// Stage gates that come from data, compiled when first met.
+    pub(crate) gates: std::sync::Mutex<BTreeMap<String, Result<cel::Program, String>>>,
+}
+
+/// How many gate expressions from data a pack keeps compiled.
+const GATE_CACHE: usize = 1024;
+
+impl Pack {
+    /// A stage gate from data (a MigrationConfiguration's success condition), compiled with
+    /// the pack's environment and limits, once.
+    pub(crate) fn gate(&self, source: &str) -> Result<cel::Program, String> {
+        let mut cache = self
+            .gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = cache.get(source) {
+            return found.clone();
+        }
+        let compiled = self.env.compile(source).map_err(|e| e.message);
+        if cache.len() >= GATE_CACHE {
+            cache.clear();
+        }
+        cache.insert(source.to_string(), compiled.clone());
+        compiled
+    }
 }
 
 impl std::fmt::Debug for Pack {
@@ -150,6 +189,17 @@ impl Pack {
                     })
                     .collect(),
                 output_clusters: r.outputs.iter().map(|o| o.cluster.clone()).collect(),
+                observed_clusters: r
+                    .outputs
+                    .iter()
+                    .filter(|o| o.mode == crate::model::OutputMode::Patch)
+                    .chain(
+                        r.stages
+                            .iter()
+                            .flat_map(|s| s.stages.iter().flat_map(|stage| &stage.outputs)),
+                    )
+                    .map(|o| o.cluster.clone())
+                    .collect(),
                 deletion: r.deletion,
             })
             .collect()
@@ -186,6 +236,9 @@ pub struct RuleKinds {
     pub selector: Option<LabelSelector>,
     pub lookups: Vec<KindIn>,
     pub output_clusters: BTreeSet<String>,
+    /// The roles where outputs are read back whole: patched objects (which carry no label of
+    /// the pack) and the outputs of stages (whose gates read them).
+    pub observed_clusters: BTreeSet<String>,
     pub deletion: DeletionPolicy,
 }
 
@@ -199,8 +252,37 @@ pub(crate) struct CompiledRule {
     /// Lookups, guards and variables in evaluation order.
     pub steps: Vec<Step>,
     pub outputs: Vec<CompiledOutput>,
+    pub stages: Option<CompiledStages>,
     pub status: Option<CompiledStatus>,
     pub deletion: DeletionPolicy,
+}
+
+/// A rule's stages, compiled.
+pub(crate) struct CompiledStages {
+    /// `status.<field>` holds the progress.
+    pub status_field: String,
+    /// The stages written in the pack; for stages from data, the one pattern every stage
+    /// follows (outputs, cleanup), with its name, gates and timeout in `from`.
+    pub stages: Vec<CompiledStage>,
+    pub from: Option<CompiledStagesFrom>,
+}
+
+pub(crate) struct CompiledStage {
+    pub name: String,
+    pub outputs: Vec<CompiledOutput>,
+    pub gates: Vec<Expr>,
+    pub timeout: Option<chrono::TimeDelta>,
+    pub cleanup: bool,
+    /// The outputs read `stage`, a definition from data.
+    pub from_data: bool,
+}
+
+pub(crate) struct CompiledStagesFrom {
+    pub list: Expr,
+    pub name: Expr,
+    /// A list of CEL sources, compiled when met.
+    pub gates: Option<Expr>,
+    pub timeout: Option<Expr>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,6 +316,8 @@ impl Expr {
 pub(crate) struct CompiledLookup {
     pub name: String,
     pub cluster: String,
+    pub cluster_name: Option<Expr>,
+    pub all_clusters: bool,
     pub api_version: String,
     pub kind: String,
     pub namespace: Option<Expr>,
@@ -265,6 +349,10 @@ pub(crate) struct CompiledVar {
 pub(crate) struct CompiledOutput {
     pub name: String,
     pub cluster: String,
+    pub cluster_name: Option<Expr>,
+    /// Stage outputs: the name the observed object is bound under in gates.
+    pub bind_as: Option<Expr>,
+    pub mode: crate::model::OutputMode,
     pub template: String,
     pub when: Option<Expr>,
     pub for_each: Option<Expr>,
@@ -473,6 +561,35 @@ impl<'a> Loader<'a> {
                     };
                     decide(&cel_tables, name, inputs)
                 }),
+            )
+            .with_function(
+                "nestedField",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [object, serde_json::Value::String(path)] => {
+                        Ok(crate::functions::nested_field(object, path))
+                    }
+                    _ => {
+                        Err("nestedField(object, path) takes a value and a dotted path".to_string())
+                    }
+                }),
+            )
+            .with_function(
+                "goFormat",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [value] => Ok(serde_json::Value::String(crate::functions::go_format(
+                        value,
+                    ))),
+                    _ => Err("goFormat(value) takes one value".to_string()),
+                }),
+            )
+            .with_function(
+                "stripClusterMetadata",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [object @ serde_json::Value::Object(_)] => {
+                        Ok(crate::object::strip_cluster_metadata(object))
+                    }
+                    _ => Err("stripClusterMetadata(object) takes one object".to_string()),
+                }),
             );
         let templates = self.load_templates(decider);
 
@@ -528,7 +645,18 @@ impl<'a> Loader<'a> {
                 .collect(),
         );
         let tables_cel = cel::Value::from_json(&tables_json);
+        // Outputs are validated as the API server would on create: against the CRDs given,
+        // and labels and annotations of every kind.
+        let validator = crate::validate::Validator::with_env(self.crds, env.clone());
+        for problem in validator.diagnostics() {
+            self.error(Diagnostic::warning(
+                "crd::schema",
+                format!("{problem}: outputs of this kind are reported invalid where it applies"),
+            ));
+        }
         Some(Pack {
+            gates: std::sync::Mutex::new(BTreeMap::new()),
+            validator: Arc::new(validator),
             document,
             tables_json,
             tables_cel,

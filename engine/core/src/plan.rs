@@ -13,7 +13,8 @@ use crate::evaluate::{
     ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, Conversions, DesiredObject, Outcome,
     Trigger, evaluate_in, stamp_ownership,
 };
-use crate::object::{MemoryWorld, ObjectKey, World};
+use crate::model::OutputMode;
+use crate::object::{MemoryWorld, ObjectKey, World, check_cluster_id};
 use crate::pack::Pack;
 use crate::yaml;
 
@@ -62,17 +63,36 @@ fn join(set: &BTreeSet<String>) -> String {
 /// Evaluates every object of `world` that a rule of `pack` watches, in key order, and
 /// merges the outputs.
 pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
+    match plan_checked(pack, world, now, &mut |_| Ok(())) {
+        Ok(plan) => plan,
+        // The check above never fails.
+        Err(_) => merge(pack, Vec::new()),
+    }
+}
+
+/// [`plan`], calling `check` with the number of triggers evaluated so far before each
+/// trigger and before the merge: an `Err` from it stops the plan with its message (a
+/// caller's memory budget, say).
+pub fn plan_checked(
+    pack: &Pack,
+    world: &MemoryWorld,
+    now: DateTime<Utc>,
+    check: &mut dyn FnMut(usize) -> Result<(), String>,
+) -> Result<Plan, String> {
     let watched = pack.watched_kinds();
     let conversions = Conversions::default();
     let mut outcomes = Vec::new();
+    let mut triggers = 0;
     for (key, object) in world.iter() {
         if !watched.contains(&(
-            key.cluster.clone(),
+            key.role().to_string(),
             key.api_version.clone(),
             key.kind.clone(),
         )) {
             continue;
         }
+        check(triggers)?;
+        triggers += 1;
         let trigger = Trigger {
             cluster: &key.cluster,
             object,
@@ -81,7 +101,8 @@ pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
             outcomes.push(outcome);
         }
     }
-    merge(pack, outcomes)
+    check(triggers)?;
+    Ok(merge(pack, outcomes))
 }
 
 /// Merges the outcomes of several triggers into one desired state.
@@ -112,18 +133,18 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
         .collect();
     // Per cluster, cluster-scoped objects (namespaces) first, so the printed stream applies
     // in order with `kubectl apply -f -`.
-    objects.sort_by(|a, b| {
-        (&a.key.cluster, a.key.namespace.is_some(), &a.key).cmp(&(
-            &b.key.cluster,
-            b.key.namespace.is_some(),
-            &b.key,
-        ))
-    });
+    objects.sort_by(|a, b| plan_order(&a.key).cmp(&plan_order(&b.key)));
     Plan {
         outcomes,
         objects,
         conflicts,
     }
+}
+
+/// The order of a plan's objects: per cluster, cluster-scoped objects (namespaces) first,
+/// then by key.
+pub fn plan_order(key: &ObjectKey) -> (&str, bool, &ObjectKey) {
+    (&key.cluster, key.namespace.is_some(), key)
 }
 
 /// How many triggers the `switchyard.dev/owners` annotation names. Kubernetes refuses an
@@ -150,23 +171,58 @@ pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
 /// Adds another trigger's version of an object to the merged one: the same contents (ownership
 /// aside) join its sources and owners; different contents are a conflict and leave it as it
 /// was.
+///
+/// Patches of one object join into one patch when they agree on every field both set.
 pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<(), Box<Conflict>> {
-    if without_ownership(&existing.object) == without_ownership(&incoming.object) {
-        existing.sources.extend(incoming.sources.iter().cloned());
-        existing.owners.extend(incoming.owners.iter().cloned());
-        Ok(())
-    } else {
-        Err(Box::new(Conflict {
+    let joined = match (existing.mode, incoming.mode) {
+        (OutputMode::Apply, OutputMode::Apply) | (OutputMode::Create, OutputMode::Create) => {
+            (without_ownership(&existing.object) == without_ownership(&incoming.object))
+                .then(|| existing.object.clone())
+        }
+        (OutputMode::Patch, OutputMode::Patch) => join_patches(&existing.object, &incoming.object),
+        // One trigger owns the object, another patches it: the pack contradicts itself.
+        _ => None,
+    };
+    match joined {
+        Some(object) => {
+            existing.object = object;
+            existing.sources.extend(incoming.sources.iter().cloned());
+            existing.owners.extend(incoming.owners.iter().cloned());
+            Ok(())
+        }
+        None => Err(Box::new(Conflict {
             key: incoming.key.clone(),
             kept: existing.owners.clone(),
             refused: incoming.owners.clone(),
-        }))
+        })),
+    }
+}
+
+/// Two patches of one object as one: maps join key by key, anything else must be equal.
+fn join_patches(a: &Value, b: &Value) -> Option<Value> {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut joined = a.clone();
+            for (key, value) in b {
+                let merged = match a.get(key) {
+                    Some(existing) => join_patches(existing, value)?,
+                    None => value.clone(),
+                };
+                joined.insert(key.clone(), merged);
+            }
+            Some(Value::Object(joined))
+        }
+        _ => (a == b).then(|| a.clone()),
     }
 }
 
 /// Writes a merged object's ownership metadata: every source, and its owners as
 /// [`owners_annotation`] bounds them.
 pub fn stamp_merged(pack: &str, version: &str, desired: &mut DesiredObject) {
+    if desired.mode == OutputMode::Patch {
+        // A patch carries only the pack's fields, never its metadata.
+        return;
+    }
     let sources = desired
         .sources
         .iter()
@@ -253,8 +309,8 @@ pub fn parse_inputs(
     Ok(objects)
 }
 
-/// Removes the `switchyard.dev/cluster` annotation and returns its role; an annotation that
-/// is not a string is an error, not a silent default.
+/// Removes the `switchyard.dev/cluster` annotation and returns its cluster (`ROLE` or
+/// `ROLE/NAME`); an annotation that is not a valid cluster is an error, not a silent default.
 fn take_cluster_annotation(object: &mut Value) -> Result<Option<String>, String> {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return Ok(None);
@@ -272,16 +328,23 @@ fn take_cluster_annotation(object: &mut Value) -> Result<Option<String>, String>
         metadata.remove("annotations");
     }
     match cluster {
-        Value::String(role) => Ok(Some(role)),
+        Value::String(id) => {
+            check_cluster_id(&id).map_err(|e| format!("annotation `{ANNOTATION_CLUSTER}`: {e}"))?;
+            Ok(Some(id))
+        }
         other => Err(format!(
-            "annotation `{ANNOTATION_CLUSTER}` must be a string naming a cluster role, not `{other}`"
+            "annotation `{ANNOTATION_CLUSTER}` must be a string naming a cluster (`ROLE` or `ROLE/NAME`), not `{other}`"
         )),
     }
 }
 
-/// The world made of input objects.
-pub fn world_of(objects: &[(String, Value)]) -> Result<MemoryWorld, String> {
+/// The world made of input objects, with `clusters` (`ROLE/NAME`) known as members besides
+/// the clusters of the objects.
+pub fn world_of(objects: &[(String, Value)], clusters: &[String]) -> Result<MemoryWorld, String> {
     let mut world = MemoryWorld::new();
+    for cluster in clusters {
+        world.add_cluster(cluster)?;
+    }
     for (cluster, object) in objects {
         world.insert(cluster, object.clone())?;
     }
@@ -298,6 +361,15 @@ pub fn to_yaml(plan: &Plan) -> String {
             out.push_str("---\n");
         }
         out.push_str(&format!("# cluster: {}\n", desired.key.cluster));
+        match desired.mode {
+            OutputMode::Apply => {}
+            OutputMode::Patch => {
+                out.push_str("# patch: the pack owns only these fields of an existing object\n");
+            }
+            OutputMode::Create => {
+                out.push_str("# create: applied while absent; later changes are left alone\n");
+            }
+        }
         out.push_str(&format!("# from: {}\n", join(&desired.sources)));
         out.push_str(&yaml::to_yaml(&desired.object));
     }
@@ -310,7 +382,15 @@ pub fn to_json(plan: &Plan) -> Value {
     let outputs: Vec<Value> = plan
         .objects
         .iter()
-        .map(|d| json!({"cluster": d.key.cluster, "object": d.object}))
+        .map(|d| match d.mode {
+            OutputMode::Apply => json!({"cluster": d.key.cluster, "object": d.object}),
+            OutputMode::Patch => {
+                json!({"cluster": d.key.cluster, "mode": "patch", "object": d.object})
+            }
+            OutputMode::Create => {
+                json!({"cluster": d.key.cluster, "mode": "create", "object": d.object})
+            }
+        })
         .collect();
     let triggers: Vec<Value> = plan
         .outcomes

@@ -3,9 +3,11 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::model::{ExpectedStatus, ObjectSelector, TestCase};
+use crate::model::{Expectation, ExpectedStatus, ObjectSelector, TestCase, TestStep};
+use crate::object::World;
 use crate::pack::Pack;
 use crate::plan::{Plan, parse_inputs, plan, to_yaml, world_of};
+use crate::simulate::Simulation;
 use crate::yaml;
 
 /// The default clock of test cases.
@@ -100,20 +102,107 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
     if !report.failures.is_empty() {
         return report;
     }
-    let world = match world_of(&objects) {
+    let world = match world_of(&objects, &case.clusters) {
         Ok(w) => w,
         Err(e) => {
             report.failures.push(e);
             return report;
         }
     };
-    let plan = plan(pack, &world, now);
-    check_expectations(pack, case, &plan, &mut report);
+    if case.steps.is_empty() {
+        let plan = plan(pack, &world, now);
+        check_expectations(pack, &case.expect, &plan, &mut report);
+        return report;
+    }
+    let mut simulation = Simulation::new(pack, world, now);
+    let first = simulation.evaluate().clone();
+    check_expectations(pack, &case.expect, &first, &mut report);
+    for (i, step) in case.steps.iter().enumerate() {
+        let label = match &step.name {
+            Some(name) => format!("step {} ({name})", i + 1),
+            None => format!("step {}", i + 1),
+        };
+        simulation.settle();
+        if let Err(e) = apply_step(pack, step, &label, &mut simulation) {
+            report.failures.push(e);
+            return report;
+        }
+        let plan = simulation.evaluate().clone();
+        let before = report.failures.len();
+        check_expectations(pack, &step.expect, &plan, &mut report);
+        for failure in &mut report.failures[before..] {
+            *failure = format!("{label}: {failure}");
+        }
+    }
     report
 }
 
-fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut CaseReport) {
-    if let Some(raw) = &case.expect.golden {
+/// A step's changes to the world and the clock.
+fn apply_step(
+    pack: &Pack,
+    step: &TestStep,
+    label: &str,
+    simulation: &mut Simulation<'_>,
+) -> Result<(), String> {
+    if let Some(advance) = &step.advance {
+        let by = crate::duration::parse_duration(advance)
+            .map_err(|e| format!("{label}: advance: {e}"))?;
+        simulation.advance(by);
+    }
+    let parse = |objects: &[Value], what: &str| -> Result<Vec<(String, Value)>, String> {
+        let mut parsed = Vec::new();
+        for object in objects {
+            let text = yaml::to_yaml(object);
+            let found = parse_inputs(&text, &format!("{label} {what}"), pack.source_cluster())
+                .map_err(|d| d.to_string())?;
+            parsed.extend(found);
+        }
+        Ok(parsed)
+    };
+    for (cluster, object) in parse(&step.apply, "apply")? {
+        simulation
+            .world
+            .insert(&cluster, object)
+            .map_err(|e| format!("{label}: {e}"))?;
+    }
+    for (cluster, patch) in parse(&step.merge, "merge")? {
+        let key =
+            crate::object::ObjectKey::of(&cluster, &patch).map_err(|e| format!("{label}: {e}"))?;
+        let Some(existing) = simulation.world.get(
+            &key.cluster,
+            &key.api_version,
+            &key.kind,
+            key.namespace.as_deref(),
+            &key.name,
+        ) else {
+            return Err(format!("{label}: merge: {key} does not exist"));
+        };
+        let mut merged = Value::clone(&existing);
+        crate::simulate::merge(&mut merged, &patch);
+        simulation
+            .world
+            .insert(&cluster, merged)
+            .map_err(|e| format!("{label}: {e}"))?;
+    }
+    for selector in &step.delete {
+        let found: Vec<crate::object::ObjectKey> = simulation
+            .world
+            .iter()
+            .map(|(key, _)| key)
+            .filter(|key| selects(selector, key))
+            .collect();
+        if found.is_empty() {
+            return Err(format!("{label}: delete: no object {}", describe(selector)));
+        }
+        for key in found {
+            simulation.world.remove(&key);
+        }
+    }
+    Ok(())
+}
+
+fn check_expectations(pack: &Pack, expect: &Expectation, plan: &Plan, report: &mut CaseReport) {
+    if let Some(raw) = &expect.golden {
         // A path outside the pack is refused here, so `--update` is never asked to write it.
         match pack_path(raw) {
             Ok(golden) => check_golden(pack, golden, plan, report),
@@ -123,7 +212,7 @@ fn check_expectations(pack: &Pack, case: &TestCase, plan: &Plan, report: &mut Ca
             )),
         }
     }
-    check_rest(case, plan, report);
+    check_rest(expect, plan, report);
 }
 
 fn check_golden(pack: &Pack, golden: String, plan: &Plan, report: &mut CaseReport) {
@@ -135,20 +224,19 @@ fn check_golden(pack: &Pack, golden: String, plan: &Plan, report: &mut CaseRepor
                 "rendered output differs from golden file `{golden}`:\n{}",
                 unified_diff(expected, &actual, &golden, "rendered")
             ));
-            report.golden_update = Some((golden, actual));
+            report.golden_update.get_or_insert((golden, actual));
         }
         None => {
             report.failures.push(format!(
                 "golden file `{golden}` not found (run with --update to create it)"
             ));
-            report.golden_update = Some((golden, actual));
+            report.golden_update.get_or_insert((golden, actual));
         }
     }
 }
 
 /// The expectations other than the golden file.
-fn check_rest(case: &TestCase, plan: &Plan, report: &mut CaseReport) {
-    let expect = &case.expect;
+fn check_rest(expect: &Expectation, plan: &Plan, report: &mut CaseReport) {
     for expected in &expect.outputs {
         let selector = match selector_of(&expected.cluster, &expected.object) {
             Ok(s) => s,

@@ -405,10 +405,10 @@ fn evaluation_is_deterministic() {
     let inputs = "apiVersion: example.com/v1\nkind: Team\nmetadata: {name: red, namespace: default}\n---\n\
 apiVersion: example.com/v1\nkind: App\nmetadata: {name: a, namespace: default}\nspec: {team: red, cities: [z, y, x], note: n}\n";
     let objects = parse_inputs(inputs, "inputs.yaml", "source").unwrap();
-    let first = to_yaml(&plan(&pack, &world_of(&objects).unwrap(), now()));
+    let first = to_yaml(&plan(&pack, &world_of(&objects, &[]).unwrap(), now()));
     for _ in 0..5 {
         assert_eq!(
-            to_yaml(&plan(&pack, &world_of(&objects).unwrap(), now())),
+            to_yaml(&plan(&pack, &world_of(&objects, &[]).unwrap(), now())),
             first
         );
     }

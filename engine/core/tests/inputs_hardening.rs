@@ -77,12 +77,12 @@ metadata:
 ";
     assert_eq!(
         error(text),
-        "in.yaml:6:29: error[input::object]: annotation `switchyard.dev/cluster` must be a string naming a cluster role, not `[\"edge\"]`"
+        "in.yaml:6:29: error[input::object]: annotation `switchyard.dev/cluster` must be a string naming a cluster (`ROLE` or `ROLE/NAME`), not `[\"edge\"]`"
     );
     let text = "---\nkind: List\napiVersion: v1\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n    annotations: {switchyard.dev/cluster: 7}\n";
     assert_eq!(
         error(text),
-        "in.yaml:9:43: error[input::object]: annotation `switchyard.dev/cluster` must be a string naming a cluster role, not `7`"
+        "in.yaml:9:43: error[input::object]: annotation `switchyard.dev/cluster` must be a string naming a cluster (`ROLE` or `ROLE/NAME`), not `7`"
     );
 }
 

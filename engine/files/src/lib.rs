@@ -569,6 +569,17 @@ pub fn read_inputs(
     paths: &[PathBuf],
     default_cluster: &str,
 ) -> Result<Vec<(String, serde_json::Value)>, FileError> {
+    read_inputs_checked(paths, default_cluster, &mut |_| Ok(()))
+}
+
+/// [`read_inputs`], calling `check` with the number of objects read so far before each
+/// file is read and after the last: an `Err` from it stops the reading with its message
+/// (the command's memory budget).
+pub fn read_inputs_checked(
+    paths: &[PathBuf],
+    default_cluster: &str,
+    check: &mut dyn FnMut(usize) -> Result<(), String>,
+) -> Result<Vec<(String, serde_json::Value)>, FileError> {
     let mut objects = Vec::new();
     for path in paths {
         let files = if path.is_dir() {
@@ -580,6 +591,7 @@ pub fn read_inputs(
             vec![path.clone()]
         };
         for file in files {
+            check(objects.len()).map_err(FileError::Input)?;
             let bytes = read_limited(&file, &file, INPUT_FILE_BYTES, "an input file")?;
             let text = String::from_utf8(bytes).map_err(|e| not_utf8_at(&file, &e))?;
             let mut found = parse_inputs(&text, &display(&file), default_cluster)
@@ -587,6 +599,7 @@ pub fn read_inputs(
             objects.append(&mut found);
         }
     }
+    check(objects.len()).map_err(FileError::Input)?;
     Ok(objects)
 }
 
@@ -778,6 +791,43 @@ fn to_slash(path: &Path) -> String {
 /// How a path is shown in messages and diagnostics: forward slashes, no leading `./`.
 pub fn display(path: &Path) -> String {
     to_slash(path).trim_start_matches("./").to_string()
+}
+
+/// Reads a `--clusters` file: a YAML list of member clusters, `ROLE/NAME` (or `ROLE`).
+pub fn read_clusters(path: &Path) -> Result<Vec<String>, FileError> {
+    let bytes = read_limited(path, path, INPUT_FILE_BYTES, "a clusters file")?;
+    let text = String::from_utf8(bytes).map_err(|e| not_utf8_at(path, &e))?;
+    let shown = display(path);
+    let documents = switchyard_core::yaml::parse_documents(&text).map_err(|e| {
+        FileError::Input(format!(
+            "{shown}:{}:{}: invalid YAML: {}",
+            e.pos.line, e.pos.column, e.message
+        ))
+    })?;
+    let mut clusters = Vec::new();
+    for document in &documents {
+        match document.to_json() {
+            serde_json::Value::Null => {}
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    let serde_json::Value::String(id) = item else {
+                        return Err(FileError::Input(format!(
+                            "{shown}: every entry must be a string `ROLE/NAME`, not `{item}`"
+                        )));
+                    };
+                    switchyard_core::object::check_cluster_id(&id)
+                        .map_err(|e| FileError::Input(format!("{shown}: {e}")))?;
+                    clusters.push(id);
+                }
+            }
+            _ => {
+                return Err(FileError::Input(format!(
+                    "{shown}: expected a list of clusters (`- provider/x86`)"
+                )));
+            }
+        }
+    }
+    Ok(clusters)
 }
 
 #[cfg(test)]

@@ -48,6 +48,11 @@ impl ApplyError {
         }
     }
 
+    /// The API answered 409: a precondition (uid) failed.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, ApplyError::Api { source, .. } if matches!(**source, KubeError::Api(ref s) if s.code == 409))
+    }
+
     /// The API answered 404.
     pub fn is_not_found(&self) -> bool {
         matches!(self, ApplyError::Api { source, .. } if matches!(**source, KubeError::Api(ref s) if s.code == 404))
@@ -185,6 +190,53 @@ impl Clusters {
     }
 
     /// Deletes an output, only the incarnation the cache saw (`uid`).
+    /// Server-side apply of a patch output: the pack's field manager owns exactly the
+    /// rendered fields. The live object's uid goes into the body as a precondition: the
+    /// API server refuses to create the object or to patch a new one of the same name.
+    pub async fn apply_patch(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        object: &Value,
+        uid: Option<&str>,
+    ) -> Result<DynamicObject, ApplyError> {
+        let mut body = object.clone();
+        if let (Some(uid), Some(metadata)) =
+            (uid, body.get_mut("metadata").and_then(Value::as_object_mut))
+        {
+            metadata.insert("uid".into(), Value::String(uid.to_string()));
+        }
+        self.apply(pack, key, &body).await
+    }
+
+    /// Takes a patch back: an apply of no fields by the pack's field manager removes every
+    /// field it owned and nothing else. An object already gone needs nothing.
+    pub async fn take_back(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        uid: Option<&str>,
+    ) -> Result<(), ApplyError> {
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("name".into(), Value::String(key.name.clone()));
+        if let Some(ns) = &key.namespace {
+            metadata.insert("namespace".into(), Value::String(ns.clone()));
+        }
+        if let Some(uid) = uid {
+            metadata.insert("uid".into(), Value::String(uid.to_string()));
+        }
+        let body = serde_json::json!({
+            "apiVersion": key.api_version,
+            "kind": key.kind,
+            "metadata": metadata,
+        });
+        match self.apply(pack, key, &body).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     pub async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<(), ApplyError> {
         let api = self.api(key).await?;
         let params = DeleteParams {

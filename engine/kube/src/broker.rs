@@ -50,7 +50,7 @@ pub async fn run(
         clients.insert(cluster.id().to_string(), client);
     }
     let clusters = Clusters::new(clients);
-    let store = Store::new();
+    let store = Store::with_clusters(clusters.names());
     let queue: Arc<Queue<Work>> = Queue::new(Backoff::default());
     let controller = Controller::new(store.clone(), clusters.clone(), queue.clone());
     let health = Health::new();
@@ -308,18 +308,7 @@ fn ensure_watches(
         let client = match clusters.client(&kind.cluster) {
             Ok(client) => client.clone(),
             Err(_) => {
-                let prefix = format!("{}/", kind.cluster);
-                let members: Vec<&str> = clusters
-                    .names()
-                    .filter(|n| n.starts_with(&prefix))
-                    .collect();
-                if members.is_empty() {
-                    tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
-                } else {
-                    // The runtime connects to every member; rules cannot address members until
-                    // the pack format has them.
-                    tracing::error!(watch = %kind, members = ?members, "role `{}` has several clusters; packs cannot address cluster members yet", kind.cluster);
-                }
+                tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
                 health.set_watch(kind.to_string(), false);
                 continue;
             }

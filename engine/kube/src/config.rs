@@ -257,7 +257,7 @@ pub fn parse_cluster_flag(s: &str) -> Result<ClusterConfig, ConfigError> {
     }
     check_label("role", role).map_err(fail)?;
     if let Some(name) = name {
-        check_label("cluster name", name).map_err(fail)?;
+        check_member("cluster name", name).map_err(fail)?;
     }
     let name = name.map(str::to_string);
     if target == IN_CLUSTER {
@@ -305,6 +305,18 @@ fn check_label(what: &str, value: &str) -> Result<(), String> {
         Err(format!(
             "{what} `{value}` is not a DNS-1123 label (lowercase letters, digits and `-`, \
              starting and ending with a letter or digit, at most 63 characters)"
+        ))
+    }
+}
+
+/// `Err(message)` when `value` cannot name a member cluster (the core's rule: packs see these
+/// names, and multicluster-runtime names such as `consumer#cluster` must fit).
+fn check_member(what: &str, value: &str) -> Result<(), String> {
+    if switchyard_core::object::is_member_name(value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} `{value}` is not a member cluster name (1-253 letters, digits and `-._#:`)"
         ))
     }
 }
@@ -531,7 +543,7 @@ fn cluster_problems(clusters: &[ClusterConfig]) -> Vec<(Option<usize>, String)> 
             continue;
         }
         if let Some(name) = &cluster.name
-            && let Err(message) = check_label(&format!("cluster `{id}`: name"), name)
+            && let Err(message) = check_member(&format!("cluster `{id}`: name"), name)
         {
             problems.push((Some(i), message));
             continue;
@@ -644,7 +656,13 @@ mod tests {
             "{}",
             error("Source=/kc")
         );
-        assert!(error("p/X_1=/kc").contains("cluster name `X_1` is not a DNS-1123 label"));
+        assert!(
+            error("p/x,1=/kc").contains(
+                "cluster name `x,1` is not a member cluster name (1-253 letters, digits and `-._#:`)"
+            ),
+            "{}",
+            error("p/x,1=/kc")
+        );
         assert_eq!(
             error("source="),
             "--cluster `source=`: no kubeconfig path after `=`: expected \

@@ -20,8 +20,8 @@ use std::time::Duration;
 use chrono::Utc;
 use serde_json::Value;
 use switchyard_core::evaluate::{ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SYNCED, LABEL_PACK};
-use switchyard_core::model::DeletionPolicy;
-use switchyard_core::object::{labels, selector_matches};
+use switchyard_core::model::{DeletionPolicy, OutputMode};
+use switchyard_core::object::{World, cluster_id, labels, selector_matches};
 use switchyard_core::plan::{OWNERS_MORE, absorb, stamp_merged};
 use switchyard_core::{
     DesiredObject, ObjectKey, Outcome, Pack, ReadKey, Trigger, evaluate_untraced,
@@ -39,51 +39,77 @@ pub enum Work {
     Prune(Arc<str>),
 }
 
-/// What a loaded pack needs watched, by kind: the mode and whether the kind holds triggers.
-pub fn watch_plan(pack: &Pack) -> BTreeMap<KindKey, WatchMode> {
+/// The clusters of a role: `ROLE/NAME` for each member the world knows, or the role itself
+/// when it has none (a watch of it then reports that no cluster is configured).
+pub fn role_clusters(world: &dyn World, role: &str) -> Vec<String> {
+    let members = world.members(role);
+    if members.is_empty() {
+        return vec![role.to_string()];
+    }
+    members.iter().map(|m| cluster_id(role, m)).collect()
+}
+
+/// A kind in every cluster of a role.
+fn kind_in_role(world: &dyn World, role: &str, api_version: &str, kind: &str) -> Vec<KindKey> {
+    role_clusters(world, role)
+        .into_iter()
+        .map(|cluster| KindKey {
+            cluster,
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        })
+        .collect()
+}
+
+/// What a loaded pack needs watched, by kind and cluster: rules watch and look up kinds in
+/// roles, and a role may have many member clusters.
+pub fn watch_plan(pack: &Pack, world: &dyn World) -> BTreeMap<KindKey, WatchMode> {
     let mut plan: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
-    let kind = |cluster: &str, api_version: &str, kind: &str| KindKey {
-        cluster: cluster.to_string(),
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-    };
+    let mut observed_roles = BTreeSet::new();
     for rule in pack.rule_kinds() {
-        plan.insert(
-            kind(
-                &rule.watch.cluster,
-                &rule.watch.api_version,
-                &rule.watch.kind,
-            ),
-            WatchMode::Full,
-        );
-        for l in &rule.lookups {
-            plan.insert(kind(&l.cluster, &l.api_version, &l.kind), WatchMode::Full);
+        let watched = std::iter::once(&rule.watch).chain(&rule.lookups);
+        for k in watched {
+            for key in kind_in_role(world, &k.cluster, &k.api_version, &k.kind) {
+                plan.insert(key, WatchMode::Full);
+            }
+        }
+        observed_roles.extend(rule.observed_clusters);
+    }
+    // Patch targets carry no label of the pack, a patch is compared with the object as it
+    // is, and stage gates read their outputs whole: in those roles the scope's kinds are
+    // watched in full.
+    for scope in pack
+        .spec()
+        .scope
+        .iter()
+        .filter(|s| observed_roles.contains(&s.cluster))
+    {
+        for k in &scope.kinds {
+            for key in kind_in_role(world, &scope.cluster, &k.api_version, &k.kind) {
+                plan.insert(key, WatchMode::Full);
+            }
         }
     }
     // Outputs: every kind the scope allows, metadata only unless a rule reads it; the label
     // selector keeps the cache to objects some pack manages.
-    for scope in &pack.spec().scope {
-        for k in &scope.kinds {
-            plan.entry(kind(&scope.cluster, &k.api_version, &k.kind))
-                .or_insert_with(|| WatchMode::Metadata {
-                    labels: LABEL_PACK.to_string(),
-                });
-        }
+    for key in output_kinds(pack, world) {
+        plan.entry(key).or_insert_with(|| WatchMode::Metadata {
+            labels: LABEL_PACK.to_string(),
+        });
     }
     plan
 }
 
-/// The kinds a pack may emit, per cluster role.
-fn output_kinds(pack: &Pack) -> BTreeSet<KindKey> {
+/// The kinds a pack may emit, in every cluster of the roles its scope names.
+fn output_kinds(pack: &Pack, world: &dyn World) -> BTreeSet<KindKey> {
     pack.spec()
         .scope
         .iter()
         .flat_map(|scope| {
-            scope.kinds.iter().map(|k| KindKey {
-                cluster: scope.cluster.clone(),
-                api_version: k.api_version.clone(),
-                kind: k.kind.clone(),
-            })
+            scope
+                .kinds
+                .iter()
+                .flat_map(|k| kind_in_role(world, &scope.cluster, &k.api_version, &k.kind))
         })
         .collect()
 }
@@ -120,14 +146,18 @@ struct PackState {
     unknown: HashSet<ObjectKey>,
     /// Triggers being deleted that wait for their outputs to be gone.
     deleting: HashSet<ObjectKey>,
+    /// Objects this pack patched since start: a patch no trigger desires any more is taken
+    /// back (its fields removed), since patched objects carry no label prune could find.
+    patched: HashSet<ObjectKey>,
     initial: Initial,
 }
 
 impl PackState {
-    fn new(pack: Arc<Pack>) -> Self {
+    fn new(pack: Arc<Pack>, world: &dyn World) -> Self {
         PackState {
-            kinds: watch_plan(&pack),
-            output_kinds: output_kinds(&pack),
+            kinds: watch_plan(&pack, world),
+            output_kinds: output_kinds(&pack, world),
+            patched: HashSet::new(),
             merged: HashMap::new(),
             rules: pack.rule_kinds(),
             pack,
@@ -275,7 +305,7 @@ impl PackState {
     /// Rules of this pack watch objects of this kind, and the object matches one's selector.
     fn watches(&self, key: &ObjectKey, object: Option<&Value>) -> bool {
         self.rules.iter().any(|r| {
-            r.watch.cluster == key.cluster
+            r.watch.cluster == key.role()
                 && r.watch.api_version == key.api_version
                 && r.watch.kind == key.kind
                 && match (&r.selector, object) {
@@ -455,8 +485,8 @@ impl Controller {
             let name: Arc<str> = Arc::from(pack.name());
             match state.packs.get_mut(&name) {
                 Some(existing) => {
-                    existing.kinds = watch_plan(&pack);
-                    existing.output_kinds = output_kinds(&pack);
+                    existing.kinds = watch_plan(&pack, &*self.store);
+                    existing.output_kinds = output_kinds(&pack, &*self.store);
                     existing.rules = pack.rule_kinds();
                     // The pack's version is stamped on every output.
                     existing.merged.clear();
@@ -471,7 +501,9 @@ impl Controller {
                     }
                 }
                 None => {
-                    state.packs.insert(name.clone(), PackState::new(pack));
+                    state
+                        .packs
+                        .insert(name.clone(), PackState::new(pack, &*self.store));
                 }
             }
         }
@@ -509,21 +541,19 @@ impl Controller {
                     if rules.as_ref().is_some_and(|r| !r.contains(&rule.name)) {
                         continue;
                     }
-                    let kind = KindKey {
-                        cluster: rule.watch.cluster.clone(),
-                        api_version: rule.watch.api_version.clone(),
-                        kind: rule.watch.kind.clone(),
-                    };
-                    let Some(cache) = self.store.cache(&kind) else {
-                        continue;
-                    };
-                    for object in cache.list(None) {
-                        let selected = rule
-                            .selector
-                            .as_ref()
-                            .is_none_or(|sel| selector_matches(sel, &labels(&object)));
-                        if selected && let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
-                            triggers.insert(key);
+                    let w = &rule.watch;
+                    for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                        let Some(cache) = self.store.cache(&kind) else {
+                            continue;
+                        };
+                        for object in cache.list(None) {
+                            let selected = rule
+                                .selector
+                                .as_ref()
+                                .is_none_or(|sel| selector_matches(sel, &labels(&object)));
+                            if selected && let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
+                                triggers.insert(key);
+                            }
                         }
                     }
                 }
@@ -576,12 +606,11 @@ impl Controller {
             let state = self.lock();
             for (name, p) in &state.packs {
                 for rule in p.pack.rule_kinds() {
-                    let kind = KindKey {
-                        cluster: rule.watch.cluster.clone(),
-                        api_version: rule.watch.api_version.clone(),
-                        kind: rule.watch.kind.clone(),
-                    };
-                    if let Some(cache) = self.store.cache(&kind) {
+                    let w = &rule.watch;
+                    for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                        let Some(cache) = self.store.cache(&kind) else {
+                            continue;
+                        };
                         for object in cache.list(None) {
                             if let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
                                 work.push(Work::Trigger(name.clone(), key));
@@ -802,6 +831,14 @@ impl Controller {
 
         let failed = !outcome.errors.is_empty() || synced_false(&outcome);
         let finalizer = outcome.finalizer.clone();
+        // A stage waiting for its timeout: evaluate again at the deadline, with or without
+        // any change (a second after, so the clock has passed it).
+        if let Some(wait) = outcome.requeue_after {
+            self.queue.add_after(
+                Work::Trigger(pack_name.clone(), trigger.clone()),
+                wait + Duration::from_secs(1),
+            );
+        }
         let touched = {
             let mut state = self.lock();
             let Some(p) = state.packs.get_mut(pack_name) else {
@@ -951,11 +988,27 @@ impl Controller {
                 (p.merged(key), record)
             };
             let Some(merged) = merged else {
-                // Nobody desires it: prune decides.
+                // Nobody desires it: prune decides, or, for a patch, it is taken back here.
+                if let Err(e) = self.take_back_patch(pack_name, key).await {
+                    first_error.get_or_insert(e);
+                }
                 continue;
             };
             let hash = merged.hash;
             let live = self.store.get_object(key);
+            // A create-only output that exists is left as it is.
+            if merged.desired.mode == OutputMode::Create && live.is_some() {
+                continue;
+            }
+            if merged.desired.mode == OutputMode::Patch {
+                if let Err(e) = self
+                    .patch(pack_name, key, &merged.desired.object, live)
+                    .await
+                {
+                    first_error.get_or_insert(e);
+                }
+                continue;
+            }
             if let Some(live) = &live
                 && up_to_date(
                     &merged.desired.object,
@@ -992,6 +1045,62 @@ impl Controller {
             Some(e) => Err(e.into()),
             None => Ok(()),
         }
+    }
+
+    /// Applies a patch output: only onto the object as it exists (its uid is the apply's
+    /// precondition, so a patch never creates the object nor lands on a successor of the same
+    /// name), and only when some field differs.
+    async fn patch(
+        &self,
+        pack_name: &Arc<str>,
+        key: &ObjectKey,
+        object: &Value,
+        live: Option<Arc<Value>>,
+    ) -> Result<(), ApplyError> {
+        // Absent: evaluation already reported TargetNotFound; its appearance re-evaluates.
+        let Some(live) = live else {
+            return Ok(());
+        };
+        let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+        if let Some(p) = self.lock().packs.get_mut(pack_name) {
+            p.patched.insert(key.clone());
+        }
+        if is_subset(object, &live) {
+            return Ok(());
+        }
+        self.clusters
+            .apply_patch(pack_name, key, object, uid)
+            .await?;
+        self.count(|w| w.applies += 1);
+        tracing::debug!(object = %key, "patched");
+        Ok(())
+    }
+
+    /// Removes this pack's fields from an object it patched and no trigger patches any more:
+    /// an empty apply by the pack's field manager.
+    async fn take_back_patch(
+        &self,
+        pack_name: &Arc<str>,
+        key: &ObjectKey,
+    ) -> Result<(), ApplyError> {
+        let patched = self
+            .lock()
+            .packs
+            .get(pack_name)
+            .is_some_and(|p| p.patched.contains(key));
+        if !patched {
+            return Ok(());
+        }
+        if let Some(live) = self.store.get_object(key) {
+            let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+            self.clusters.take_back(pack_name, key, uid).await?;
+            self.count(|w| w.applies += 1);
+            tracing::info!(object = %key, "patch taken back: the pack's fields removed");
+        }
+        if let Some(p) = self.lock().packs.get_mut(pack_name) {
+            p.patched.remove(key);
+        }
+        Ok(())
     }
 
     async fn write_status(

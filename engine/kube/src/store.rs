@@ -125,11 +125,33 @@ fn name_key(object: &Value) -> NameKey {
 #[derive(Default)]
 pub struct Store {
     kinds: RwLock<HashMap<KindKey, Arc<KindCache>>>,
+    /// Role -> member names (`""` for a role's unnamed cluster), from the broker's clusters.
+    members: BTreeMap<String, Vec<String>>,
 }
 
 impl Store {
     pub fn new() -> Arc<Self> {
         Arc::new(Store::default())
+    }
+
+    /// A store whose roles have these clusters (`ROLE` or `ROLE/NAME`).
+    pub fn with_clusters<'a>(clusters: impl IntoIterator<Item = &'a str>) -> Arc<Self> {
+        let mut members: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for id in clusters {
+            let (role, name) = switchyard_core::object::split_cluster(id);
+            members
+                .entry(role.to_string())
+                .or_default()
+                .push(name.to_string());
+        }
+        for names in members.values_mut() {
+            names.sort();
+            names.dedup();
+        }
+        Arc::new(Store {
+            kinds: RwLock::default(),
+            members,
+        })
     }
 
     pub fn cache(&self, key: &KindKey) -> Option<Arc<KindCache>> {
@@ -186,6 +208,10 @@ impl World for Store {
         self.find(cluster, api_version, kind)
             .map(|c| c.list(namespace))
             .unwrap_or_default()
+    }
+
+    fn members(&self, role: &str) -> Vec<String> {
+        self.members.get(role).cloned().unwrap_or_default()
     }
 }
 

@@ -13,15 +13,19 @@
 //! - a comprehension costs 1, its range, then per element of the range (at most its bound)
 //!   1 and its body (predicate, filter and transform): nested comprehensions multiply;
 //! - `contains`, `startsWith`, `endsWith`, `matches`: 1 per 10 bytes of the string they
-//!   search; `in` on a list: 1 per 10 elements; `+` on strings and bytes: 1 per 10 bytes
+//!   search (`contains` of its needle too); `==`, `!=` and the orderings: 1 per 10 bytes of
+//!   the shorter string, elements of the shorter list, and what comparing the elements
+//!   reads; `in` on a list: 1 per 10 elements and the needle compared with each; on a map,
+//!   1 per 10 bytes of the key hashed; `+` on strings and bytes: 1 per 10 bytes
 //!   of the result, on lists 1 per element of it (each `+` of a chain `a + b + c` its
 //!   own); library
 //!   functions of linear cost (the strings library, `sha256`, Kubernetes' lists and regex
 //!   functions, ...): 1 per 10 bytes, elements or entries of their arguments;
 //! - the work that is not linear (`distinct`, `sort`, `sets.*`: pairwise unless the
-//!   element type hashes), the values functions build (1 per 10 bytes, 1 per element),
-//!   and patterns compiled at evaluation time (a constant one once; another at each call,
-//!   at its worst), as `limits.rs` charges them.
+//!   element type hashes; with the bytes they hash or compare; `min`, `max`, `isSorted`,
+//!   `indexOf` with the bytes they compare), the values functions build (1 per 10 bytes,
+//!   1 per element), and patterns compiled at evaluation time (a constant one once;
+//!   another at each call, at its worst), as `limits.rs` charges them.
 //!
 //! Sizes flow through the expression: `map` and `filter` give lists no longer than their
 //! range (and `map` of the elements its transform gives), concatenation adds sizes,
@@ -304,6 +308,15 @@ impl Cost {
         }
     }
 
+    /// `self` times `each`: `n` comparisons each costing `each`.
+    fn times_cost(self, each: Cost) -> Cost {
+        match (self, each) {
+            (Cost::Max(0), _) => Cost::Max(0),
+            (Cost::Max(n), Cost::Max(e)) => Cost::Max(n.saturating_mul(e)),
+            (Cost::Unbounded(why), _) | (_, Cost::Unbounded(why)) => Cost::Unbounded(why),
+        }
+    }
+
     /// The larger of two costs (of the branches of `?:`).
     fn max(self, other: Cost) -> Cost {
         match (self, other) {
@@ -364,6 +377,45 @@ fn size_product(a: &Size, b: &Size) -> Size {
         (Ok(a), Ok(b)) => Ok(a.saturating_mul(*b)),
         (Err(why), _) | (_, Err(why)) => Err(why.clone()),
     }
+}
+
+/// The smaller of two size bounds: bounded when either is.
+fn size_min(a: &Size, b: &Size) -> Size {
+    match (a, b) {
+        (Ok(x), Ok(y)) => Ok(*x.min(y)),
+        (Ok(x), Err(_)) | (Err(_), Ok(x)) => Ok(*x),
+        (Err(why), Err(_)) => Err(why.clone()),
+    }
+}
+
+/// A bound of `limits::equality_work` (bytes and elements read) for values of shapes `a`
+/// and `b`: the shorter of two strings or bytes; for lists and maps, 1 per element of the
+/// shorter and what comparing the elements (and hashing the keys) reads. Objects are
+/// compared as cel-go charges them, 1 per field of the smaller: the estimate knows no
+/// common shape of their values.
+fn equality_work(a: &Shape, b: &Shape) -> Size {
+    if a.never || b.never {
+        return Ok(0);
+    }
+    if let (Type::Optional(_), Type::Optional(_)) = (&a.ty, &b.ty) {
+        return equality_work(&a.elem(), &b.elem());
+    }
+    if a.is_unsized() || b.is_unsized() {
+        return Ok(0);
+    }
+    let shorter = size_min(&a.len, &b.len);
+    let is_map = |s: &Shape| matches!(s.ty, Type::Map(..));
+    let deep = |s: &Shape| matches!(s.ty, Type::List(_)) || is_map(s);
+    if !(deep(a) || deep(b)) {
+        return shorter;
+    }
+    let mut each = size_sum(&Ok(1), &equality_work(&a.elem(), &b.elem()));
+    if is_map(a) || is_map(b) {
+        // The keys of `a` are hashed to be looked up in `b`.
+        let key = a.key().charged_size();
+        each = size_sum(&each, &key);
+    }
+    size_product(&shorter, &each)
 }
 
 /// What the walk knows of a value: its type, and the bound of its size (bytes of a string
@@ -1018,6 +1070,13 @@ impl Walker<'_> {
                 if matches!(searched.ty, Type::String | Type::Dyn | Type::Error) {
                     cost = cost.plus(Cost::per_ten(&searched.charged_size()));
                 }
+                // `contains` reads its needle too.
+                if let Builtin::Contains = builtin {
+                    let needle = arg(1);
+                    if matches!(needle.ty, Type::String | Type::Dyn | Type::Error) {
+                        cost = cost.plus(Cost::per_ten(&needle.charged_size()));
+                    }
+                }
                 if let Builtin::Matches(None) = builtin {
                     // A pattern compiled at evaluation time (see `limits::compile_regex`).
                     cost = cost.plus(
@@ -1417,27 +1476,80 @@ fn work(name: &str, args: &[Shape]) -> Cost {
         ) && !list.elem().never
             || matches!(list.len, Ok(0))
     };
+    // The bytes of the string and bytes elements of a list (0 for other elements).
+    let element_bytes = |list: &Shape| {
+        let elem = list.elem();
+        if elem.never || matches!(list.len, Ok(0)) {
+            Ok(0)
+        } else if matches!(
+            elem.ty,
+            Type::String | Type::Bytes | Type::Dyn | Type::Error
+        ) {
+            elem.len
+        } else {
+            Ok(0)
+        }
+    };
     match (name, args.len()) {
         ("distinct", 1) => {
             let list = arg(0);
             if hashes(&list) {
-                Cost::of(&list.len, |n| n)
+                // Hashing: 1 per element and 1 per 10 bytes hashed.
+                let bytes = size_product(&list.len, &element_bytes(&list));
+                Cost::of(&list.len, |n| n).plus(Cost::per_ten(&bytes))
             } else {
-                Cost::of(&list.len, |n| n.saturating_mul(n.saturating_sub(1)) / 2)
+                // Pairs, and what comparing them reads.
+                let pairs = Cost::of(&list.len, |n| n.saturating_mul(n.saturating_sub(1)) / 2);
+                let each = equality_work(&list.elem(), &list.elem());
+                let work = match (&list.len, &each) {
+                    (Ok(n), Ok(e)) => Ok(n.saturating_mul(n.saturating_sub(1)) / 2 * e),
+                    (Err(why), _) | (_, Err(why)) => Err(why.clone()),
+                };
+                pairs.plus(Cost::per_ten(&work))
             }
         }
-        ("sort" | "@sortByAssociatedKeys", _) => Cost::of(&arg(0).len, |n| {
-            crate::limits::sort_cost(usize::try_from(n).unwrap_or(usize::MAX))
-        }),
+        ("sort" | "@sortByAssociatedKeys", _) => {
+            // The keys compared: the receiver of `sort()`, the second argument of `sortBy`.
+            let keys = if args.len() > 1 { arg(1) } else { arg(0) };
+            let per_comparison = Cost::per_ten(&element_bytes(&keys)).plus_n(1);
+            Cost::of(&keys.len, |n| {
+                crate::limits::sort_cost(usize::try_from(n).unwrap_or(usize::MAX))
+            })
+            .times_cost(per_comparison)
+        }
+        ("isSorted" | "min" | "max", 1) => {
+            // `limits::scan_cost`: the bytes of the elements.
+            let list = arg(0);
+            if matches!(list.ty, Type::List(_) | Type::Dyn) {
+                Cost::per_ten(&size_product(&list.len, &element_bytes(&list)))
+            } else {
+                Cost::Max(0)
+            }
+        }
+        ("indexOf" | "lastIndexOf", 2) if matches!(arg(0).ty, Type::List(_)) => {
+            // `limits::search_cost`: the needle compared with every element.
+            let list = arg(0);
+            Cost::per_ten(&size_product(
+                &list.len,
+                &equality_work(&arg(1), &list.elem()),
+            ))
+        }
         ("sets.contains" | "sets.equivalent" | "sets.intersects", 2) => {
             let factor = if name == "sets.equivalent" { 2 } else { 1 };
             let (a, b) = (arg(0), arg(1));
-            let work = if hashes(&a) && hashes(&b) {
-                size_sum(&a.len, &b.len)
+            let (work, reading) = if hashes(&a) && hashes(&b) {
+                let bytes = size_sum(
+                    &size_product(&a.len, &element_bytes(&a)),
+                    &size_product(&b.len, &element_bytes(&b)),
+                );
+                (size_sum(&a.len, &b.len), Cost::per_ten(&bytes))
             } else {
-                size_product(&a.len, &b.len)
+                let pairs = size_product(&a.len, &b.len);
+                let each = equality_work(&a.elem(), &b.elem());
+                let read = Cost::per_ten(&size_product(&pairs, &each));
+                (pairs, read.times(&Ok(factor)))
             };
-            Cost::of(&work, |n| n.saturating_mul(factor))
+            Cost::of(&work, |n| n.saturating_mul(factor)).plus(reading)
         }
         _ => Cost::Max(0),
     }
@@ -1446,30 +1558,32 @@ fn work(name: &str, args: &[Shape]) -> Cost {
 /// The charge and the shape of `a op b`.
 fn binary(op: Op, a: &Shape, b: &Shape) -> (Cost, Shape) {
     match op {
-        Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
-            (Cost::Max(0), Shape::scalar(Type::Bool))
+        // Equality reads strings, bytes, lists and maps (`limits::equality_work`).
+        Op::Eq | Op::Ne => (
+            Cost::per_ten(&equality_work(a, b)),
+            Shape::scalar(Type::Bool),
+        ),
+        // Ordering reads the shorter string or bytes (`limits::order_cost`).
+        Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+            let charge = if a.is_unsized() || b.is_unsized() {
+                Cost::Max(0)
+            } else {
+                Cost::per_ten(&size_min(&a.len, &b.len))
+            };
+            (charge, Shape::scalar(Type::Bool))
         }
-        // A list is searched: 1 per 10 elements (a map's lookup costs nothing).
+        // A list is searched: 1 per 10 elements, and the needle compared with every
+        // element (`limits::search_cost`); a map's key is hashed, 1 per 10 bytes.
         Op::In => {
-            let charge = match b.ty {
-                Type::Map(..) | Type::Object(_) => Cost::Max(0),
-                _ => Cost::per_ten(&b.charged_size()),
-            };
-            // A string or bytes needle is compared with every element, byte by byte: 1 per
-            // 10 bytes of the shorter, for every element (bounded when either is).
-            let charge = match (&a.ty, b.ty.is_dyn() || matches!(b.ty, Type::List(_))) {
-                (Type::String | Type::Bytes | Type::Dyn, true) if !a.never => {
-                    let elem = b.elem();
-                    let shorter = match (&a.len, &elem.charged_size()) {
-                        (Ok(x), Ok(y)) => Ok(*x.min(y)),
-                        (Ok(x), Err(_)) | (Err(_), Ok(x)) => Ok(*x),
-                        (Err(why), Err(_)) => Err(why.clone()),
-                    };
-                    let bytes = size_product(&b.charged_size(), &shorter);
-                    charge.plus(Cost::per_ten(&bytes))
-                }
-                _ => charge,
-            };
+            let map = matches!(b.ty, Type::Map(..) | Type::Object(_));
+            let mut charge = Cost::Max(0);
+            if !map {
+                let work = size_product(&b.charged_size(), &equality_work(a, &b.elem()));
+                charge = Cost::per_ten(&b.charged_size()).plus(Cost::per_ten(&work));
+            }
+            if (map || b.ty.is_dyn()) && matches!(a.ty, Type::String | Type::Bytes | Type::Dyn) {
+                charge = charge.plus(Cost::per_ten(&a.charged_size()));
+            }
             (charge, Shape::scalar(Type::Bool))
         }
         Op::Add if a.is_unsized() || b.is_unsized() => {

@@ -536,7 +536,8 @@ fn list_overloads(o: &mut Vec<Overload>) {
                 lists::is_sorted(items, order("isSorted")).map_err(list_err)?,
             ))
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(scan_work),
     );
     o.push(
         Overload::method("sum", &[List], |a| {
@@ -557,28 +558,32 @@ fn list_overloads(o: &mut Vec<Overload>) {
             let items = list(a, 0, "min")?;
             Ok(lists::min(items, order("min")).map_err(list_err)?.clone())
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(scan_work),
     );
     o.push(
         Overload::method("max", &[List], |a| {
             let items = list(a, 0, "max")?;
             Ok(lists::max(items, order("max")).map_err(list_err)?.clone())
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(scan_work),
     );
     o.push(
         Overload::method("indexOf", &[List, Any], |a| {
             let items = list(a, 0, "indexOf")?;
             Ok(Value::Int(lists::index_of(items, &a[1], equals)))
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(search_work),
     );
     o.push(
         Overload::method("lastIndexOf", &[List, Any], |a| {
             let items = list(a, 0, "lastIndexOf")?;
             Ok(Value::Int(lists::last_index_of(items, &a[1], equals)))
         })
-        .linear_cost(),
+        .linear_cost()
+        .work(search_work),
     );
     // cel-go ext.Lists, version 3
     o.push(
@@ -624,8 +629,8 @@ fn list_overloads(o: &mut Vec<Overload>) {
             ))
         })
         .linear_cost()
-        .work(|a| match a.first() {
-            Some(Value::List(items)) => crate::limits::distinct_cost(items),
+        .work(|a, cap| match a.first() {
+            Some(Value::List(items)) => distinct_work(items, cap),
             _ => 0,
         })
         .builds(),
@@ -669,12 +674,45 @@ fn list_overloads(o: &mut Vec<Overload>) {
     );
 }
 
-/// What sorting the receiver costs (`limits::sort_cost`).
-fn sort_work(a: &[Value]) -> u64 {
-    match a.first() {
-        Some(Value::List(items)) => crate::limits::sort_cost(items.len()),
+/// What sorting costs (`limits::sort_cost_of`): the keys are compared, which are the
+/// receiver for `sort()` and the second argument for `sortBy`.
+fn sort_work(a: &[Value], _cap: u64) -> u64 {
+    match a.get(1).or(a.first()) {
+        Some(Value::List(keys)) => crate::limits::sort_cost_of(keys),
         _ => 0,
     }
+}
+
+/// What the comparisons of `min`, `max` and `isSorted` read (`limits::scan_cost`).
+fn scan_work(a: &[Value], _cap: u64) -> u64 {
+    match a.first() {
+        Some(Value::List(items)) => crate::limits::scan_cost(items),
+        _ => 0,
+    }
+}
+
+/// What comparing the needle of `indexOf` and `lastIndexOf` with the elements costs
+/// (`limits::search_cost`).
+fn search_work(a: &[Value], cap: u64) -> u64 {
+    match (a.first(), a.get(1)) {
+        (Some(Value::List(items)), Some(needle)) => crate::limits::search_cost(items, needle, cap),
+        _ => 0,
+    }
+}
+
+/// What `distinct()` costs: the hashing or pairing of `limits::distinct_cost`, and what the
+/// hashed bytes or the compared pairs read.
+fn distinct_work(items: &[Value], cap: u64) -> u64 {
+    let base = crate::limits::distinct_cost(items);
+    if base > cap {
+        return base;
+    }
+    let reading = if crate::limits::all_hashable(items) {
+        crate::limits::hashing_cost(items)
+    } else {
+        crate::limits::distinct_pairs_cost(items, cap - base)
+    };
+    base.saturating_add(reading)
 }
 
 fn set_overloads(o: &mut Vec<Overload>) {
@@ -686,8 +724,11 @@ fn set_overloads(o: &mut Vec<Overload>) {
     ];
     // cel-go's `trackSetsCost`: 1 per pair compared, twice for `sets.equivalent`; linear
     // when both lists hash (see `limits::sets_cost`).
-    let works: [fn(&[Value]) -> u64; 3] =
-        [|a| set_work(a, 1), |a| set_work(a, 2), |a| set_work(a, 1)];
+    let works: [crate::registry::Work; 3] = [
+        |a, cap| set_work(a, 1, cap),
+        |a, cap| set_work(a, 2, cap),
+        |a, cap| set_work(a, 1, cap),
+    ];
     for ((name, f), work) in functions.into_iter().zip(works) {
         o.push(
             Overload::global(name, &[List, List], move |a| {
@@ -709,11 +750,21 @@ fn set_overloads(o: &mut Vec<Overload>) {
     }
 }
 
-fn set_work(a: &[Value], factor: u64) -> u64 {
-    match (a.first(), a.get(1)) {
-        (Some(Value::List(x)), Some(Value::List(y))) => crate::limits::sets_cost(x, y, factor),
-        _ => 0,
+fn set_work(a: &[Value], factor: u64, cap: u64) -> u64 {
+    let (Some(Value::List(x)), Some(Value::List(y))) = (a.first(), a.get(1)) else {
+        return 0;
+    };
+    let base = crate::limits::sets_cost(x, y, factor);
+    if base > cap {
+        return base;
     }
+    // What the hashed bytes, or the compared pairs, read.
+    let reading = if crate::limits::all_hashable(x) && crate::limits::all_hashable(y) {
+        crate::limits::hashing_cost(x).saturating_add(crate::limits::hashing_cost(y))
+    } else {
+        crate::limits::pairs_cost(x, y, (cap - base) / factor).saturating_mul(factor)
+    };
+    base.saturating_add(reading)
 }
 
 fn regex_overloads(o: &mut Vec<Overload>) {

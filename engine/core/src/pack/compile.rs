@@ -38,6 +38,114 @@ impl Loader<'_> {
         }
     }
 
+    /// Compiles a rule's stages; `outputs` are the stages' outputs, compiled with the rule's,
+    /// in the order the stages list them.
+    fn compile_stages(
+        &mut self,
+        env: &cel::Env,
+        file: &str,
+        rule: &str,
+        node: &Node,
+        stages: &crate::model::Stages,
+        outputs: Vec<CompiledOutput>,
+    ) -> Option<CompiledStages> {
+        let at = |path: &str| node.closest(&yaml::parse_path(path)).pos;
+        let mut outputs = outputs.into_iter();
+        if stages.items.is_empty() == stages.from.is_none() {
+            self.error(
+                Diagnostic::error(
+                    "pack::invalid-value",
+                    "`stages` needs exactly one of `items` (stages written here) and `from` (stages from data)",
+                )
+                .at(file, at("spec.stages"))
+                .in_rule(rule),
+            );
+            return None;
+        }
+        let mut compiled = Vec::new();
+        let mut names = BTreeSet::new();
+        for (j, stage) in stages.items.iter().enumerate() {
+            let base = format!("spec.stages.items[{j}]");
+            if !names.insert(stage.name.clone()) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::duplicate-name",
+                        format!("two stages are named `{}`", stage.name),
+                    )
+                    .at(file, at(&format!("{base}.name")))
+                    .in_rule(rule),
+                );
+            }
+            let timeout = match stage
+                .timeout
+                .as_deref()
+                .map(crate::duration::parse_duration)
+            {
+                None => None,
+                Some(Ok(t)) => Some(t),
+                Some(Err(e)) => {
+                    self.error(
+                        Diagnostic::error("pack::invalid-value", format!("timeout: {e}"))
+                            .at(file, at(&format!("{base}.timeout")))
+                            .in_rule(rule),
+                    );
+                    None
+                }
+            };
+            let gates = stage
+                .gates
+                .iter()
+                .enumerate()
+                .filter_map(|(g, source)| {
+                    self.compile_expr(env, file, rule, node, &format!("{base}.gates[{g}]"), source)
+                })
+                .collect();
+            compiled.push(CompiledStage {
+                name: stage.name.clone(),
+                outputs: outputs.by_ref().take(stage.outputs.len()).collect(),
+                gates,
+                timeout,
+                cleanup: stage.cleanup,
+                from_data: false,
+            });
+        }
+        let from = match &stages.from {
+            None => None,
+            Some(from) => {
+                let base = "spec.stages.from";
+                let list =
+                    self.compile_expr(env, file, rule, node, &format!("{base}.list"), &from.list);
+                let name =
+                    self.compile_expr(env, file, rule, node, &format!("{base}.name"), &from.name);
+                let gates = from.gates.as_ref().and_then(|g| {
+                    self.compile_expr(env, file, rule, node, &format!("{base}.gates"), g)
+                });
+                let timeout = from.timeout.as_ref().and_then(|t| {
+                    self.compile_expr(env, file, rule, node, &format!("{base}.timeout"), t)
+                });
+                compiled.push(CompiledStage {
+                    name: String::new(),
+                    outputs: outputs.by_ref().collect(),
+                    gates: Vec::new(),
+                    timeout: None,
+                    cleanup: from.cleanup,
+                    from_data: true,
+                });
+                Some(CompiledStagesFrom {
+                    list: list?,
+                    name: name?,
+                    gates,
+                    timeout,
+                })
+            }
+        };
+        Some(CompiledStages {
+            status_field: stages.status_field.clone(),
+            stages: compiled,
+            from,
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(super) fn compile_rule(
         &mut self,
@@ -128,6 +236,22 @@ impl Loader<'_> {
             let when = lookup.when.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
             });
+            let cluster_name = lookup.cluster_name.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.clusterName"), s)
+            });
+            if lookup.cluster_name.is_some() && lookup.all_clusters {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "lookup `{}` has both `clusterName` and `allClusters`: read one member or every member",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.allClusters")))
+                    .in_rule(&rule),
+                );
+            }
             let key = match (&lookup.object_name, &lookup.match_labels) {
                 (Some(name), None) => self
                     .compile_expr(env, file, &rule, node, &format!("{base}.objectName"), name)
@@ -161,6 +285,8 @@ impl Loader<'_> {
                 lookups.push(CompiledLookup {
                     name: lookup.name.clone(),
                     cluster,
+                    cluster_name,
+                    all_clusters: lookup.all_clusters,
                     api_version: lookup.api_version.clone(),
                     kind: lookup.kind.clone(),
                     namespace,
@@ -246,9 +372,27 @@ impl Loader<'_> {
             }
         }
 
+        // The rule's outputs, then its stages' outputs: compiled alike, split after.
+        let mut output_specs: Vec<(String, &crate::model::Output)> = spec
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (format!("spec.outputs[{i}]"), o))
+            .collect();
+        if let Some(stages) = &spec.stages {
+            for (j, stage) in stages.items.iter().enumerate() {
+                for (k, o) in stage.outputs.iter().enumerate() {
+                    output_specs.push((format!("spec.stages.items[{j}].outputs[{k}]"), o));
+                }
+            }
+            if let Some(from) = &stages.from {
+                for (k, o) in from.outputs.iter().enumerate() {
+                    output_specs.push((format!("spec.stages.from.outputs[{k}]"), o));
+                }
+            }
+        }
         let mut outputs = Vec::new();
-        for (i, output) in spec.outputs.iter().enumerate() {
-            let base = format!("spec.outputs[{i}]");
+        for (base, output) in output_specs {
             need_role(
                 self,
                 &output.cluster,
@@ -284,13 +428,44 @@ impl Loader<'_> {
             let for_each = output.for_each.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.forEach"), s)
             });
+            let cluster_name = output.cluster_name.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.clusterName"), s)
+            });
+            let bind_as = output.bind_as.as_ref().and_then(|s| {
+                self.compile_expr(env, file, &rule, node, &format!("{base}.bindAs"), s)
+            });
+            if output.bind_as.is_some() && base.starts_with("spec.outputs") {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "output `{}`: `bindAs` names a stage resource; only outputs of stages have it",
+                            output.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.bindAs")))
+                    .in_rule(&rule),
+                );
+            }
             outputs.push(CompiledOutput {
                 name: output.name.clone(),
                 cluster: output.cluster.clone(),
+                cluster_name,
+                bind_as,
+                mode: output.mode,
                 template: output.template.clone(),
                 when,
                 for_each,
             });
+        }
+
+        let stage_outputs = outputs.split_off(spec.outputs.len().min(outputs.len()));
+        let stages = spec
+            .stages
+            .as_ref()
+            .and_then(|stages| self.compile_stages(env, file, &rule, node, stages, stage_outputs));
+        if stages.is_some() {
+            need_role(self, &watch_cluster, Access::WriteStatus, "spec.stages");
         }
 
         let status = spec.status.as_ref().map(|status| {
@@ -319,38 +494,79 @@ impl Loader<'_> {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.status");
         }
 
-        // Every expression may read only what exists.
+        // Every expression may read only what exists: the rule's names, plus, where they are
+        // bound, a forEach element, a stage definition, a stage's observed resources and the
+        // stages' progress.
         let lookup_names: BTreeSet<String> = lookups.iter().map(|l| l.name.clone()).collect();
-        let mut all_exprs: Vec<&Expr> = Vec::new();
+        let mut all_exprs: Vec<(&Expr, &[&str])> = Vec::new();
         for l in &lookups {
-            all_exprs.extend(l.namespace.iter());
-            all_exprs.extend(l.when.iter());
+            all_exprs.extend(l.namespace.iter().map(|e| (e, &[][..])));
+            all_exprs.extend(l.when.iter().map(|e| (e, &[][..])));
+            all_exprs.extend(l.cluster_name.iter().map(|e| (e, &[][..])));
             match &l.key {
-                LookupKey::Name(e) | LookupKey::Labels(e) => all_exprs.push(e),
+                LookupKey::Name(e) | LookupKey::Labels(e) => all_exprs.push((e, &[])),
             }
         }
         for g in &guards {
-            all_exprs.push(&g.expr);
-            all_exprs.extend(g.message_expr.iter());
+            all_exprs.push((&g.expr, &[]));
+            all_exprs.extend(g.message_expr.iter().map(|e| (e, &[][..])));
         }
-        all_exprs.extend(vars.iter().map(|v| &v.expr));
+        all_exprs.extend(vars.iter().map(|v| (&v.expr, &[][..])));
+        const ITEM: &[&str] = &["item", "index"];
+        const STAGE: &[&str] = &["stage"];
+        const STAGE_ITEM: &[&str] = &["stage", "item", "index"];
+        fn output_exprs(
+            o: &CompiledOutput,
+            in_stage: bool,
+        ) -> Vec<(&Expr, &'static [&'static str])> {
+            let outer: &'static [&'static str] = if in_stage { STAGE } else { &[] };
+            let inner: &'static [&'static str] = match (o.for_each.is_some(), in_stage) {
+                (true, true) => STAGE_ITEM,
+                (true, false) => ITEM,
+                (false, true) => STAGE,
+                (false, false) => &[],
+            };
+            let mut found: Vec<(&Expr, &'static [&'static str])> = Vec::new();
+            found.extend(o.when.iter().map(|e| (e, outer)));
+            found.extend(o.for_each.iter().map(|e| (e, outer)));
+            found.extend(o.cluster_name.iter().map(|e| (e, inner)));
+            found.extend(o.bind_as.iter().map(|e| (e, inner)));
+            found
+        }
         for o in &outputs {
-            all_exprs.extend(o.when.iter());
-            all_exprs.extend(o.for_each.iter());
+            all_exprs.extend(output_exprs(o, false));
         }
+        const GATE: &[&str] = &["stage", "resources"];
+        if let Some(st) = &stages {
+            for stage in &st.stages {
+                for o in &stage.outputs {
+                    all_exprs.extend(output_exprs(o, stage.from_data));
+                }
+                all_exprs.extend(stage.gates.iter().map(|e| (e, GATE)));
+            }
+            if let Some(from) = &st.from {
+                all_exprs.push((&from.list, &[]));
+                all_exprs.push((&from.name, STAGE));
+                all_exprs.extend(from.gates.iter().map(|e| (e, STAGE)));
+                all_exprs.extend(from.timeout.iter().map(|e| (e, STAGE)));
+            }
+        }
+        const STAGES: &[&str] = &["stages"];
+        let progress: &[&str] = if stages.is_some() { STAGES } else { &[] };
         if let Some(s) = &status {
-            all_exprs.extend(s.fields.iter().map(|(_, e)| e));
+            all_exprs.extend(s.fields.iter().map(|(_, e)| (e, progress)));
             for c in &s.conditions {
-                all_exprs.push(&c.status);
-                all_exprs.push(&c.reason);
-                all_exprs.extend(c.message.iter());
+                all_exprs.push((&c.status, progress));
+                all_exprs.push((&c.reason, progress));
+                all_exprs.extend(c.message.iter().map(|e| (e, progress)));
             }
         }
         let mut reference_errors = Vec::new();
-        for expr in &all_exprs {
+        for (expr, extra) in all_exprs {
             for variable in &expr.program.references().variables {
-                let known = ["self", "vars", "cluster", "now", "tables"]
+                let known = ["self", "vars", "cluster", "clusters", "now", "tables"]
                     .contains(&variable.as_str())
+                    || extra.contains(&variable.as_str())
                     || lookup_names.contains(variable);
                 if !known {
                     reference_errors.push((
@@ -388,7 +604,14 @@ impl Loader<'_> {
         }
 
         // Templates may read only what exists.
-        for output in &outputs {
+        let mut template_outputs: Vec<(&CompiledOutput, bool)> =
+            outputs.iter().map(|o| (o, false)).collect();
+        if let Some(st) = &stages {
+            for stage in &st.stages {
+                template_outputs.extend(stage.outputs.iter().map(|o| (o, stage.from_data)));
+            }
+        }
+        for (output, stage_bound) in template_outputs {
             if !templates.has_template(&output.template) {
                 continue;
             }
@@ -397,8 +620,9 @@ impl Loader<'_> {
                     continue;
                 };
                 let problem = match root.as_str() {
-                    "self" | "cluster" | "now" | "tables" => None,
+                    "self" | "cluster" | "clusters" | "now" | "tables" => None,
                     "item" | "index" if output.for_each.is_some() => None,
+                    "stage" if stage_bound => None,
                     "vars" => match reference.path.get(1) {
                         Some(var) if !var_names.contains(var) => {
                             Some(format!("variable `vars.{var}` is not defined"))
@@ -470,6 +694,7 @@ impl Loader<'_> {
             &vars,
             &steps,
             &outputs,
+            stages.as_ref(),
             status.as_ref(),
             pack.cost_per_expression(),
         );
@@ -485,6 +710,7 @@ impl Loader<'_> {
             vars,
             steps,
             outputs,
+            stages,
             status,
             deletion: spec.deletion,
         })

@@ -46,7 +46,12 @@ pub(super) fn order_steps(
         pending.push((Step::Guard(i), deps_of(exprs), format!("guard {}", i + 1)));
     }
     for (i, l) in lookups.iter().enumerate() {
-        let mut exprs: Vec<&Expr> = l.namespace.iter().chain(l.when.iter()).collect();
+        let mut exprs: Vec<&Expr> = l
+            .namespace
+            .iter()
+            .chain(l.when.iter())
+            .chain(l.cluster_name.iter())
+            .collect();
         match &l.key {
             LookupKey::Name(e) | LookupKey::Labels(e) => exprs.push(e),
         }

@@ -17,6 +17,7 @@ impl Loader<'_> {
         vars: &[CompiledVar],
         steps: &[Step],
         outputs: &[CompiledOutput],
+        stages: Option<&CompiledStages>,
         status: Option<&CompiledStatus>,
         cost_limit: u64,
     ) {
@@ -25,20 +26,35 @@ impl Loader<'_> {
             cel::check::object_type_for_kind(self.crds, api_version, kind)
                 .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
         };
+        let cluster_type = Type::object(
+            ObjectType::new("cluster")
+                .with_field("role", Type::String)
+                .with_field("name", Type::String),
+        );
         let mut env = TypeEnv::new()
             .with_function("decide")
+            .with_function("stripClusterMetadata")
+            .with_function("nestedField")
+            .with_function("goFormat")
             .with_variable("self", object_type(&watch.api_version, &watch.kind))
+            .with_variable("cluster", cluster_type.clone())
             .with_variable(
-                "cluster",
-                Type::object(ObjectType::new("cluster").with_field("name", Type::String)),
+                "clusters",
+                Type::map(Type::String, Type::list(Type::String)),
             )
             .with_variable("now", Type::String)
             .with_variable("tables", Type::map(Type::String, Type::list(Type::Dyn)));
         for lookup in lookups {
             let ty = object_type(&lookup.api_version, &lookup.kind);
-            let ty = match lookup.key {
-                LookupKey::Name(_) => ty,
-                LookupKey::Labels(_) => Type::list(ty),
+            let ty = match (&lookup.key, lookup.all_clusters) {
+                (LookupKey::Name(_), false) => ty,
+                (LookupKey::Labels(_), false) => Type::list(ty),
+                // `{cluster: {role, name}, object}` per member that has a match.
+                (_, true) => Type::list(Type::object(
+                    ObjectType::new("clusterObject")
+                        .with_field("cluster", cluster_type.clone())
+                        .with_field("object", ty),
+                )),
             };
             env.add_variable(&lookup.name, ty);
         }
@@ -96,7 +112,7 @@ impl Loader<'_> {
                 }
                 Step::Lookup(i) => {
                     let l = &lookups[i];
-                    for e in l.namespace.iter() {
+                    for e in l.namespace.iter().chain(l.cluster_name.iter()) {
                         check(&env, e, false);
                     }
                     if let Some(e) = &l.when {
@@ -122,6 +138,49 @@ impl Loader<'_> {
             if let Some(e) = &output.for_each {
                 check(&env, e, false);
             }
+            if let Some(e) = &output.cluster_name {
+                // `item` is the forEach element, typed loosely.
+                let mut item_env = env.clone();
+                item_env.add_variable("item", Type::Dyn);
+                item_env.add_variable("index", Type::Int);
+                check(&item_env, e, false);
+            }
+        }
+        if let Some(st) = stages {
+            // Stage expressions see `stage` (a definition from data) and, in gates, the
+            // observed outputs as `resources`.
+            let mut stage_env = env.clone();
+            stage_env.add_variable("stage", Type::Dyn);
+            if let Some(from) = &st.from {
+                check(&env, &from.list, false);
+                check(&stage_env, &from.name, false);
+                for e in from.gates.iter().chain(from.timeout.iter()) {
+                    check(&stage_env, e, false);
+                }
+            }
+            let mut gate_env = stage_env.clone();
+            gate_env.add_variable("resources", Type::map(Type::String, Type::Dyn));
+            for stage in &st.stages {
+                for output in &stage.outputs {
+                    for e in output.when.iter().chain(output.for_each.iter()) {
+                        check(
+                            &stage_env,
+                            e,
+                            output.when.as_ref().is_some_and(|w| std::ptr::eq(w, e)),
+                        );
+                    }
+                    let mut item_env = stage_env.clone();
+                    item_env.add_variable("item", Type::Dyn);
+                    item_env.add_variable("index", Type::Int);
+                    for e in output.cluster_name.iter().chain(output.bind_as.iter()) {
+                        check(&item_env, e, false);
+                    }
+                }
+                for gate in &stage.gates {
+                    check(&gate_env, gate, true);
+                }
+            }
+            env.add_variable("stages", Type::map(Type::String, Type::Dyn));
         }
         if let Some(status) = status {
             for (_, e) in &status.fields {

@@ -130,9 +130,10 @@ impl Broker {
             packs: Some(packs.to_path_buf()),
             clusters: clusters
                 .iter()
-                .map(|(role, kubeconfig)| ClusterConfig {
-                    role: (*role).to_string(),
-                    name: None,
+                .map(|(id, kubeconfig)| ClusterConfig {
+                    // `ROLE` or `ROLE/NAME`, as `--cluster` takes them.
+                    role: id.split('/').next().unwrap_or_default().to_string(),
+                    name: id.split_once('/').map(|(_, name)| name.to_string()),
                     kubeconfig: Some(kubeconfig.to_path_buf()),
                     context: None,
                     in_cluster: false,
