@@ -270,12 +270,16 @@ fn evaluate_traced<'w>(
     let self_value = conversions.trigger(trigger.object);
     let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
     let cluster_json = json!({"role": role, "name": member});
-    let clusters_json: Map<String, Value> = pack
-        .spec()
-        .clusters
-        .iter()
-        .map(|c| (c.name.clone(), json!(world.members(&c.name))))
-        .collect();
+    // Built only for rules that read it: it asks the world for every role's members.
+    let clusters_json: Map<String, Value> = if rules.iter().any(|r| r.reads_clusters) {
+        pack.spec()
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), json!(world.members(&c.name))))
+            .collect()
+    } else {
+        Map::new()
+    };
     let clusters_json = Value::Object(clusters_json);
     let mut ctx = EvalContext {
         pack,
@@ -490,6 +494,12 @@ impl Bindings {
                 .collect(),
         )
     }
+}
+
+/// What a lookup searched for.
+enum Sought {
+    Name(String),
+    Labels(Map<String, Value>),
 }
 
 /// A stage as one evaluation sees it.
@@ -1244,7 +1254,7 @@ impl EvalContext<'_> {
             };
             let cluster = self.target_cluster(
                 name,
-                &format!("output `{}`", output.name),
+                &|| format!("output `{}`", output.name),
                 &output.cluster,
                 member,
             )?;
@@ -1326,7 +1336,7 @@ impl EvalContext<'_> {
                 .and_then(Value::as_str)
                 .map(str::to_string),
         };
-        let path = format!("lookup `{}`", lookup.name);
+        let path = || format!("lookup `{}`", lookup.name);
         let clusters: Vec<String> = if lookup.all_clusters {
             let members = self.world.members(&lookup.cluster);
             if members.is_empty() {
@@ -1344,15 +1354,10 @@ impl EvalContext<'_> {
             };
             vec![self.target_cluster(name, &path, &lookup.cluster, member)?]
         };
-        // Where the lookup searched, for messages.
-        let searched = if lookup.all_clusters {
-            format!("any cluster of role `{}`", lookup.cluster)
-        } else {
-            format!("cluster `{}`", clusters.join(", "))
-        };
         let mut found: Vec<(&str, Arc<Value>)> = Vec::new();
-        // What the trace shows, and what a required lookup that finds nothing says.
-        let (described, not_found, expression) = match &lookup.key {
+        // What was searched for: the trace and a required lookup's message say it, formatted
+        // only then (every trigger of every round does lookups).
+        let (sought, expression) = match &lookup.key {
             LookupKey::Name(expr) => {
                 let object_name = self.eval_string(name, expr, bindings)?;
                 for cluster in &clusters {
@@ -1374,20 +1379,7 @@ impl EvalContext<'_> {
                     }
                     self.outcome.reads.insert(ReadKey::Object(key));
                 }
-                let shown = match &namespace {
-                    Some(ns) => format!("{ns}/{object_name}"),
-                    None => object_name.clone(),
-                };
-                (
-                    format!("{} {} {shown}", lookup.api_version, lookup.kind),
-                    format!(
-                        "{} `{}` not found in namespace `{}` of {searched}",
-                        lookup.kind,
-                        object_name,
-                        namespace.as_deref().unwrap_or(""),
-                    ),
-                    expr,
-                )
+                (Sought::Name(object_name), expr)
             }
             LookupKey::Labels(expr) => {
                 let (value, selector) = self.eval_json(name, expr, bindings, None)?;
@@ -1430,22 +1422,43 @@ impl EvalContext<'_> {
                         namespace: namespace.clone(),
                     });
                 }
-                (
-                    String::new(),
-                    format!(
-                        "no {} matches labels {} in namespace `{}` of {searched}",
-                        lookup.kind,
-                        compact(&Value::Object(selector)),
-                        namespace.as_deref().unwrap_or(""),
-                    ),
-                    expr,
-                )
+                (Sought::Labels(selector), expr)
             }
         };
+        let searched = || {
+            if lookup.all_clusters {
+                format!("any cluster of role `{}`", lookup.cluster)
+            } else {
+                format!("cluster `{}`", clusters.join(", "))
+            }
+        };
+        let ns = namespace.as_deref().unwrap_or("");
+        let not_found = || match &sought {
+            Sought::Name(object_name) => format!(
+                "{} `{object_name}` not found in namespace `{ns}` of {}",
+                lookup.kind,
+                searched()
+            ),
+            Sought::Labels(selector) => format!(
+                "no {} matches labels {} in namespace `{ns}` of {}",
+                lookup.kind,
+                compact(&Value::Object(selector.clone())),
+                searched()
+            ),
+        };
         if self.traced {
+            let described = || match (&sought, &namespace) {
+                (Sought::Name(n), Some(ns)) => {
+                    format!("{} {} {ns}/{n}", lookup.api_version, lookup.kind)
+                }
+                (Sought::Name(n), None) => format!("{} {} {n}", lookup.api_version, lookup.kind),
+                (Sought::Labels(_), _) => String::new(),
+            };
             let result = match (&lookup.key, lookup.all_clusters) {
-                (LookupKey::Name(_), false) if found.is_empty() => format!("{described} not found"),
-                (LookupKey::Name(_), false) => format!("{described} found"),
+                (LookupKey::Name(_), false) if found.is_empty() => {
+                    format!("{} not found", described())
+                }
+                (LookupKey::Name(_), false) => format!("{} found", described()),
                 _ => format!("{} matched", plural(found.len(), "object")),
             };
             self.trace(
@@ -1459,8 +1472,10 @@ impl EvalContext<'_> {
             return Err(Stop::Block {
                 reason: lookup.reason.clone(),
                 message: format!(
-                    "{not_found} (lookup `{}` of rule `{}`)",
-                    lookup.name, rule.name
+                    "{} (lookup `{}` of rule `{}`)",
+                    not_found(),
+                    lookup.name,
+                    rule.name
                 ),
             });
         }
@@ -1504,10 +1519,15 @@ impl EvalContext<'_> {
     fn target_cluster(
         &mut self,
         rule: &str,
-        path: &str,
+        path: &dyn Fn() -> String,
         role: &str,
         name: Option<String>,
     ) -> Result<String, Stop> {
+        // The common case first, without asking the world: the trigger's own role.
+        let (trigger_role, _) = split_cluster(self.trigger_cluster);
+        if name.is_none() && trigger_role == role {
+            return Ok(self.trigger_cluster.to_string());
+        }
         let members = self.world.members(role);
         let listed = || {
             if members.is_empty() {
@@ -1535,23 +1555,17 @@ impl EvalContext<'_> {
                     listed()
                 )
             }
-            None => {
-                let (trigger_role, _) = split_cluster(self.trigger_cluster);
-                if trigger_role == role {
-                    return Ok(self.trigger_cluster.to_string());
-                }
-                match members.as_slice() {
-                    [] => return Ok(role.to_string()),
-                    [only] => return Ok(cluster_id(role, only)),
-                    _ => format!(
-                        "role `{role}` has {} clusters: name one with `clusterName` ({})",
-                        members.len(),
-                        listed()
-                    ),
-                }
-            }
+            None => match members.as_slice() {
+                [] => return Ok(role.to_string()),
+                [only] => return Ok(cluster_id(role, only)),
+                _ => format!(
+                    "role `{role}` has {} clusters: name one with `clusterName` ({})",
+                    members.len(),
+                    listed()
+                ),
+            },
         };
-        Err(self.fail(rule, path, None, problem))
+        Err(self.fail(rule, &path(), None, problem))
     }
 
     /// The template context of a rule: built once, outputs add `item` and `index`.

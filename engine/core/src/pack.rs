@@ -255,6 +255,8 @@ pub(crate) struct CompiledRule {
     pub stages: Option<CompiledStages>,
     pub status: Option<CompiledStatus>,
     pub deletion: DeletionPolicy,
+    /// Some expression or template reads `clusters`.
+    pub reads_clusters: bool,
 }
 
 /// A rule's stages, compiled.

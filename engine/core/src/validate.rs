@@ -1729,18 +1729,21 @@ fn check_metadata(object: &Value, base: &str, out: &mut Vec<Violation>) {
                             "label key",
                         ));
                     }
-                    let value_path = format!("{path}[{key}]");
+                    // Formatted only for a violation: every output passes through here.
+                    let value_path = || format!("{path}[{key}]");
                     match value {
                         Value::String(v) => {
                             for message in label_value_errors(v) {
                                 out.push(violation(
-                                    &value_path,
+                                    &value_path(),
                                     format!("Invalid value: {}: {message}", quote(v)),
                                     "label value",
                                 ));
                             }
                         }
-                        other => out.push(type_violation(&value_path, "string", json_type(other))),
+                        other => {
+                            out.push(type_violation(&value_path(), "string", json_type(other)))
+                        }
                     }
                 }
             }
@@ -1754,7 +1757,14 @@ fn check_metadata(object: &Value, base: &str, out: &mut Vec<Violation>) {
                 let mut total = 0usize;
                 for (key, value) in annotations {
                     total = total.saturating_add(key.len());
-                    for message in qualified_name_errors(&key.to_lowercase()) {
+                    let lowered;
+                    let key_checked = if key.chars().any(|c| c.is_ascii_uppercase()) {
+                        lowered = key.to_lowercase();
+                        lowered.as_str()
+                    } else {
+                        key.as_str()
+                    };
+                    for message in qualified_name_errors(key_checked) {
                         out.push(violation(
                             &path,
                             format!("Invalid value: {}: {message}", quote(key)),
@@ -1821,10 +1831,12 @@ fn is_qualified_name_part(name: &str) -> bool {
 /// most 63 characters.
 fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errors = Vec::new();
-    let parts: Vec<&str> = value.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
+    // Split without collecting: every label and annotation key of every output comes here.
+    let mut parts = value.splitn(3, '/');
+    let (first, second, third) = (parts.next(), parts.next(), parts.next());
+    let name = match (first, second, third) {
+        (Some(name), None, _) => name,
+        (Some(prefix), Some(name), None) => {
             if prefix.is_empty() {
                 errors.push("prefix part must be non-empty".to_string());
             } else {
@@ -1842,7 +1854,7 @@ fn qualified_name_errors(value: &str) -> Vec<String> {
                     ));
                 }
             }
-            *name
+            name
         }
         _ => {
             errors.push(format!(

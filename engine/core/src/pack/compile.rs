@@ -562,7 +562,15 @@ impl Loader<'_> {
             }
         }
         let mut reference_errors = Vec::new();
+        // Whether anything reads `clusters`: evaluation builds it only then.
+        let mut reads_clusters = false;
         for (expr, extra) in all_exprs {
+            reads_clusters |= expr
+                .program
+                .references()
+                .variables
+                .iter()
+                .any(|v| v == "clusters");
             for variable in &expr.program.references().variables {
                 let known = ["self", "vars", "cluster", "clusters", "now", "tables"]
                     .contains(&variable.as_str())
@@ -619,6 +627,7 @@ impl Loader<'_> {
                 let Some(root) = reference.path.first() else {
                     continue;
                 };
+                reads_clusters |= root == "clusters";
                 let problem = match root.as_str() {
                     "self" | "cluster" | "clusters" | "now" | "tables" => None,
                     "item" | "index" if output.for_each.is_some() => None,
@@ -713,6 +722,7 @@ impl Loader<'_> {
             stages,
             status,
             deletion: spec.deletion,
+            reads_clusters,
         })
     }
 
