@@ -299,6 +299,7 @@ fn evaluate_traced<'w>(
         conversions,
         outcome: &mut outcome,
         missing_targets: Vec::new(),
+        rule_missing: Vec::new(),
         traced,
     };
     let mut results = Vec::new();
@@ -443,6 +444,8 @@ struct EvalContext<'a> {
     outcome: &'a mut Outcome,
     /// Patches whose target does not exist (yet).
     missing_targets: Vec<String>,
+    /// The same for the rule being evaluated, bound as `missing` in its status mapping.
+    rule_missing: Vec<Value>,
     /// Build the trace (`explain`, test failures); the broker does not read it.
     traced: bool,
 }
@@ -687,6 +690,7 @@ impl EvalContext<'_> {
 
     fn try_rule(&mut self, rule: &CompiledRule) -> Result<RuleResult, Stop> {
         let name = rule.name.as_str();
+        self.rule_missing.clear();
         let mut bindings = Bindings::new();
         for step in &rule.steps {
             match *step {
@@ -762,6 +766,9 @@ impl EvalContext<'_> {
             // The status mapping reads the progress as `stages`.
             bindings.bind_extra("stages", progress);
         }
+        // ... and the patch targets that do not exist as `missing`.
+        let missing = Value::Array(std::mem::take(&mut self.rule_missing));
+        bindings.bind_extra("missing", &missing);
         let status = match &rule.status {
             None => progress
                 .as_ref()
@@ -1691,6 +1698,14 @@ impl EvalContext<'_> {
                         self.trace(name, &path, None, message.clone());
                     }
                     self.missing_targets.push(message);
+                    self.rule_missing.push(json!({
+                        "output": output.name,
+                        "cluster": key.cluster,
+                        "apiVersion": key.api_version,
+                        "kind": key.kind,
+                        "namespace": key.namespace,
+                        "name": key.name,
+                    }));
                     return Ok(None);
                 }
             }

@@ -36,6 +36,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     "stage",
     "stages",
     "resources",
+    "missing",
 ];
 
 /// A pack's files, read by the caller (the core does no I/O).

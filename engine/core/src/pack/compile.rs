@@ -551,8 +551,13 @@ impl Loader<'_> {
                 all_exprs.extend(from.timeout.iter().map(|e| (e, STAGE)));
             }
         }
-        const STAGES: &[&str] = &["stages"];
-        let progress: &[&str] = if stages.is_some() { STAGES } else { &[] };
+        const STATUS: &[&str] = &["missing"];
+        const STAGES_STATUS: &[&str] = &["stages", "missing"];
+        let progress: &[&str] = if stages.is_some() {
+            STAGES_STATUS
+        } else {
+            STATUS
+        };
         if let Some(s) = &status {
             all_exprs.extend(s.fields.iter().map(|(_, e)| (e, progress)));
             for c in &s.conditions {

@@ -182,6 +182,7 @@ impl Loader<'_> {
             }
             env.add_variable("stages", Type::map(Type::String, Type::Dyn));
         }
+        env.add_variable("missing", Type::list(Type::map(Type::String, Type::Dyn)));
         if let Some(status) = status {
             for (_, e) in &status.fields {
                 check(&env, e, false);
