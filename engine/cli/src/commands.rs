@@ -80,11 +80,16 @@ impl Inputs {
     }
 }
 
-fn plan_for(pack: &Pack, inputs: &Inputs, now: DateTime<Utc>) -> Result<plan::Plan, CliError> {
+fn plan_for(
+    pack: &Pack,
+    inputs: &Inputs,
+    now: DateTime<Utc>,
+    tracing: plan::Tracing,
+) -> Result<plan::Plan, CliError> {
     let world = world_for(pack, inputs)?;
     // The memory budget is checked between input files (in `world_for`) and between triggers.
     let read = world.len() as u64;
-    plan::plan_checked(pack, &world, now, &mut |n| {
+    plan::plan_checked(pack, &world, now, tracing, &mut |n| {
         memory::check(Progress {
             objects: read,
             triggers: n as u64,
@@ -156,7 +161,12 @@ pub fn render(
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
-    let plan = plan_for(&pack, inputs, clock(inputs.clock.as_deref())?)?;
+    let plan = plan_for(
+        &pack,
+        inputs,
+        clock(inputs.clock.as_deref())?,
+        plan::Tracing::Off,
+    )?;
     match format {
         RenderFormat::Yaml => out!("{}", plan::to_yaml(&plan)),
         RenderFormat::Json => outln!(
@@ -169,7 +179,12 @@ pub fn render(
 
 pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
-    let plan = plan_for(&pack, inputs, clock(inputs.clock.as_deref())?)?;
+    let plan = plan_for(
+        &pack,
+        inputs,
+        clock(inputs.clock.as_deref())?,
+        plan::Tracing::On,
+    )?;
     if plan.outcomes.is_empty() {
         let watched: Vec<String> = pack
             .watched_kinds()
@@ -377,8 +392,8 @@ pub fn diff(
     let now = clock(inputs.clock.as_deref())?;
     let base = load_pack(base_dir, sources)?;
     let head = load_pack(head_dir, sources)?;
-    let base_plan = plan_for(&base, inputs, now)?;
-    let head_plan = plan_for(&head, inputs, now)?;
+    let base_plan = plan_for(&base, inputs, now, plan::Tracing::Off)?;
+    let head_plan = plan_for(&head, inputs, now, plan::Tracing::Off)?;
     let changes = diff::diff_plans(&base_plan, &head_plan);
     match format {
         DiffFormat::Text => out!("{}", changes.to_text()),

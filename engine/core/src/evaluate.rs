@@ -200,6 +200,17 @@ pub fn evaluate_in<'w>(
     evaluate_traced(pack, trigger, world, now, conversions, true)
 }
 
+/// [`evaluate_in`] without the trace (see [`evaluate_untraced`]).
+pub fn evaluate_in_untraced<'w>(
+    pack: &Pack,
+    trigger: Trigger<'w>,
+    world: &dyn World,
+    now: DateTime<Utc>,
+    conversions: &Conversions<'w>,
+) -> Result<Outcome, String> {
+    evaluate_traced(pack, trigger, world, now, conversions, false)
+}
+
 /// [`evaluate`] without the trace: the same decisions, outputs and status, and an empty
 /// `Outcome.trace`, for callers that never show it (the broker evaluates every trigger on
 /// every change and would pay for formatting every value).

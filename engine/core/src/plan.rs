@@ -11,12 +11,20 @@ use serde_json::{Map, Value, json};
 use crate::diagnostic::Diagnostic;
 use crate::evaluate::{
     ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, Conversions, DesiredObject, Outcome,
-    Trigger, evaluate_in, stamp_ownership,
+    Trigger, evaluate_in, evaluate_in_untraced, stamp_ownership,
 };
 use crate::model::OutputMode;
 use crate::object::{MemoryWorld, ObjectKey, World, check_cluster_id};
 use crate::pack::Pack;
 use crate::yaml;
+
+/// Whether a plan keeps each evaluation's trace: only `explain` prints it, and building it
+/// formats every value a rule computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracing {
+    On,
+    Off,
+}
 
 /// Two triggers that want different contents for the same object.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,9 +69,9 @@ fn join(set: &BTreeSet<String>) -> String {
 }
 
 /// Evaluates every object of `world` that a rule of `pack` watches, in key order, and
-/// merges the outputs.
+/// merges the outputs. Without traces: `explain` asks for them ([`Tracing::On`]).
 pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
-    match plan_checked(pack, world, now, &mut |_| Ok(())) {
+    match plan_checked(pack, world, now, Tracing::Off, &mut |_| Ok(())) {
         Ok(plan) => plan,
         // The check above never fails.
         Err(_) => merge(pack, Vec::new()),
@@ -77,6 +85,7 @@ pub fn plan_checked(
     pack: &Pack,
     world: &MemoryWorld,
     now: DateTime<Utc>,
+    tracing: Tracing,
     check: &mut dyn FnMut(usize) -> Result<(), String>,
 ) -> Result<Plan, String> {
     let watched = pack.watched_kinds();
@@ -97,7 +106,13 @@ pub fn plan_checked(
             cluster: &key.cluster,
             object,
         };
-        if let Ok(outcome) = evaluate_in(pack, trigger, world as &dyn World, now, &conversions) {
+        let evaluated = match tracing {
+            Tracing::On => evaluate_in(pack, trigger, world as &dyn World, now, &conversions),
+            Tracing::Off => {
+                evaluate_in_untraced(pack, trigger, world as &dyn World, now, &conversions)
+            }
+        };
+        if let Ok(outcome) = evaluated {
             outcomes.push(outcome);
         }
     }
