@@ -3,7 +3,7 @@
 //
 // It reads JSON lines from stdin, each {"expr": "...", "bindings": {"name": <json>}}, and
 // writes one JSON line per input: {"result": <json>} or {"error": "...", "phase": "compile" |
-// "check" | "eval" | "result"}. The environment is the API server's base environment
+// "check" | "program" | "eval" | "result"}. The environment is the API server's base environment
 // (k8s.io/apiserver/pkg/cel/environment) at compatibility version 1.34, with strict cost, the
 // type checker on and the per-call cost limit; every binding is a dyn variable. JSON integers
 // are CEL ints, other JSON numbers doubles.
@@ -114,7 +114,7 @@ func handle(base *cel.Env, line []byte) (resp response) {
 		if err != nil {
 			return response{Error: "bad binding " + name + ": " + err.Error(), Phase: "request"}
 		}
-		vars[name] = value
+		vars[name] = sortedAdapter{}.NativeToValue(value)
 	}
 	sort.Strings(names)
 	env, err := envFor(base, names)
@@ -131,7 +131,8 @@ func handle(base *cel.Env, line []byte) (resp response) {
 	}
 	prg, err := env.Program(checked)
 	if err != nil {
-		return response{Error: err.Error(), Phase: "compile"}
+		// cel-go plans the program here, evaluating constant calls (OptOptimize).
+		return response{Error: err.Error(), Phase: "program"}
 	}
 	val, _, err := prg.Eval(vars)
 	if err != nil {
@@ -176,6 +177,37 @@ func convertNumbers(v any) any {
 	default:
 		return v
 	}
+}
+
+// sortedAdapter makes CEL values of decoded JSON whose maps iterate in key order, as
+// Switchyard's do: Go maps iterate in random order, and Kubernetes leaves the order of an
+// object's keys unspecified, so the comparison needs one order.
+type sortedAdapter struct{}
+
+func (a sortedAdapter) NativeToValue(value any) ref.Val {
+	switch v := value.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return sortedMap{Mapper: types.NewStringInterfaceMap(a, v), keys: keys}
+	case []any:
+		return types.NewDynamicList(a, v)
+	default:
+		return types.DefaultTypeAdapter.NativeToValue(value)
+	}
+}
+
+// sortedMap is a map of JSON that iterates in key order.
+type sortedMap struct {
+	traits.Mapper
+	keys []string
+}
+
+func (m sortedMap) Iterator() traits.Iterator {
+	return types.NewStringList(types.DefaultTypeAdapter, m.keys).Iterator()
 }
 
 func writeString(buf *bytes.Buffer, s string) error {
