@@ -456,16 +456,9 @@ pub fn simulate(
                 {
                     let key = switchyard_core::ObjectKey::of(&cluster, &object)
                         .map_err(CliError::Input)?;
-                    let mut merged = switchyard_core::World::get(
-                        &simulation.world,
-                        &key.cluster,
-                        &key.api_version,
-                        &key.kind,
-                        key.namespace.as_deref(),
-                        &key.name,
-                    )
-                    .map(|o| serde_json::Value::clone(&o))
-                    .unwrap_or(serde_json::Value::Null);
+                    let mut merged = switchyard_core::World::get_key(&simulation.world, &key)
+                        .map(|o| serde_json::Value::clone(&o))
+                        .unwrap_or(serde_json::Value::Null);
                     switchyard_core::simulate::merge(&mut merged, &object);
                     simulation
                         .world

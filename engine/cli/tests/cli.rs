@@ -2,28 +2,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn switchyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("switchyard runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::*;
 
 #[test]
 fn check_reports_every_error_of_a_broken_pack_with_positions() {

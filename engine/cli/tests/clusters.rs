@@ -2,28 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn switchyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("switchyard runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::*;
 
 const MESH: &str = "tests/fixtures/packs/mesh-fanout";
 const INVALID: &str = "tests/fixtures/packs/invalid-outputs";

@@ -2,20 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers panic on purpose
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn switchyard(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("switchyard runs")
-}
+use support::*;
 
 const PACK: &str = "tests/fixtures/packs/staged-rollout";
 

@@ -676,7 +676,18 @@ impl EvalContext<'_> {
         expr: &Expr,
         bindings: &Bindings,
     ) -> Result<String, Stop> {
-        let (value, json) = self.eval_json(rule, expr, bindings, None)?;
+        self.eval_string_with(rule, expr, bindings, None)
+    }
+
+    /// [`Self::eval_string`] with a `forEach` element bound.
+    fn eval_string_with(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> Result<String, Stop> {
+        let (value, json) = self.eval_json(rule, expr, bindings, item)?;
         match json {
             Value::String(s) => Ok(s),
             _ => Err(self.fail(
@@ -1126,13 +1137,7 @@ impl EvalContext<'_> {
         let mut missing = Vec::new();
         for (bind, key) in bound {
             self.outcome.reads.insert(ReadKey::Object(key.clone()));
-            let observed = self.world.get(
-                &key.cluster,
-                &key.api_version,
-                &key.kind,
-                key.namespace.as_deref(),
-                &key.name,
-            );
+            let observed = self.world.get_key(key);
             match observed {
                 Some(o) => {
                     resources.insert(bind.clone(), Value::clone(&o));
@@ -1190,6 +1195,30 @@ impl EvalContext<'_> {
         outcome
     }
 
+    /// Whether a lookup's or output's `when` holds (no `when`: it does); a false one is
+    /// traced as a skip of `step`.
+    fn when_holds(
+        &mut self,
+        rule: &str,
+        when: Option<&Expr>,
+        bindings: &Bindings,
+        step: impl FnOnce() -> String,
+    ) -> Result<bool, Stop> {
+        let Some(when) = when else {
+            return Ok(true);
+        };
+        let holds = self.eval_bool(rule, when, bindings, None)?;
+        if !holds && self.traced {
+            self.trace(
+                rule,
+                step(),
+                Some(when.source()),
+                "skipped: `when` is false",
+            );
+        }
+        Ok(holds)
+    }
+
     /// Renders one output (once, or once per `forEach` element) into `rendered`; `bound`
     /// gets each object's key under its `bindAs` name, for stage gates.
     fn render_output(
@@ -1202,17 +1231,9 @@ impl EvalContext<'_> {
         bound: &mut Vec<(String, ObjectKey)>,
     ) -> Result<(), Stop> {
         let name = rule.name.as_str();
-        if let Some(when) = &output.when
-            && !self.eval_bool(name, when, bindings, None)?
-        {
-            if self.traced {
-                self.trace(
-                    name,
-                    format!("output {}", output.name),
-                    Some(when.source()),
-                    "skipped: `when` is false",
-                );
-            }
+        if !self.when_holds(name, output.when.as_ref(), bindings, || {
+            format!("output {}", output.name)
+        })? {
             return Ok(());
         }
         let items: Vec<Option<Value>> = match &output.for_each {
@@ -1232,43 +1253,16 @@ impl EvalContext<'_> {
         };
         let count = items.len();
         for (index, item) in items.into_iter().enumerate() {
+            // `clusterName` and `bindAs` may read the element.
+            let item_cel = item.as_ref().map(cel::Value::from_json);
+            let element = item_cel.as_ref().map(|v| (v, index));
             let member = match &output.cluster_name {
                 None => None,
-                Some(expr) => {
-                    let item_cel = item.as_ref().map(cel::Value::from_json);
-                    let bound = item_cel.as_ref().map(|v| (v, index));
-                    let (value, json) = self.eval_json(name, expr, bindings, bound)?;
-                    match json {
-                        Value::String(member) => Some(member),
-                        _ => {
-                            return Err(self.fail(
-                                name,
-                                &expr.path,
-                                Some(expr.source()),
-                                format!("expected a string, got {}", value.type_name()),
-                            ));
-                        }
-                    }
-                }
+                Some(expr) => Some(self.eval_string_with(name, expr, bindings, element)?),
             };
             let bind_name = match &output.bind_as {
                 None => output.name.clone(),
-                Some(expr) => {
-                    let item_cel = item.as_ref().map(cel::Value::from_json);
-                    let bound = item_cel.as_ref().map(|v| (v, index));
-                    let (value, json) = self.eval_json(name, expr, bindings, bound)?;
-                    match json {
-                        Value::String(bind) => bind,
-                        _ => {
-                            return Err(self.fail(
-                                name,
-                                &expr.path,
-                                Some(expr.source()),
-                                format!("expected a string, got {}", value.type_name()),
-                            ));
-                        }
-                    }
-                }
+                Some(expr) => self.eval_string_with(name, expr, bindings, element)?,
             };
             let cluster = self.target_cluster(
                 name,
@@ -1330,17 +1324,9 @@ impl EvalContext<'_> {
         } else {
             Value::Null
         };
-        if let Some(when) = &lookup.when
-            && !self.eval_bool(name, when, bindings, None)?
-        {
-            if self.traced {
-                self.trace(
-                    name,
-                    format!("lookup {}", lookup.name),
-                    Some(when.source()),
-                    "skipped: `when` is false",
-                );
-            }
+        if !self.when_holds(name, lookup.when.as_ref(), bindings, || {
+            format!("lookup {}", lookup.name)
+        })? {
             bindings
                 .lookups
                 .insert(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
@@ -1687,16 +1673,7 @@ impl EvalContext<'_> {
                 // Never created: the patch waits for its target, and its appearance
                 // re-evaluates the trigger.
                 self.outcome.reads.insert(ReadKey::Object(key.clone()));
-                let exists = self
-                    .world
-                    .get(
-                        &key.cluster,
-                        &key.api_version,
-                        &key.kind,
-                        key.namespace.as_deref(),
-                        &key.name,
-                    )
-                    .is_some();
+                let exists = self.world.get_key(&key).is_some();
                 if !exists {
                     let message = format!(
                         "{} `{}` in cluster `{}` does not exist: output `{}` patches it once it does",

@@ -221,6 +221,17 @@ pub trait World {
     /// The member clusters of a role, sorted by name; `""` stands for the role's unnamed
     /// cluster. Empty when nothing is known of the role.
     fn members(&self, role: &str) -> Vec<String>;
+
+    /// The object behind a key.
+    fn get_key(&self, key: &ObjectKey) -> Option<Arc<Value>> {
+        self.get(
+            &key.cluster,
+            &key.api_version,
+            &key.kind,
+            key.namespace.as_deref(),
+            &key.name,
+        )
+    }
 }
 
 type KindKey = (String, String, String);

@@ -141,15 +141,7 @@ impl<'p> Simulation<'p> {
 }
 
 fn get(world: &MemoryWorld, key: &ObjectKey) -> Option<Value> {
-    world
-        .get(
-            &key.cluster,
-            &key.api_version,
-            &key.kind,
-            key.namespace.as_deref(),
-            &key.name,
-        )
-        .map(|o| Value::clone(&o))
+    world.get_key(key).map(|o| Value::clone(&o))
 }
 
 /// Merges `patch` into `target`: maps key by key, lists of strings as sets (as

@@ -168,13 +168,7 @@ fn apply_step(
     for (cluster, patch) in parse(&step.merge, "merge")? {
         let key =
             crate::object::ObjectKey::of(&cluster, &patch).map_err(|e| format!("{label}: {e}"))?;
-        let Some(existing) = simulation.world.get(
-            &key.cluster,
-            &key.api_version,
-            &key.kind,
-            key.namespace.as_deref(),
-            &key.name,
-        ) else {
+        let Some(existing) = simulation.world.get_key(&key) else {
             return Err(format!("{label}: merge: {key} does not exist"));
         };
         let mut merged = Value::clone(&existing);
