@@ -190,16 +190,26 @@ impl Pack {
                     })
                     .collect(),
                 output_clusters: r.outputs.iter().map(|o| o.cluster.clone()).collect(),
-                observed_clusters: r
+                observed_outputs: r
                     .outputs
                     .iter()
                     .filter(|o| o.mode == crate::model::OutputMode::Patch)
+                    .map(|o| (o, false))
                     .chain(
                         r.stages
                             .iter()
-                            .flat_map(|s| s.stages.iter().flat_map(|stage| &stage.outputs)),
+                            .flat_map(|s| s.stages.iter().flat_map(|stage| &stage.outputs))
+                            .map(|o| (o, o.mode != crate::model::OutputMode::Patch)),
                     )
-                    .map(|o| o.cluster.clone())
+                    .map(|(o, owned)| ObservedOutput {
+                        cluster: o.cluster.clone(),
+                        kind: self
+                            .files
+                            .files
+                            .get(&format!("templates/{}", o.template))
+                            .and_then(|text| literal_kind(text)),
+                        owned,
+                    })
                     .collect(),
                 deletion: r.deletion,
             })
@@ -229,6 +239,35 @@ pub struct KindIn {
     pub kind: String,
 }
 
+/// An output a runtime must see whole ([`RuleKinds::observed_outputs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedOutput {
+    /// Its role.
+    pub cluster: String,
+    /// Its apiVersion and kind when the template writes them literally; otherwise any kind of
+    /// the role's scope.
+    pub kind: Option<(String, String)>,
+    /// The pack owns it (it carries the pack's label): a stage's output, not a patch.
+    pub owned: bool,
+}
+
+/// The apiVersion and kind a template writes, when it writes one document with both as
+/// literal top-level values.
+fn literal_kind(template: &str) -> Option<(String, String)> {
+    if template.lines().any(|l| l.trim_end() == "---") {
+        return None;
+    }
+    let literal = |key: &str| -> Option<String> {
+        let mut found = template
+            .lines()
+            .filter_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .map(|v| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string());
+        let value = found.next()?;
+        (found.next().is_none() && !value.is_empty() && !value.contains("{{")).then_some(value)
+    };
+    Some((literal("apiVersion")?, literal("kind")?))
+}
+
 /// The kinds one rule reads and the clusters it writes to ([`Pack::rule_kinds`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleKinds {
@@ -237,9 +276,9 @@ pub struct RuleKinds {
     pub selector: Option<LabelSelector>,
     pub lookups: Vec<KindIn>,
     pub output_clusters: BTreeSet<String>,
-    /// The roles where outputs are read back whole: patched objects (which carry no label of
-    /// the pack) and the outputs of stages (whose gates read them).
-    pub observed_clusters: BTreeSet<String>,
+    /// Outputs read back whole: patched objects (which carry no label of the pack) and the
+    /// outputs of stages (whose gates read them).
+    pub observed_outputs: Vec<ObservedOutput>,
     pub deletion: DeletionPolicy,
 }
 

@@ -65,7 +65,6 @@ fn kind_in_role(world: &dyn World, role: &str, api_version: &str, kind: &str) ->
 /// roles, and a role may have many member clusters.
 pub fn watch_plan(pack: &Pack, world: &dyn World) -> BTreeMap<KindKey, WatchMode> {
     let mut plan: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
-    let mut observed_roles = BTreeSet::new();
     for rule in pack.rule_kinds() {
         let watched = std::iter::once(&rule.watch).chain(&rule.lookups);
         for k in watched {
@@ -73,20 +72,37 @@ pub fn watch_plan(pack: &Pack, world: &dyn World) -> BTreeMap<KindKey, WatchMode
                 plan.insert(key, WatchMode::Full);
             }
         }
-        observed_roles.extend(rule.observed_clusters);
-    }
-    // Patch targets carry no label of the pack, a patch is compared with the object as it
-    // is, and stage gates read their outputs whole: in those roles the scope's kinds are
-    // watched in full.
-    for scope in pack
-        .spec()
-        .scope
-        .iter()
-        .filter(|s| observed_roles.contains(&s.cluster))
-    {
-        for k in &scope.kinds {
-            for key in kind_in_role(world, &scope.cluster, &k.api_version, &k.kind) {
-                plan.insert(key, WatchMode::Full);
+        // Outputs read back whole: a patch's target carries no label of the pack (watched
+        // in full); a stage's outputs do (whole objects, selected by the label). The kind is
+        // the template's when it writes one literally, else every kind of the role's scope.
+        for observed in &rule.observed_outputs {
+            let kinds: Vec<(String, String)> = match &observed.kind {
+                Some(kind) => vec![kind.clone()],
+                None => pack
+                    .spec()
+                    .scope
+                    .iter()
+                    .filter(|s| s.cluster == observed.cluster)
+                    .flat_map(|s| s.kinds.iter())
+                    .map(|k| (k.api_version.clone(), k.kind.clone()))
+                    .collect(),
+            };
+            let mode = if observed.owned {
+                WatchMode::Labelled {
+                    labels: LABEL_PACK.to_string(),
+                }
+            } else {
+                WatchMode::Full
+            };
+            for (api_version, kind) in kinds {
+                for key in kind_in_role(world, &observed.cluster, &api_version, &kind) {
+                    let stronger = plan
+                        .get(&key)
+                        .is_none_or(|m| m.strength() < mode.strength());
+                    if stronger {
+                        plan.insert(key, mode.clone());
+                    }
+                }
             }
         }
     }
@@ -448,11 +464,11 @@ impl Controller {
         let mut needed: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
         for p in state.packs.values() {
             for (kind, mode) in &p.kinds {
-                match needed.get(kind) {
-                    Some(WatchMode::Full) => {}
-                    _ => {
-                        needed.insert(kind.clone(), mode.clone());
-                    }
+                let stronger = needed
+                    .get(kind)
+                    .is_none_or(|m| m.strength() < mode.strength());
+                if stronger {
+                    needed.insert(kind.clone(), mode.clone());
                 }
             }
         }

@@ -21,8 +21,21 @@ use crate::store::{KindCache, KindKey};
 pub enum WatchMode {
     /// Whole objects: triggers and everything rules look up.
     Full,
+    /// Whole objects with a label selector: outputs the pack reads back (stage outputs).
+    Labelled { labels: String },
     /// Metadata only, of objects with a label selector: outputs no rule reads.
     Metadata { labels: String },
+}
+
+impl WatchMode {
+    /// How much a mode sees: a kind two packs need is watched in the stronger mode.
+    pub fn strength(&self) -> u8 {
+        match self {
+            WatchMode::Metadata { .. } => 0,
+            WatchMode::Labelled { .. } => 1,
+            WatchMode::Full => 2,
+        }
+    }
 }
 
 /// An object that changed in a cache.
@@ -91,6 +104,12 @@ pub async fn run(
         WatchMode::Full => {
             let api: Api<DynamicObject> = Api::all_with(client, &resource);
             let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            pump(stream, &key, &cache, &events).await;
+        }
+        WatchMode::Labelled { labels } => {
+            let api: Api<DynamicObject> = Api::all_with(client, &resource);
+            let config = watcher::Config::default().labels(&labels);
+            let stream = watcher::watcher(api, config).default_backoff();
             pump(stream, &key, &cache, &events).await;
         }
         WatchMode::Metadata { labels } => {

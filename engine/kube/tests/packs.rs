@@ -238,6 +238,57 @@ fn the_shipped_packs_load() {
     assert!(rules.contains_key("fleet-workload"), "{rules:?}");
 }
 
+/// The resource-broker pack's watches, with two providers: whole objects where rules read or
+/// patch them, whole objects by label where stage gates read the pack's own outputs, and
+/// metadata by label for the rest: the Secrets of consumer clusters are never cached whole.
+#[test]
+fn watches_are_as_narrow_as_the_rules_allow() {
+    use switchyard_kube::controller::watch_plan;
+    use switchyard_kube::store::Store;
+    use switchyard_kube::watch::WatchMode;
+    let set = load(&root().join("rules"));
+    let pack = set.get("resource-broker").unwrap();
+    let store = Store::with_clusters([
+        "consumer/tenant-a",
+        "provider/x86",
+        "provider/arm",
+        "coordination",
+        "compute",
+    ]);
+    let plan = watch_plan(pack, &*store);
+    let mode = |cluster: &str, api_version: &str, kind: &str| -> String {
+        let key = switchyard_kube::store::KindKey {
+            cluster: cluster.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+        };
+        match plan.get(&key) {
+            Some(WatchMode::Full) => "full".into(),
+            Some(WatchMode::Labelled { .. }) => "labelled".into(),
+            Some(WatchMode::Metadata { .. }) => "metadata".into(),
+            None => "none".into(),
+        }
+    };
+    let vm = "example.platform-mesh.io/v1alpha1";
+    let broker = "broker.platform-mesh.io/v1alpha1";
+    assert_eq!(mode("consumer/tenant-a", vm, "VM"), "full");
+    assert_eq!(mode("consumer/tenant-a", "v1", "Secret"), "metadata");
+    assert_eq!(mode("consumer/tenant-a", "v1", "ConfigMap"), "metadata");
+    for provider in ["provider/x86", "provider/arm"] {
+        assert_eq!(mode(provider, broker, "AcceptAPI"), "full");
+        assert_eq!(mode(provider, vm, "VM"), "full");
+        assert_eq!(mode(provider, "v1", "Secret"), "full");
+    }
+    assert_eq!(mode("coordination", broker, "Migration"), "full");
+    assert_eq!(
+        mode("coordination", broker, "MigrationConfiguration"),
+        "full"
+    );
+    assert_eq!(mode("compute", "v1", "ConfigMap"), "labelled");
+    assert_eq!(mode("compute", "v1", "Secret"), "labelled");
+    assert_eq!(plan.len(), 15, "{plan:?}");
+}
+
 #[test]
 fn a_single_pack_folder_is_one_pack() {
     let repo = repository();
