@@ -852,12 +852,15 @@ fn builtin<'a>(
                 None => {
                     // A pattern known only now: its compilation is charged (see `limits.rs`),
                     // once per pattern and evaluation.
-                    let (re, cost) = limits::compile_regex(p);
+                    // Go's syntax (RE2), as `find` reads it
+                    let (re, cost) = crate::k8s::regex::compile_with_cost(p);
                     if cx.patterns.insert(Arc::clone(p)) {
                         cx.charge(cost, id)?;
                     }
-                    re.map_err(|e| fail(id, format!("matches: invalid regular expression: {e}")))?
-                        .is_match(s)
+                    re.map_err(|e| {
+                        fail(id, format!("matches: invalid regular expression: {}", e.0))
+                    })?
+                    .is_match(s)
                 }
             };
             Value::Bool(matched)

@@ -76,11 +76,19 @@ impl Clause {
 
     fn format(self, val: &Value) -> Result<String, String> {
         let formatted = match self {
-            Self::String => return string(val),
+            // cel-go converts a double with `string()` (`1e+06`); inside a list or map
+            // it prints it otherwise (`%f`, quoted), which is not followed (see `string`)
+            Self::String => {
+                return match val {
+                    Value::Double(d) => Ok(crate::stdlib::format_double(*d)),
+                    _ => string(val),
+                };
+            }
+            // Kubernetes (cel-go v0.26) takes integers only for `%d`, doubles only for `%f`
+            // and `%e`; cel-spec's newer suite accepts either
             Self::Decimal => match val {
                 Value::Int(i) => Some(i.to_string()),
                 Value::Uint(u) => Some(u.to_string()),
-                Value::Double(d) => Some(double(*d)),
                 _ => None,
             },
             Self::Fixed(precision) => as_double(val)
@@ -114,9 +122,9 @@ impl Clause {
     fn type_error(self, val: &Value) -> String {
         let accepted = match self {
             Self::String => return string_type_error(val),
-            Self::Decimal => "decimal clause can only be used on ints, uints, and doubles",
-            Self::Fixed(_) => "fixed-point clause can only be used on ints, uints, and doubles",
-            Self::Scientific(_) => "scientific clause can only be used on ints, uints, and doubles",
+            Self::Decimal => "decimal clause can only be used on integers",
+            Self::Fixed(_) => "fixed-point clause can only be used on doubles",
+            Self::Scientific(_) => "scientific clause can only be used on doubles",
             Self::Binary => "only ints, uints, and bools can be formatted as binary",
             Self::Hex { .. } => "only ints, uints, bytes, and strings can be formatted as hex",
             Self::Octal => "octal clause can only be used on ints and uints",
@@ -207,8 +215,6 @@ fn string_type_error(val: &Value) -> String {
 
 fn as_double(val: &Value) -> Option<f64> {
     match val {
-        Value::Int(i) => Some(*i as f64),
-        Value::Uint(u) => Some(*u as f64),
         Value::Double(d) => Some(*d),
         _ => None,
     }

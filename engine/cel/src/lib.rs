@@ -31,12 +31,14 @@
 //! [`Env::kubernetes`] has:
 //!
 //! - CEL's standard library (operators, `size`, `contains`, `startsWith`, `endsWith`,
-//!   `matches` (RE2 syntax, via the `regex` crate), conversions, `duration`/`timestamp`
+//!   `matches` (Go's RE2 syntax, translated for the `regex` crate as `find` is: ASCII
+//!   `\w \d \s \b`, counted repetitions up to 1000), conversions, `duration`/`timestamp`
 //!   and their accessors, the macros `has`, `all`, `exists`, `exists_one`, `map`,
 //!   `filter`);
 //! - optional values, as Kubernetes enables them (`cel.OptionalTypes`): `optional.of`,
 //!   `optional.none`, `optional.ofNonZeroValue`, `hasValue`, `value`, `or`, `orValue`,
-//!   `optMap`, `optFlatMap`, and the syntax `a.?b`, `a[?b]`, `[?a]`, `{?k: v}`;
+//!   `optMap`, `optFlatMap`, `list.first()`, `list.last()` (version 2, Kubernetes 1.34),
+//!   and the syntax `a.?b`, `a[?b]`, `[?a]`, `{?k: v}`;
 //! - two-variable comprehensions (cel-go `ext.TwoVarComprehensions`, Kubernetes 1.32):
 //!   `all(k, v, p)`, `exists(k, v, p)`, `existsOne(k, v, p)`, `transformList`,
 //!   `transformMap`, `transformMapEntry`; and `cel.bind(name, init, expr)`;

@@ -632,9 +632,9 @@ impl<'e> Lowering<'e> {
                 let worst =
                     REGEX_SMALL_COST + REGEX_LARGE_COST + 2 * REGEX_BYTE_COST * (p.len() as u64);
                 if worst <= self.fold_budget {
-                    let (re, cost) = crate::limits::compile_regex(p);
+                    let (re, cost) = crate::k8s::regex::compile_with_cost(p);
                     self.fold_budget -= cost.min(self.fold_budget);
-                    Builtin::Matches(re.ok().map(Arc::new))
+                    Builtin::Matches(re.ok())
                 } else {
                     Builtin::Matches(None)
                 }

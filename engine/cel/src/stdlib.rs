@@ -17,6 +17,7 @@ use crate::value::{Duration, Timestamp, Value, format_duration, format_timestamp
 pub(crate) fn register(registry: &mut Registry) {
     registry.add_all(time_functions());
     registry.add_all(string_functions());
+    registry.add_all(optional_list_functions());
     registry.add_all(engine_functions());
 }
 
@@ -49,6 +50,11 @@ pub(crate) fn to_int(v: &Value) -> Result<Value, String> {
             .map(Value::Int)
             .map_err(|e| format!("int: string parse error: {e}")),
         Value::Timestamp(t) => Ok(Value::Int(t.timestamp())),
+        // cel-go: the nanoseconds; a duration in range always fits an int64
+        Value::Duration(d) => d
+            .num_nanoseconds()
+            .map(Value::Int)
+            .ok_or_else(|| "int: integer overflow".to_string()),
         other => Err(format!(
             "no matching overload for 'int' applied to ({})",
             other.type_name()
@@ -63,7 +69,8 @@ pub(crate) fn to_uint(v: &Value) -> Result<Value, String> {
             .map(Value::Uint)
             .map_err(|_| "uint: unsigned integer overflow".to_string()),
         Value::Double(d) => {
-            if *d > -1.0 && *d < 18_446_744_073_709_551_616.0 {
+            // cel-go refuses every negative double, -0.5 too (-0.0 is not negative)
+            if *d >= 0.0 && *d < 18_446_744_073_709_551_616.0 {
                 Ok(Value::Uint(*d as u64))
             } else {
                 Err("uint: unsigned integer overflow".to_string())
@@ -85,10 +92,18 @@ pub(crate) fn to_double(v: &Value) -> Result<Value, String> {
         Value::Double(d) => Ok(Value::Double(*d)),
         Value::Int(i) => Ok(Value::Double(*i as f64)),
         Value::Uint(u) => Ok(Value::Double(*u as f64)),
-        Value::String(s) => s
-            .parse::<f64>()
-            .map(Value::Double)
-            .map_err(|e| format!("double: string parse error: {e}")),
+        Value::String(s) => {
+            let d = s
+                .parse::<f64>()
+                .map_err(|e| format!("double: string parse error: {e}"))?;
+            // Go's ParseFloat fails on a number beyond the double range (`1e400`) where
+            // Rust answers an infinity; only the infinity's own names give one
+            let named = s.trim_start_matches(['+', '-']).to_ascii_lowercase();
+            if d.is_infinite() && named != "inf" && named != "infinity" {
+                return Err("double: string parse error: value out of range".to_string());
+            }
+            Ok(Value::Double(d))
+        }
         other => Err(format!(
             "no matching overload for 'double' applied to ({})",
             other.type_name()
@@ -96,14 +111,29 @@ pub(crate) fn to_double(v: &Value) -> Result<Value, String> {
     }
 }
 
-/// A double as `string(d)` writes it: the shortest form that reads back, no exponent.
+/// A double as `string(d)` writes it, which is cel-go's `strconv.FormatFloat(d, 'g', -1,
+/// 64)`: the shortest digits that read back, with an exponent (`1e+06`, `1.5e-07`) when it
+/// is below -4 or at least 6.
 pub(crate) fn format_double(d: f64) -> String {
     if d.is_nan() {
-        "NaN".to_string()
-    } else if d.is_infinite() {
-        if d > 0.0 { "+Inf" } else { "-Inf" }.to_string()
-    } else {
+        return "NaN".to_string();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    // Rust's `{:e}` has the same shortest digits as Go, written `1.5e-7`
+    let scientific = format!("{d:e}");
+    let Some((mantissa, exponent)) = scientific.split_once('e') else {
+        return d.to_string();
+    };
+    let Ok(exponent) = exponent.parse::<i32>() else {
+        return d.to_string();
+    };
+    if (-4..6).contains(&exponent) {
         d.to_string()
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs())
     }
 }
 
@@ -159,6 +189,23 @@ pub(crate) fn to_bytes(v: &Value) -> Result<Value, String> {
             other.type_name()
         )),
     }
+}
+
+// ---- optional values of lists -----------------------------------------------------------
+
+/// cel-go's optional library, version 2 (Kubernetes 1.34): `list.first()` and
+/// `list.last()`, `optional.none()` for an empty list.
+fn optional_list_functions() -> Vec<Overload> {
+    let end = |name: &'static str, last: bool| {
+        Overload::method(name, &[Param::List], move |a| match &a[0] {
+            Value::List(items) => {
+                let item = if last { items.last() } else { items.first() };
+                Ok(Value::Optional(item.cloned().map(Arc::new)))
+            }
+            _ => Err(mismatch(name)),
+        })
+    };
+    vec![end("first", false), end("last", true)]
 }
 
 // ---- timestamps and durations -------------------------------------------------------------
@@ -225,7 +272,8 @@ fn time_functions() -> Vec<Overload> {
         ("getHours", Duration::num_hours),
         ("getMinutes", Duration::num_minutes),
         ("getSeconds", Duration::num_seconds),
-        ("getMilliseconds", |d| d.num_milliseconds() % 1000),
+        // cel-go answers the whole duration in milliseconds, not those of the second
+        ("getMilliseconds", Duration::num_milliseconds),
     ];
     for (name, get) in duration_accessors {
         out.push(Overload::method(
@@ -472,17 +520,19 @@ fn index_of(a: &[Value], last: bool) -> Result<Value, EvalError> {
     let needle: Vec<char> = needle.chars().collect();
     let len = runes.len() as i64;
     let offset = match a.get(2) {
-        Some(Value::Int(o)) => {
-            if *o < 0 || (*o >= len && !needle.is_empty()) || *o > len {
-                return Err(out_of_range(name, *o));
-            }
-            Some(*o)
-        }
+        Some(Value::Int(o)) => Some(*o),
         Some(_) => return Err(mismatch(name)),
         None => None,
     };
+    // cel-go v0.26 answers the offset itself for an empty needle, unchecked, and -1 for an
+    // offset at or past the end
     if needle.is_empty() {
         return Ok(Value::Int(offset.unwrap_or(if last { len } else { 0 })));
+    }
+    match offset {
+        Some(o) if o < 0 => return Err(out_of_range(name, o)),
+        Some(o) if o >= len => return Ok(Value::Int(-1)),
+        _ => {}
     }
     if needle.len() > runes.len() {
         return Ok(Value::Int(-1));

@@ -1153,3 +1153,335 @@ pub(crate) fn eval_source(source: &str) -> Result<Inspect, String> {
         .map(|v| v.inspect())
         .map_err(|e| e.message)
 }
+
+// ---- agreement with Kubernetes (tests/differential.rs found these) ------------------------
+
+/// cel-go's optional library, version 2, in Kubernetes 1.34: `first()`/`last()` of a list
+/// are optional values.
+#[test]
+fn list_first_and_last_are_optionals() {
+    for (source, expected) in [
+        ("[1, 2, 3].first()", json!(1)),
+        ("[1, 2, 3].last()", json!(3)),
+        ("[].first()", json!(null)),
+        ("[].last()", json!(null)),
+        ("[1, 2, 3].first().value()", json!(1)),
+        ("['a', 'b'].last().orValue('z')", json!("b")),
+        ("[].first().hasValue()", json!(false)),
+        ("[].last().orValue(7)", json!(7)),
+        ("type([1].first()) == optional_type", json!(true)),
+        ("dyn([[1], [2]]).last()", json!([2])),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    assert_eq!(
+        eval_err("'abc'.first()"),
+        "no matching overload for 'first' applied to string.()"
+    );
+}
+
+/// cel-go v0.26: an offset at or past the end finds nothing (-1); an empty needle answers
+/// the offset itself, even out of range; a negative offset is still an error.
+#[test]
+fn string_index_of_with_an_offset_past_the_end() {
+    for (source, expected) in [
+        ("'hello'.indexOf('l', 10)", -1),
+        ("'hello'.lastIndexOf('l', 10)", -1),
+        ("'héllo'.indexOf('l', 5)", -1),
+        ("'abc'.indexOf('c', 3)", -1),
+        ("'abc'.lastIndexOf('c', 3)", -1),
+        ("'abc'.lastIndexOf('c', 2)", 2),
+        ("'abc'.indexOf('c', 2)", 2),
+        ("''.lastIndexOf('c', 0)", -1),
+        ("'abc'.indexOf('', 4)", 4),
+        ("'abc'.lastIndexOf('', 10)", 10),
+        ("'abc'.indexOf('', -1)", -1),
+        ("''.indexOf('', 0)", 0),
+    ] {
+        assert_eq!(eval_json(source), json!(expected), "{source}");
+    }
+    assert_eq!(
+        eval_err("'abc'.indexOf('a', -1)"),
+        "indexOf: index out of range: -1"
+    );
+    assert_eq!(
+        eval_err("'abc'.lastIndexOf('a', -1)"),
+        "lastIndexOf: index out of range: -1"
+    );
+}
+
+/// cel-go: `duration.getMilliseconds()` is the whole duration in milliseconds (truncated
+/// toward zero, as Go's `Duration.Milliseconds`), and `int(duration)` its nanoseconds.
+#[test]
+fn duration_milliseconds_and_int_of_a_duration() {
+    for (source, expected) in [
+        ("duration('1500ms').getMilliseconds()", 1500),
+        ("duration('1h').getMilliseconds()", 3_600_000),
+        ("duration('-1.5s').getMilliseconds()", -1500),
+        ("duration('1.0005s').getMilliseconds()", 1000),
+        ("duration('-1.0005s').getMilliseconds()", -1000),
+        ("duration('1h').getSeconds()", 3600),
+        ("timestamp('2020-01-01T00:00:01.5Z').getMilliseconds()", 500),
+        ("int(duration('1s'))", 1_000_000_000),
+        ("int(duration('-1.5s'))", -1_500_000_000),
+        ("int(duration('0s'))", 0),
+        ("int(dyn(duration('1ns')))", 1),
+    ] {
+        assert_eq!(eval_json(source), json!(expected), "{source}");
+    }
+}
+
+/// `string(double)` and `%s` of a double are cel-go's `strconv.FormatFloat(d, 'g', -1, 64)`.
+#[test]
+fn string_of_a_double_is_go_s_shortest_g() {
+    for (source, expected) in [
+        ("string(1.0)", "1"),
+        ("string(-0.0)", "-0"),
+        ("string(1.5)", "1.5"),
+        ("string(123.456)", "123.456"),
+        ("string(-4.5e-3)", "-0.0045"),
+        ("string(0.0001)", "0.0001"),
+        ("string(0.00001234)", "1.234e-05"),
+        ("string(1.5e-7)", "1.5e-07"),
+        ("string(123456.0)", "123456"),
+        ("string(999999.0)", "999999"),
+        ("string(1e6)", "1e+06"),
+        ("string(1234567.0)", "1.234567e+06"),
+        ("string(-1234567.5)", "-1.2345675e+06"),
+        ("string(1e21)", "1e+21"),
+        ("string(-1.5e300)", "-1.5e+300"),
+        ("string(5e-324)", "5e-324"),
+        ("string(1.7976931348623157e308)", "1.7976931348623157e+308"),
+        ("string(double('inf'))", "+Inf"),
+        ("string(double('-inf'))", "-Inf"),
+        ("string(double('nan'))", "NaN"),
+        ("'%s'.format([1e6])", "1e+06"),
+        ("'%s'.format([1.0])", "1"),
+        ("'%s'.format([1e-7])", "1e-07"),
+        ("'%s'.format([double('inf')])", "+Inf"),
+        // durations keep every digit, as cel-go's `string(duration)`
+        ("'%s'.format([duration('1000000s')])", "1000000s"),
+        ("'%s'.format([duration('0.00001s')])", "0.00001s"),
+    ] {
+        assert_eq!(eval_json(source), json!(expected), "{source}");
+    }
+}
+
+/// Conversions and `lists.range` at the edges, as cel-go v0.26: `uint()` of any negative
+/// double fails, `double()` of a string beyond the double range fails, and
+/// `lists.range()` of a negative size is empty.
+#[test]
+fn conversion_and_range_edges() {
+    for (source, expected) in [
+        ("uint(-0.0)", json!(0)),
+        ("uint(0.9)", json!(0)),
+        ("double('1e-400')", json!(0.0)),
+        (
+            "double('1.7976931348623157e308')",
+            json!(1.7976931348623157e308),
+        ),
+        ("string(double('inf'))", json!("+Inf")),
+        ("string(double('-Infinity'))", json!("-Inf")),
+        ("lists.range(-1)", json!([])),
+        ("lists.range(-9223372036854775808)", json!([])),
+        ("lists.range(3)", json!([0, 1, 2])),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    for source in ["uint(-0.5)", "uint(dyn(-0.9))", "uint(double('nan'))"] {
+        assert_eq!(
+            eval_err(source),
+            "uint: unsigned integer overflow",
+            "{source}"
+        );
+    }
+    for source in [
+        "double('1e400')",
+        "double('-1e400')",
+        "double('1.7976931348623159e308')",
+    ] {
+        assert_eq!(
+            eval_err(source),
+            "double: string parse error: value out of range",
+            "{source}"
+        );
+    }
+}
+
+/// `matches` reads patterns as Go's RE2 does, as `find` does: `\w \d \s \b` are ASCII
+/// (literal text stays Unicode), and no counted repetition passes 1000, alone or nested.
+#[test]
+fn matches_follows_re2() {
+    for (source, expected) in [
+        ("'ÀÉ'.matches('^\\\\w+$')", false),
+        ("'abc_9'.matches('^\\\\w+$')", true),
+        ("'é'.matches('^\\\\W$')", true),
+        ("'١'.matches('\\\\d')", false),
+        ("'7'.matches('^\\\\d$')", true),
+        ("'\\u00a0'.matches('\\\\s')", false),
+        ("'\\t'.matches('^\\\\s$')", true),
+        ("'éa'.matches('\\\\ba')", true),
+        ("'ñ'.matches('^[\\\\w]$')", false),
+        ("'mañana'.matches('a+ñ+a+')", true),
+        ("'é'.matches('^\\\\pL$')", true),
+        ("'a<b'.matches('\\\\<b')", true),
+        ("'x'.matches('x{1000}')", false),
+        ("'x'.matches('(x{10}){100}')", false),
+        ("'x'.matches('(x{0}){1000}y{0}x')", true),
+        ("'xa{'.matches('a{')", true),
+        ("'a{,5}'.matches('a{,5}')", true),
+        ("'abc'.matches('\\\\p{L}+')", true),
+        ("'ab'.matches('^\\\\P{L}')", false),
+        ("'\\u1001'.matches('^\\\\x{1001}$')", true),
+        ("'é'.matches('^[\\\\p{L}]$')", true),
+        ("'x'.matches('(x{0,1}){1000}')", true),
+        ("'x'.matches('(x*){1000}')", true),
+    ] {
+        assert_eq!(eval_json(source), json!(expected), "{source}");
+    }
+    for (source, count) in [
+        ("'x'.matches('x{1001}')", "{1001}"),
+        ("'x'.matches('x{2,1001}')", "{2,1001}"),
+        ("'x'.matches('x{1001,}')", "{1001,}"),
+        ("'x'.matches('(x{10}){101}')", "{101}"),
+        ("'x'.matches('((x{2}){2}){251}')", "{251}"),
+        (
+            "'x'.matches(dyn('x{99999999999999999999}'))",
+            "{99999999999999999999}",
+        ),
+    ] {
+        assert_eq!(
+            eval_err(source),
+            format!("matches: invalid regular expression: invalid repeat count: `{count}`"),
+            "{source}"
+        );
+    }
+    assert_eq!(
+        eval_err("'x'.find('x{1001}')"),
+        "Illegal regex: error parsing regexp: invalid repeat count: `{1001}`"
+    );
+}
+
+/// Kubernetes' `min()`, `max()` and `isSorted()` compare as cel-go does: an element without
+/// an order fails them (when reached, for `isSorted`), but unlike types (and NaN) compare
+/// as neither smaller nor greater.
+#[test]
+fn min_max_and_is_sorted_of_unlike_values() {
+    for (source, expected) in [
+        ("[dyn('b'), dyn('a'), dyn(1)].max()", json!("b")),
+        ("[dyn(1), dyn('b')].max()", json!(1)),
+        ("[dyn(1), dyn('b')].min()", json!(1)),
+        ("[dyn('b'), dyn(1)].min()", json!("b")),
+        ("[dyn(2), dyn('b'), dyn(0)].min()", json!(0)),
+        ("[dyn(2), dyn(1.5), dyn(3u)].min()", json!(1.5)),
+        ("[dyn(true), dyn(1)].max()", json!(true)),
+        (
+            "[dyn(duration('1s')), dyn(timestamp('2020-01-01T00:00:00Z'))].min()",
+            json!("1s"),
+        ),
+        ("[dyn(1), dyn('b')].isSorted()", json!(true)),
+        ("[dyn(2), dyn('b'), dyn(0)].isSorted()", json!(true)),
+        ("[dyn(2), dyn(1), dyn([1])].isSorted()", json!(false)),
+        ("[1.0, double('nan'), 0.5].isSorted()", json!(true)),
+        ("[1].max()", json!(1)),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    for (source, message) in [
+        (
+            "[dyn([1])].max()",
+            "no matching overload for 'max' applied to (list)",
+        ),
+        (
+            "[dyn(1), dyn(null)].max()",
+            "no matching overload for 'max' applied to (null_type)",
+        ),
+        (
+            "[dyn(null), dyn(1)].min()",
+            "no matching overload for 'min' applied to (null_type)",
+        ),
+        (
+            "[dyn([1])].isSorted()",
+            "no matching overload for 'isSorted' applied to (list)",
+        ),
+        (
+            "[dyn(1), dyn({'a': 1})].isSorted()",
+            "no matching overload for 'isSorted' applied to (map)",
+        ),
+        (
+            "[quantity('1'), quantity('2')].max()",
+            "no matching overload for 'max' applied to (kubernetes.Quantity)",
+        ),
+        ("[].max()", "max called on empty list"),
+    ] {
+        assert_eq!(eval_err(source), message, "{source}");
+    }
+}
+
+/// `string.format` as Kubernetes (cel-go v0.26): `%d` takes integers only, `%f` and `%e`
+/// doubles only, whether the argument is a literal or a `dyn` value.
+#[test]
+fn format_clauses_take_only_their_types() {
+    for (source, expected) in [
+        ("'%d'.format([1])", "1"),
+        ("'%d'.format([dyn(1u)])", "1"),
+        ("'%f'.format([1.5])", "1.500000"),
+        ("'%.2f'.format([dyn(2.5)])", "2.50"),
+        ("'%e'.format([2.71828])", "2.718280e+00"),
+    ] {
+        assert_eq!(eval_json(source), json!(expected), "{source}");
+    }
+    for (source, clause, given) in [
+        (
+            "'%d'.format([1.5])",
+            "decimal clause can only be used on integers",
+            "double",
+        ),
+        (
+            "'%d'.format([dyn(1.5)])",
+            "decimal clause can only be used on integers",
+            "double",
+        ),
+        (
+            "'%d'.format([double('nan')])",
+            "decimal clause can only be used on integers",
+            "double",
+        ),
+        (
+            "'%d'.format(['1'])",
+            "decimal clause can only be used on integers",
+            "string",
+        ),
+        (
+            "'%f'.format([1])",
+            "fixed-point clause can only be used on doubles",
+            "int",
+        ),
+        (
+            "'%f'.format([dyn(1)])",
+            "fixed-point clause can only be used on doubles",
+            "int",
+        ),
+        (
+            "'%.2f'.format([3u])",
+            "fixed-point clause can only be used on doubles",
+            "uint",
+        ),
+        (
+            "'%e'.format([2])",
+            "scientific clause can only be used on doubles",
+            "int",
+        ),
+        (
+            "'%e'.format([dyn(2u)])",
+            "scientific clause can only be used on doubles",
+            "uint",
+        ),
+    ] {
+        assert_eq!(
+            eval_err(source),
+            format!("format: error during formatting: {clause}, was given {given}"),
+            "{source}"
+        );
+    }
+}

@@ -82,8 +82,13 @@ const FILES: &[(&str, usize, usize)] = &[
     ("proto2_ext", 0, 18),
     ("proto3", 0, 85),
     ("string", 51, 0),
-    ("string_ext", 213, 3),
-    ("timestamps", 78, 0),
+    // Kubernetes 1.34 (cel-go v0.26) where the suite (newer cel-go) differs, as
+    // tests/differential.rs checks: `%d` takes integers only, `%f` and `%e` doubles only
+    // (7 tests), and `indexOf`/`lastIndexOf` answer -1 for an offset past the end (2)
+    ("string_ext", 204, 3),
+    // Kubernetes 1.34 (cel-go v0.26): `duration.getMilliseconds()` is the whole duration in
+    // milliseconds, where the suite wants the milliseconds of the second (1 test)
+    ("timestamps", 77, 0),
     ("type_deduction", 26, 21),
     ("unknowns", 0, 0),
     ("wrappers", 0, 36),

@@ -241,7 +241,7 @@ fn switchyard(env: &Env, expr: &str, bindings: &BTreeMap<String, Value>) -> Outc
 }
 
 /// The classes [`classify`] knows, but `other`.
-const CLASSES: [&str; 4] = ["check", "program", "reverse", "mixed-compare"];
+const CLASSES: [&str; 3] = ["check", "program", "reverse"];
 
 /// The class of a disagreement, for the generated expressions.
 ///
@@ -251,8 +251,6 @@ const CLASSES: [&str; 4] = ["check", "program", "reverse", "mixed-compare"];
 ///   `uint(-1)` even in a branch never taken), Switchyard evaluates it.
 /// - `reverse`: `reverse()` of a string (a Switchyard extension) where the checker could
 ///   not see the string (a `dyn` value): Kubernetes has no such overload at runtime.
-/// - `mixed-compare`: `min()`, `max()` or `isSorted()` of a list of unlike values: cel-go
-///   keeps going (its comparison of unlike values is no error), Switchyard refuses it.
 /// - `other`: anything else.
 fn classify(kubernetes: &Outcome, switchyard: &Outcome) -> &'static str {
     match (kubernetes, switchyard) {
@@ -262,13 +260,6 @@ fn classify(kubernetes: &Outcome, switchyard: &Outcome) -> &'static str {
             if message.contains("no such overload: reverse(string)") =>
         {
             "reverse"
-        }
-        (Outcome::Value(_), Outcome::Error(_, message))
-            if ["max", "min", "isSorted"]
-                .iter()
-                .any(|f| message.starts_with(&format!("no matching overload for '{f}'"))) =>
-        {
-            "mixed-compare"
         }
         _ => "other",
     }

@@ -1079,9 +1079,7 @@ impl Walker<'_> {
                 }
                 if let Builtin::Matches(None) = builtin {
                     // A pattern compiled at evaluation time (see `limits::compile_regex`).
-                    cost = cost.plus(
-                        self.pattern(args.get(1), &arg(1), |p| crate::limits::compile_regex(p).1),
-                    );
+                    cost = cost.plus(self.pattern(args.get(1), &arg(1), crate::k8s::pattern_cost));
                 }
                 Shape::scalar(Type::Bool)
             }

@@ -110,6 +110,7 @@ int(uint) -> int
 int(double) -> int
 int(string) -> int
 int(timestamp) -> int
+int(duration) -> int
 uint(uint) -> uint
 uint(int) -> uint
 uint(double) -> uint
@@ -218,6 +219,8 @@ optional(A).hasValue() -> bool
 optional(A).value() -> A
 optional(A).or(optional(A)) -> optional(A)
 optional(A).orValue(A) -> A
+list(A).first() -> optional(A)
+list(A).last() -> optional(A)
 sha256(string) -> string
 sha256(bytes) -> string
 isDNS1123Label(string) -> bool

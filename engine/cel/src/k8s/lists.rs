@@ -22,8 +22,6 @@ pub enum ListError<E> {
     SliceLength(i64, i64, usize),
     #[error("level must be non-negative")]
     FlattenDepth,
-    #[error("lists.range: size must be non-negative, got {0}")]
-    RangeNegative(i64),
     #[error("lists.range: size {0} exceeds maximum allowed ({MAX_RANGE})")]
     RangeTooLarge(i64),
     #[error(
@@ -177,11 +175,9 @@ pub fn reverse<T: Clone>(items: &[T]) -> Vec<T> {
     items.iter().rev().cloned().collect()
 }
 
-/// `lists.range(n)`: `[0, 1, ..., n-1]`.
+/// `lists.range(n)`: `[0, 1, ..., n-1]`, empty for a negative `n` (cel-go v0.26 counts up
+/// to `n` without checking it).
 pub fn range<E>(n: i64) -> Result<Vec<i64>, ListError<E>> {
-    if n < 0 {
-        return Err(ListError::RangeNegative(n));
-    }
     if n > MAX_RANGE {
         return Err(ListError::RangeTooLarge(n));
     }
@@ -371,10 +367,8 @@ mod tests {
         assert_eq!(reverse(&[5, 3, 1, 2]), vec![2, 1, 3, 5]);
         assert_eq!(range::<String>(5), Ok(vec![0, 1, 2, 3, 4]));
         assert_eq!(range::<String>(0), Ok(vec![]));
-        assert_eq!(
-            range::<String>(-1).unwrap_err().to_string(),
-            "lists.range: size must be non-negative, got -1"
-        );
+        assert_eq!(range::<String>(-1), Ok(vec![]));
+        assert_eq!(range::<String>(i64::MIN), Ok(vec![]));
         assert_eq!(
             range::<String>(MAX_RANGE + 1).unwrap_err().to_string(),
             "lists.range: size 10000001 exceeds maximum allowed (10000000)"

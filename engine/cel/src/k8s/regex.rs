@@ -8,7 +8,8 @@
 //! next search starts one character later).
 //!
 //! Compile errors carry Go's message for the common mistakes (unbalanced parentheses or
-//! brackets, a trailing backslash, a repetition operator without operand); other invalid
+//! brackets, a trailing backslash, a repetition operator without operand, a counted
+//! repetition past RE2's 1000, alone or nested); other invalid
 //! patterns report the `regex` crate's reason after Go's `error parsing regexp: ` prefix.
 
 use std::collections::HashMap;
@@ -36,7 +37,9 @@ type Compiled = (Result<Arc<Regex>, RegexError>, u64);
 /// Compiled patterns, with what compiling each cost.
 type Cache = Mutex<HashMap<String, (Arc<Regex>, u64)>>;
 
-fn compile_with_cost(pattern: &str) -> Compiled {
+/// [`compile`] with what compiling cost; `matches` compiles through here too, so that it
+/// reads patterns as Go does.
+pub(crate) fn compile_with_cost(pattern: &str) -> Compiled {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Ok(map) = cache.lock()
@@ -180,6 +183,12 @@ fn translate(p: &str) -> Result<String, String> {
                     'a' | 'f' | 'n' | 'r' | 't' | 'v' | 'x' | 'p' | 'P' => {
                         out.push('\\');
                         out.push(e);
+                        // `\p{Greek}`, `\x{263a}`: the braces are the escape's
+                        if matches!(e, 'x' | 'p' | 'P') && chars.get(i) == Some(&'{') {
+                            let end = braces_end(&chars, i);
+                            out.extend(&chars[i..end]);
+                            i = end;
+                        }
                     }
                     'A' | 'z' if !in_class => {
                         out.push('\\');
@@ -238,6 +247,12 @@ fn translate(p: &str) -> Result<String, String> {
             i += 1;
             continue;
         }
+        if c == '{' && counted_repetition(&chars[i..]).is_none() {
+            // not a counted repetition: a literal in Go, an error in Rust
+            out.push_str("\\{");
+            i += 1;
+            continue;
+        }
         if c == '[' {
             in_class = true;
             class_start = true;
@@ -271,8 +286,38 @@ fn go_syntax_error(p: &str) -> Option<String> {
     let mut i = 0;
     // whether the previous token can be repeated
     let mut operand = false;
+    // RE2's bound on counted repetitions (Go's `repeatIsValid`): the product of the counts
+    // nested in one another may not pass 1000. `groups` has, per open group, the largest
+    // product inside it; `last` is that of the previous token.
+    let mut groups: Vec<u64> = vec![1];
+    let mut last: u64 = 1;
     while i < chars.len() {
         let c = chars[i];
+        if c == '{'
+            && operand
+            && let Some((min, max, len)) = counted_repetition(&chars[i..])
+        {
+            let text: String = chars[i..i + len].iter().collect();
+            let count = max.unwrap_or(min);
+            if min > MAX_REPEAT || count > MAX_REPEAT {
+                return Some(format!("invalid repeat count: `{text}`"));
+            }
+            // `{0}` hides its operand from the check; an unbounded `{n,}` counts n
+            let product = match (max, count) {
+                (Some(0), _) => 0,
+                (_, 0 | 1) => last,
+                (_, n) => n.saturating_mul(last),
+            };
+            if product > MAX_REPEAT {
+                return Some(format!("invalid repeat count: `{text}`"));
+            }
+            last = product;
+            if let Some(g) = groups.last_mut() {
+                *g = (*g).max(product);
+            }
+            i += len;
+            continue;
+        }
         match c {
             '\\' => {
                 if i + 1 >= chars.len() {
@@ -283,10 +328,15 @@ fn go_syntax_error(p: &str) -> Option<String> {
                     let lit = rest.split("\\E").next().unwrap_or_default().chars().count();
                     i += 2 + lit + if rest.contains("\\E") { 2 } else { 0 };
                     operand = lit > 0;
+                    last = 1;
                     continue;
                 }
                 i += 2;
+                if matches!(chars[i - 1], 'x' | 'p' | 'P') && chars.get(i) == Some(&'{') {
+                    i = braces_end(&chars, i);
+                }
                 operand = true;
+                last = 1;
                 continue;
             }
             '[' => {
@@ -318,11 +368,13 @@ fn go_syntax_error(p: &str) -> Option<String> {
                     }
                 }
                 operand = true;
+                last = 1;
                 continue;
             }
             '(' => {
                 depth += 1;
                 operand = false;
+                groups.push(1);
                 // skip a group's flags or name: (?i) (?: (?P<name> (?<name>
                 if chars.get(i + 1) == Some(&'?') {
                     let mut j = i + 2;
@@ -331,6 +383,7 @@ fn go_syntax_error(p: &str) -> Option<String> {
                     }
                     if chars.get(j) == Some(&')') {
                         depth -= 1;
+                        groups.pop();
                     }
                     i = j + 1;
                     continue;
@@ -342,6 +395,10 @@ fn go_syntax_error(p: &str) -> Option<String> {
                 }
                 depth -= 1;
                 operand = true;
+                last = groups.pop().unwrap_or(1);
+                if let Some(g) = groups.last_mut() {
+                    *g = (*g).max(last);
+                }
             }
             '|' => operand = false,
             '*' | '+' | '?' => {
@@ -359,7 +416,10 @@ fn go_syntax_error(p: &str) -> Option<String> {
                 }
                 operand = false;
             }
-            _ => operand = true,
+            _ => {
+                operand = true;
+                last = 1;
+            }
         }
         i += 1;
     }
@@ -367,6 +427,40 @@ fn go_syntax_error(p: &str) -> Option<String> {
         return Some(format!("missing closing ): `{p}`"));
     }
     None
+}
+
+/// The end of the `{...}` at `start` (after its `}`), or of the pattern.
+fn braces_end(chars: &[char], start: usize) -> usize {
+    chars[start..]
+        .iter()
+        .position(|&c| c == '}')
+        .map_or(chars.len(), |p| start + p + 1)
+}
+
+/// RE2's largest repetition count.
+const MAX_REPEAT: u64 = 1000;
+
+/// `{n}`, `{n,}` or `{n,m}` at the start of `chars`: (n, m or `None` for no upper bound,
+/// its length). Anything else after a `{` is a literal `{` in Go.
+fn counted_repetition(chars: &[char]) -> Option<(u64, Option<u64>, usize)> {
+    let close = chars.iter().position(|&c| c == '}')?;
+    let body: String = chars.get(1..close)?.iter().collect();
+    let number = |s: &str| {
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        // Go refuses a count it cannot read as well as one past 1000
+        Some(s.parse::<u64>().unwrap_or(u64::MAX))
+    };
+    let (min, max) = match body.split_once(',') {
+        None => {
+            let n = number(&body)?;
+            (n, Some(n))
+        }
+        Some((min, "")) => (number(min)?, None),
+        Some((min, max)) => (number(min)?, Some(number(max)?)),
+    };
+    Some((min, max, close + 1))
 }
 
 #[cfg(test)]

@@ -174,13 +174,24 @@ fn list_err(e: ListError<EvalError>) -> EvalError {
     }
 }
 
-/// The order of two list elements; an error for types without an order between them.
-/// NaN is unordered: it counts as equal, so that it neither sorts nor wins `min`/`max`
-/// (cel-go's comparison yields an error value there, which the list functions ignore).
+/// The order of two list elements for `isSorted`, `min` and `max`, as Kubernetes' list
+/// library compares them: each element must have an order (`traits.Comparer`; `b` is
+/// checked as it is reached, the first element by the caller), but two that are
+/// unordered (NaN) or of unlike types count as equal (cel-go's comparison yields an error
+/// value there, which the functions ignore).
 fn order(f: &'static str) -> impl Fn(&Value, &Value) -> Result<Ordering, EvalError> {
-    move |a, b| match compare(a, b) {
-        Ok(o) => Ok(o.unwrap_or(Ordering::Equal)),
-        Err(()) => Err(no_such_overload(f, &[a.clone(), b.clone()])),
+    move |a, b| {
+        comparer(f, b)?;
+        Ok(compare(a, b).ok().flatten().unwrap_or(Ordering::Equal))
+    }
+}
+
+/// An error unless `v` has an order (cel-go's `traits.Comparer`).
+fn comparer(f: &'static str, v: &Value) -> Result<(), EvalError> {
+    if sortable(v) {
+        Ok(())
+    } else {
+        Err(no_such_overload(f, std::slice::from_ref(v)))
     }
 }
 
@@ -532,6 +543,9 @@ fn list_overloads(o: &mut Vec<Overload>) {
     o.push(
         Overload::method("isSorted", &[List], |a| {
             let items = list(a, 0, "isSorted")?;
+            if let Some(first) = items.first() {
+                comparer("isSorted", first)?;
+            }
             Ok(Value::Bool(
                 lists::is_sorted(items, order("isSorted")).map_err(list_err)?,
             ))
@@ -556,6 +570,10 @@ fn list_overloads(o: &mut Vec<Overload>) {
     o.push(
         Overload::method("min", &[List], |a| {
             let items = list(a, 0, "min")?;
+            // cel-go scans the whole list: any element without an order fails it
+            for item in items {
+                comparer("min", item)?;
+            }
             Ok(lists::min(items, order("min")).map_err(list_err)?.clone())
         })
         .linear_cost()
@@ -564,6 +582,10 @@ fn list_overloads(o: &mut Vec<Overload>) {
     o.push(
         Overload::method("max", &[List], |a| {
             let items = list(a, 0, "max")?;
+            // cel-go scans the whole list: any element without an order fails it
+            for item in items {
+                comparer("max", item)?;
+            }
             Ok(lists::max(items, order("max")).map_err(list_err)?.clone())
         })
         .linear_cost()
