@@ -254,6 +254,55 @@ fn diff_reports_changed_objects_and_exit_codes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A version bump alone fails no test of a shipped pack: golden files and expected outputs
+/// are compared without the engine's ownership metadata and version.
+#[test]
+fn a_version_bump_changes_no_expectation() {
+    for name in ["kcp-karmada", "resource-broker"] {
+        let dir = temp_dir(&format!("bump-{name}"));
+        let pack = dir.join(name);
+        copy_pack(&format!("rules/{name}"), &pack);
+        let manifest = pack.join("pack.yaml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        assert!(text.contains("  version: 0.1.0\n"), "{name}");
+        std::fs::write(
+            &manifest,
+            text.replace("  version: 0.1.0\n", "  version: 0.2.0\n"),
+        )
+        .unwrap();
+        let out = switchyard(&[
+            "test",
+            &pack.to_string_lossy(),
+            "--partials",
+            &root().join("templates").to_string_lossy(),
+            "--crds",
+            &root().join("config/crds").to_string_lossy(),
+        ]);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{name}: {text}{}", stderr(&out));
+        assert!(text.contains(" passed, 0 failed\n"), "{name}: {text}");
+        // ... and `--update` would write nothing.
+        let golden_before: Vec<String> = walk(&pack.join("tests"))
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        let _ = switchyard(&[
+            "test",
+            &pack.to_string_lossy(),
+            "--update",
+            "--partials",
+            &root().join("templates").to_string_lossy(),
+            "--crds",
+            &root().join("config/crds").to_string_lossy(),
+        ]);
+        let golden_after: Vec<String> = walk(&pack.join("tests"))
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        assert_eq!(golden_before, golden_after, "{name}");
+    }
+}
+
 #[test]
 fn test_writes_junit_and_fails_on_a_wrong_golden() {
     let dir = temp_dir("junit");

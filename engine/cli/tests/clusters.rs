@@ -20,7 +20,7 @@ fn the_mesh_pack_tests_pass() {
         stderr(&out)
     );
     assert!(
-        stdout(&out).ends_with("3 passed, 0 failed\n"),
+        stdout(&out).ends_with("5 passed, 0 failed\n"),
         "{}",
         stdout(&out)
     );

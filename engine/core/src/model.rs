@@ -567,9 +567,13 @@ pub struct Expectation {
     /// for the inputs. `switchyard test --update` rewrites it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub golden: Option<String>,
-    /// Outputs that must be present, compared in full.
+    /// Outputs that must be present, compared in full except for the engine's ownership
+    /// labels and annotations (unless `ownership`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<ExpectedOutput>,
+    /// Compare `outputs` with the engine's ownership labels and annotations too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ownership: bool,
     /// Outputs that must not be present, by identity.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub absent: Vec<ObjectSelector>,
