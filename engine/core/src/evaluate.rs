@@ -414,7 +414,9 @@ fn synced_condition(results: &[RuleResult], missing_targets: &[String]) -> Value
     let fired: Vec<String> = results
         .iter()
         .filter_map(|r| match r {
-            RuleResult::Fired { rule, outputs, .. } => Some(format!("{rule} ({outputs} outputs)")),
+            RuleResult::Fired { rule, outputs, .. } => {
+                Some(format!("{rule} ({})", plural(*outputs, "output")))
+            }
             _ => None,
         })
         .collect();

@@ -82,3 +82,13 @@ fn stages_need_items_or_from_and_a_valid_timeout() {
         ]
     );
 }
+
+#[test]
+fn type_names_are_not_unknown_variables() {
+    assert_eq!(
+        diagnostics(
+            "    items:\n      - name: one\n        outputs: [{name: cm, cluster: target, template: cm.yaml.hbs}]\n        gates: [\"type(resources.cm) == map && type(1) == int\"]\n"
+        ),
+        Vec::<String>::new()
+    );
+}

@@ -4,6 +4,20 @@
 use super::order::order_steps;
 use super::*;
 
+/// CEL's type names are identifiers (`type(x) == int`), not variables a rule must define.
+const CEL_TYPE_NAMES: &[&str] = &[
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+];
+
 impl Loader<'_> {
     /// Compiles a CEL expression found at `path` of `node`; reports a syntax error with its
     /// position in the file and a caret under it.
@@ -579,6 +593,7 @@ impl Loader<'_> {
             for variable in &expr.program.references().variables {
                 let known = ["self", "vars", "cluster", "clusters", "now", "tables"]
                     .contains(&variable.as_str())
+                    || CEL_TYPE_NAMES.contains(&variable.as_str())
                     || extra.contains(&variable.as_str())
                     || lookup_names.contains(variable);
                 if !known {
