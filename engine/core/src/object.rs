@@ -7,6 +7,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+/// Kubernetes' name rules, as the CEL library checks them.
+pub use switchyard_cel::{is_dns1123_label, is_dns1123_subdomain};
+
 use crate::model::{LabelSelector, SelectorOperator};
 
 /// The cluster an object lives in: `ROLE` for a role's one unnamed cluster, `ROLE/NAME` for a
@@ -141,28 +144,6 @@ const PATH_SEGMENT_NAMED_GROUPS: &[&str] = &[
     "flowcontrol.apiserver.k8s.io",
     "certificates.k8s.io",
 ];
-
-/// A DNS-1123 label, as Kubernetes requires of namespaces: at most 63 lowercase letters,
-/// digits and `-`, starting and ending with a letter or digit.
-fn is_dns1123_label(s: &str) -> bool {
-    s.len() <= 63
-        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
-/// A DNS-1123 subdomain, as Kubernetes requires of most names: at most 253 characters,
-/// labels of lowercase letters, digits and `-` joined by `.`.
-fn is_dns1123_subdomain(s: &str) -> bool {
-    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            label.starts_with(alphanumeric)
-                && label.ends_with(alphanumeric)
-                && label.chars().all(|c| alphanumeric(c) || c == '-')
-        })
-}
 
 /// A path segment name (Kubernetes' rule for RBAC names): not empty, `.` or `..`, without
 /// `/` or `%`. A `,` is refused too, though Kubernetes allows it, because it separates

@@ -713,7 +713,7 @@ impl<'a> Loader<'a> {
 
     fn check_manifest(&mut self, document: &PackDocument, file: &str, node: &Node) {
         let name = &document.metadata.name;
-        if !is_dns1123_label(name) {
+        if !cel::is_dns1123_label(name) {
             let pos = node.closest(&yaml::parse_path("metadata.name")).pos;
             self.error(
                 Diagnostic::error(
@@ -1001,16 +1001,6 @@ pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-pub(crate) fn is_dns1123_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
 }
 
 /// Evaluates a decision table for CEL's `decide()` and the templates' `decide` helper.

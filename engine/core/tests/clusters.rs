@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use switchyard_core::plan::{plan, to_json, world_of};
-use switchyard_core::{MemoryWorld, Pack, PackFiles, Trigger, evaluate, load};
+use switchyard_core::{MemoryWorld, Outcome, Pack, PackFiles, Trigger, evaluate, load};
 
 const PACK: &str = r#"
 apiVersion: switchyard.dev/v1alpha1
@@ -120,6 +120,20 @@ fn now() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
+/// Evaluates the VM of consumer `consumer-a` in `world`.
+fn evaluate_vm(pack: &Pack, world: &MemoryWorld) -> Outcome {
+    evaluate(
+        pack,
+        Trigger {
+            cluster: "source/consumer-a",
+            object: &vm(),
+        },
+        world,
+        now(),
+    )
+    .unwrap()
+}
+
 fn vm() -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "VM",
            "metadata": {"name": "db", "namespace": "team", "uid": "u-1", "resourceVersion": "7",
@@ -151,17 +165,7 @@ fn world() -> MemoryWorld {
 #[test]
 fn the_copy_goes_to_the_member_chosen_by_cel_without_the_source_clusters_metadata() {
     let world = world();
-    let object = vm();
-    let outcome = evaluate(
-        &pack(),
-        Trigger {
-            cluster: "source/consumer-a",
-            object: &object,
-        },
-        &world,
-        now(),
-    )
-    .unwrap();
+    let outcome = evaluate_vm(&pack(), &world);
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     let keys: Vec<String> = outcome.desired.iter().map(|d| d.key.to_string()).collect();
     assert_eq!(
@@ -206,17 +210,7 @@ fn the_copys_status_is_read_back_from_the_chosen_member() {
                    "status": {"state": "Provisioned"}}),
         )
         .unwrap();
-    let object = vm();
-    let outcome = evaluate(
-        &pack(),
-        Trigger {
-            cluster: "source/consumer-a",
-            object: &object,
-        },
-        &world,
-        now(),
-    )
-    .unwrap();
+    let outcome = evaluate_vm(&pack(), &world);
     assert_eq!(
         outcome.status.unwrap()["copyStatus"],
         json!({"state": "Provisioned"})
@@ -261,17 +255,7 @@ fn an_output_without_cluster_name_to_a_role_of_several_members_is_an_error() {
     })
     .pack
     .unwrap();
-    let object = vm();
-    let outcome = evaluate(
-        &pack,
-        Trigger {
-            cluster: "source/consumer-a",
-            object: &object,
-        },
-        &world(),
-        now(),
-    )
-    .unwrap();
+    let outcome = evaluate_vm(&pack, &world());
     assert_eq!(
         outcome.errors[0].to_string(),
         "rule `copy`, output `copy`: role `provider` has 3 clusters: name one with `clusterName` (its clusters: `provider/arm`, `provider/x86`, `provider/zeta`)"

@@ -299,7 +299,7 @@ pub fn parse_cluster_flag(s: &str) -> Result<ClusterConfig, ConfigError> {
 
 /// `Err(message)` when `value` is not a DNS-1123 label.
 fn check_label(what: &str, value: &str) -> Result<(), String> {
-    if is_dns1123_label(value) {
+    if switchyard_core::object::is_dns1123_label(value) {
         Ok(())
     } else {
         Err(format!(
@@ -319,15 +319,6 @@ fn check_member(what: &str, value: &str) -> Result<(), String> {
             "{what} `{value}` is not a member cluster name (1-253 letters, digits and `-._#:`)"
         ))
     }
-}
-
-fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 impl BrokerConfig {

@@ -776,7 +776,7 @@ impl Controller {
         let Some(pack) = self.lock().packs.get(pack_name).map(|p| p.pack.clone()) else {
             return Ok(());
         };
-        let object = self.store.get_object(trigger);
+        let object = self.store.get_key(trigger);
         let Some(object) = object else {
             // The trigger is gone: it desires nothing any more.
             let touched = {
@@ -1011,7 +1011,7 @@ impl Controller {
                 continue;
             };
             let hash = merged.hash;
-            let live = self.store.get_object(key);
+            let live = self.store.get_key(key);
             // A create-only output that exists is left as it is.
             if merged.desired.mode == OutputMode::Create && live.is_some() {
                 continue;
@@ -1107,7 +1107,7 @@ impl Controller {
         if !patched {
             return Ok(());
         }
-        if let Some(live) = self.store.get_object(key) {
+        if let Some(live) = self.store.get_key(key) {
             let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
             self.clusters.take_back(pack_name, key, uid).await?;
             self.count(|w| w.applies += 1);
@@ -1246,16 +1246,6 @@ impl Controller {
 }
 
 impl Store {
-    /// The cached object behind a key.
-    pub fn get_object(&self, key: &ObjectKey) -> Option<Arc<Value>> {
-        self.cache(&KindKey {
-            cluster: key.cluster.clone(),
-            api_version: key.api_version.clone(),
-            kind: key.kind.clone(),
-        })?
-        .get(key.namespace.as_deref(), &key.name)
-    }
-
     fn is_metadata_only(&self, key: &ObjectKey) -> bool {
         self.cache(&KindKey {
             cluster: key.cluster.clone(),
