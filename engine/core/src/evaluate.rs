@@ -13,8 +13,8 @@ use switchyard_cel as cel;
 use crate::model::{DeletionPolicy, OutputMode};
 use crate::object::{ObjectKey, World, cluster_id, labels, selector_matches, split_cluster};
 use crate::pack::{
-    CompiledOutput, CompiledRule, CompiledStage, CompiledStages, CompiledStagesFrom, Expr,
-    LookupKey, Pack, Step, in_scope,
+    CompiledOutput, CompiledRule, CompiledStage, CompiledStages, CompiledStagesFrom,
+    CompiledStatus, Expr, LookupKey, Pack, Step, in_scope,
 };
 use crate::template::RenderContext;
 
@@ -121,6 +121,91 @@ pub struct Outcome {
     /// When to evaluate again without any change: the nearest stage deadline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requeue_after: Option<std::time::Duration>,
+    /// What merging needs of the trigger beyond its outputs.
+    #[serde(skip)]
+    pub facts: TriggerFacts,
+}
+
+/// The `Synced` reason of a trigger whose output another trigger (or another of its own
+/// outputs) renders differently.
+pub const REASON_CONFLICT: &str = "Conflict";
+
+/// What merging needs of a trigger beyond its outputs: which trigger's version wins an output
+/// several render differently, and how to restate `Synced` when the merge refuses this one's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TriggerFacts {
+    pub precedence: Precedence,
+    /// The evaluation's clock.
+    pub now: DateTime<Utc>,
+    /// The trigger's `Synced` condition before this evaluation.
+    pub synced_before: Option<Value>,
+}
+
+/// The order in which triggers claim an output they render differently: the trigger that
+/// desired it first, as far as the objects tell (the oldest `creationTimestamp`, then the
+/// `uid`), so a tenant cannot win an object by picking a name. Triggers without a creation
+/// time (dry-run inputs) come after those with one; the trigger's key breaks the last tie.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Precedence {
+    unknown_age: bool,
+    created: Option<DateTime<Utc>>,
+    uid: String,
+}
+
+impl Precedence {
+    pub fn of(object: &Value) -> Self {
+        let created = object
+            .pointer("/metadata/creationTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        Precedence {
+            unknown_age: created.is_none(),
+            created,
+            uid: object
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+}
+
+impl Outcome {
+    /// Restates the `Synced` condition after evaluation (the merge refused one of the
+    /// trigger's outputs, an apply failed). The transition time is the evaluation's clock,
+    /// unless the condition had this state before, so restating an unchanged failure writes
+    /// nothing new.
+    pub fn set_synced(&mut self, state: &str, reason: &str, message: &str) {
+        let before = self.facts.synced_before.as_ref();
+        let transition = match before {
+            Some(b)
+                if b.get("status").and_then(Value::as_str) == Some(state)
+                    && b.get("lastTransitionTime").is_some() =>
+            {
+                b["lastTransitionTime"].clone()
+            }
+            _ => Value::String(self.facts.now.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        };
+        let Some(conditions) = self
+            .status
+            .as_mut()
+            .and_then(|s| s.get_mut("conditions"))
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        for c in conditions.iter_mut() {
+            if c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
+                && let Value::Object(m) = c
+            {
+                m.insert("status".into(), Value::String(state.into()));
+                m.insert("reason".into(), Value::String(reason.into()));
+                m.insert("message".into(), Value::String(message.into()));
+                m.insert("lastTransitionTime".into(), transition.clone());
+            }
+        }
+    }
 }
 
 /// The trigger and its cluster (`ROLE` or `ROLE/NAME`).
@@ -262,6 +347,16 @@ fn evaluate_traced<'w>(
         errors: Vec::new(),
         trace: Vec::new(),
         requeue_after: None,
+        facts: TriggerFacts {
+            precedence: Precedence::of(trigger.object),
+            now,
+            synced_before: trigger
+                .object
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
+                .cloned(),
+        },
     };
     if rules.is_empty() {
         return Ok(outcome);
@@ -317,6 +412,9 @@ fn evaluate_traced<'w>(
     for rule in &rules {
         results.push(ctx.run_rule(rule));
     }
+    if let Some(conflict) = ctx.join_duplicate_outputs() {
+        results.insert(0, conflict);
+    }
 
     // The engine's own condition, then the rules' status mappings in rule-name order.
     let mut status = Map::new();
@@ -325,6 +423,9 @@ fn evaluate_traced<'w>(
     conditions.push(synced);
     for result in &results {
         if let RuleResult::Fired {
+            status: Some(s), ..
+        }
+        | RuleResult::Blocked {
             status: Some(s), ..
         } = result
         {
@@ -391,8 +492,12 @@ enum RuleResult {
     /// A guard without a reason was false: the rule does not apply.
     Skipped { rule: String, guard: String },
     /// The rule cannot produce outputs: a required lookup is missing, a guard with a reason
-    /// is false, or an expression failed.
-    Blocked { reason: String, message: String },
+    /// is false, or an expression failed. `status` is its `status.onStop` mapping's.
+    Blocked {
+        reason: String,
+        message: String,
+        status: Option<RuleStatus>,
+    },
 }
 
 struct RuleStatus {
@@ -401,7 +506,9 @@ struct RuleStatus {
 }
 
 fn synced_condition(results: &[RuleResult], missing_targets: &[String]) -> Value {
-    if let Some(RuleResult::Blocked { reason, message }) = results
+    if let Some(RuleResult::Blocked {
+        reason, message, ..
+    }) = results
         .iter()
         .find(|r| matches!(r, RuleResult::Blocked { .. }))
     {
@@ -701,26 +808,143 @@ impl EvalContext<'_> {
         }
     }
 
+    /// One object rendered twice by this trigger (a `forEach` with a repeated item, two
+    /// outputs naming the same object) is one output when both agree; when they differ the
+    /// first stays, and the trigger reports the conflict as an error of the later output.
+    fn join_duplicate_outputs(&mut self) -> Option<RuleResult> {
+        let desired = std::mem::take(&mut self.outcome.desired);
+        let mut joined: Vec<DesiredObject> = Vec::with_capacity(desired.len());
+        let mut index: HashMap<ObjectKey, usize> = HashMap::new();
+        let mut conflict = None;
+        for d in desired {
+            let Some(&i) = index.get(&d.key) else {
+                index.insert(d.key.clone(), joined.len());
+                joined.push(d);
+                continue;
+            };
+            let first = &mut joined[i];
+            let first_sources = first.sources.iter().cloned().collect::<Vec<_>>().join(", ");
+            if crate::plan::absorb(first, &d).is_ok() {
+                let version = self.pack.version().to_string();
+                crate::plan::stamp_merged(self.pack.name(), &version, first);
+                continue;
+            }
+            let later = d.sources.iter().cloned().collect::<Vec<_>>().join(", ");
+            let message = format!(
+                "`{}` is rendered twice with different contents, by {first_sources} and by {later}; kept the first",
+                d.key
+            );
+            let rule = later.split('/').next().unwrap_or_default().to_string();
+            self.outcome.errors.push(RuleError {
+                rule,
+                path: "spec.outputs".into(),
+                expression: None,
+                message: message.clone(),
+            });
+            conflict.get_or_insert(RuleResult::Blocked {
+                reason: REASON_CONFLICT.into(),
+                message,
+                status: None,
+            });
+        }
+        self.outcome.desired = joined;
+        conflict
+    }
+
     fn run_rule(&mut self, rule: &CompiledRule) -> RuleResult {
-        match self.try_rule(rule) {
+        let mut bindings = Bindings::new();
+        match self.try_rule(rule, &mut bindings) {
             Ok(result) => result,
             Err(Stop::Skip(guard)) => RuleResult::Skipped {
                 rule: rule.name.clone(),
                 guard,
             },
-            Err(Stop::Block { reason, message }) => RuleResult::Blocked { reason, message },
+            Err(Stop::Block { reason, message }) => {
+                let status = self.stopped_status(rule, &mut bindings, &reason, &message);
+                RuleResult::Blocked {
+                    reason,
+                    message,
+                    status,
+                }
+            }
         }
     }
 
-    fn try_rule(&mut self, rule: &CompiledRule) -> Result<RuleResult, Stop> {
+    /// A stopped rule's `status.onStop`, evaluated with what was bound before the stop and
+    /// `stop` = `{reason, message}`. If it fails too, the error is reported and the rule
+    /// writes no fields: the stop's own reason stays in `Synced`.
+    fn stopped_status(
+        &mut self,
+        rule: &CompiledRule,
+        bindings: &mut Bindings,
+        reason: &str,
+        message: &str,
+    ) -> Option<RuleStatus> {
+        let mapping = rule.status.as_ref()?.on_stop.as_deref()?;
+        bindings.bind_extra("stop", &json!({"reason": reason, "message": message}));
+        let missing = Value::Array(std::mem::take(&mut self.rule_missing));
+        bindings.bind_extra("missing", &missing);
+        self.eval_status(&rule.name, mapping, bindings, Vec::new())
+            .ok()
+    }
+
+    /// The fields and conditions of a status mapping, after `fields` (a stage progress).
+    fn eval_status(
+        &mut self,
+        name: &str,
+        mapping: &CompiledStatus,
+        bindings: &Bindings,
+        mut fields: Vec<(String, Value)>,
+    ) -> Result<RuleStatus, Stop> {
+        for (field, expr) in &mapping.fields {
+            let (_, json) = self.eval_json(name, expr, bindings, None)?;
+            if !json.is_null() {
+                fields.push((field.clone(), json));
+            }
+        }
+        let mut conditions = Vec::new();
+        for c in &mapping.conditions {
+            let (_, status) = self.eval_json(name, &c.status, bindings, None)?;
+            let status = match status {
+                Value::Bool(true) => "True".to_string(),
+                Value::Bool(false) => "False".to_string(),
+                Value::String(s) if ["True", "False", "Unknown"].contains(&s.as_str()) => s,
+                other => {
+                    return Err(self.fail(
+                        name,
+                        &c.status.path,
+                        Some(c.status.source()),
+                        format!(
+                            "condition status must be True, False or Unknown, got {}",
+                            compact(&other)
+                        ),
+                    ));
+                }
+            };
+            let reason = self.eval_string(name, &c.reason, bindings)?;
+            let message = match &c.message {
+                Some(m) => self.eval_string(name, m, bindings)?,
+                None => String::new(),
+            };
+            conditions.push(
+                json!({"type": c.type_, "status": status, "reason": reason, "message": message}),
+            );
+        }
+        Ok(RuleStatus { fields, conditions })
+    }
+
+    fn try_rule(
+        &mut self,
+        rule: &CompiledRule,
+        bindings: &mut Bindings,
+    ) -> Result<RuleResult, Stop> {
         let name = rule.name.as_str();
         self.rule_missing.clear();
-        let mut bindings = Bindings::new();
         for step in &rule.steps {
             match *step {
                 Step::Guard(i) => {
                     let guard = &rule.guards[i];
-                    let passed = self.eval_bool(name, &guard.expr, &bindings, None)?;
+                    let passed = self.eval_bool(name, &guard.expr, bindings, None)?;
                     if self.traced {
                         self.trace(
                             name,
@@ -736,7 +960,7 @@ impl EvalContext<'_> {
                             return Err(Stop::Skip(label));
                         };
                         let message = match &guard.message_expr {
-                            Some(e) => self.eval_string(name, e, &bindings)?,
+                            Some(e) => self.eval_string(name, e, bindings)?,
                             None => guard
                                 .message
                                 .clone()
@@ -748,10 +972,10 @@ impl EvalContext<'_> {
                         });
                     }
                 }
-                Step::Lookup(i) => self.run_lookup(rule, i, &mut bindings)?,
+                Step::Lookup(i) => self.run_lookup(rule, i, bindings)?,
                 Step::Var(i) => {
                     let var = &rule.vars[i];
-                    let (value, json) = self.eval_json(name, &var.expr, &bindings, None)?;
+                    let (value, json) = self.eval_json(name, &var.expr, bindings, None)?;
                     if self.traced {
                         self.trace(
                             name,
@@ -768,12 +992,12 @@ impl EvalContext<'_> {
         // Outputs join the outcome only when the whole rule succeeds: a rule stopped by a
         // later output or its status mapping desires nothing.
         let mut rendered: Vec<DesiredObject> = Vec::new();
-        let mut context = RenderContext::new(Value::Object(self.template_context(&bindings)));
+        let mut context = RenderContext::new(Value::Object(self.template_context(bindings)));
         for output in &rule.outputs {
             self.render_output(
                 rule,
                 output,
-                &bindings,
+                bindings,
                 &mut context,
                 &mut rendered,
                 &mut Vec::new(),
@@ -782,7 +1006,7 @@ impl EvalContext<'_> {
         let progress = match &rule.stages {
             None => None,
             Some(stages) => {
-                Some(self.run_stages(rule, stages, &mut bindings, &mut context, &mut rendered)?)
+                Some(self.run_stages(rule, stages, bindings, &mut context, &mut rendered)?)
             }
         };
 
@@ -806,39 +1030,7 @@ impl EvalContext<'_> {
                 if let (Some(progress), Some(stages)) = (&progress, &rule.stages) {
                     fields.push((stages.status_field.clone(), progress.clone()));
                 }
-                for (field, expr) in &mapping.fields {
-                    let (_, json) = self.eval_json(name, expr, &bindings, None)?;
-                    if !json.is_null() {
-                        fields.push((field.clone(), json));
-                    }
-                }
-                let mut conditions = Vec::new();
-                for c in &mapping.conditions {
-                    let (_, status) = self.eval_json(name, &c.status, &bindings, None)?;
-                    let status = match status {
-                        Value::Bool(true) => "True".to_string(),
-                        Value::Bool(false) => "False".to_string(),
-                        Value::String(s) if ["True", "False", "Unknown"].contains(&s.as_str()) => s,
-                        other => {
-                            return Err(self.fail(
-                                name,
-                                &c.status.path,
-                                Some(c.status.source()),
-                                format!(
-                                    "condition status must be True, False or Unknown, got {}",
-                                    compact(&other)
-                                ),
-                            ));
-                        }
-                    };
-                    let reason = self.eval_string(name, &c.reason, &bindings)?;
-                    let message = match &c.message {
-                        Some(m) => self.eval_string(name, m, &bindings)?,
-                        None => String::new(),
-                    };
-                    conditions.push(json!({"type": c.type_, "status": status, "reason": reason, "message": message}));
-                }
-                Some(RuleStatus { fields, conditions })
+                Some(self.eval_status(name, mapping, bindings, fields)?)
             }
         };
         let outputs = rendered.len();

@@ -440,6 +440,25 @@ pub struct StatusMapping {
     /// Conditions computed by CEL.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ConditionMapping>,
+    /// What the status says when the rule stops (a guard with a reason is false, a required
+    /// lookup is missing, an expression fails, an output leaves the pack's scope): evaluated
+    /// instead of `fields` and `conditions`, with `stop` bound to `{reason, message}` and the
+    /// variables and lookups bound before the stop. Without it a stopped rule writes no
+    /// fields; the engine's `Synced` condition reports the stop either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_stop: Option<StopStatusMapping>,
+}
+
+/// The status fields and conditions of a stopped rule (`status.onStop`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StopStatusMapping {
+    /// `status.<field>` = CEL value. A null result leaves the field out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, String>,
+    /// Conditions computed by CEL.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionMapping>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

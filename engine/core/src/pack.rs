@@ -403,6 +403,8 @@ pub(crate) struct CompiledOutput {
 pub(crate) struct CompiledStatus {
     pub fields: Vec<(String, Expr)>,
     pub conditions: Vec<CompiledCondition>,
+    /// `spec.status.onStop`: the mapping of a stopped rule.
+    pub on_stop: Option<Box<CompiledStatus>>,
 }
 
 pub(crate) struct CompiledCondition {

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::diagnostic::Diagnostic;
 use crate::evaluate::{
     ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, Conversions, DesiredObject, Outcome,
-    Trigger, evaluate_in, evaluate_in_untraced, stamp_ownership,
+    REASON_CONFLICT, Trigger, evaluate_in, evaluate_in_untraced, stamp_ownership,
 };
 use crate::model::OutputMode;
 use crate::object::{MemoryWorld, ObjectKey, World, check_cluster_id};
@@ -53,14 +53,33 @@ impl Plan {
             .flat_map(|o| o.errors.iter().map(move |e| format!("{}: {e}", o.trigger)))
             .collect();
         for c in &self.conflicts {
-            messages.push(format!(
-                "{}: triggers {} and {} render different contents; kept the first",
-                c.key,
-                join(&c.kept),
-                join(&c.refused)
-            ));
+            messages.push(c.to_string());
         }
         messages
+    }
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} and {} render different contents; kept the version of {}, which desired it first",
+            self.key,
+            join(&self.kept),
+            join(&self.refused),
+            join(&self.kept)
+        )
+    }
+}
+
+impl Conflict {
+    /// The `Synced` message of a trigger whose version was refused.
+    pub fn refused_message(&self) -> String {
+        format!(
+            "`{}` is rendered with different contents by {}, which desired it first",
+            self.key,
+            join(&self.kept)
+        )
     }
 }
 
@@ -120,11 +139,14 @@ pub fn plan_checked(
     Ok(merge(pack, outcomes))
 }
 
-/// Merges the outcomes of several triggers into one desired state.
-pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
+/// Merges the outcomes of several triggers into one desired state. Where triggers render
+/// one object differently, the version of the trigger that desired it first
+/// ([`crate::evaluate::Precedence`]) is kept, and the others' `Synced` turns False with
+/// reason `Conflict`.
+pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
     let mut merged: BTreeMap<ObjectKey, DesiredObject> = BTreeMap::new();
     let mut conflicts = Vec::new();
-    for outcome in &outcomes {
+    for outcome in by_precedence(&outcomes) {
         for desired in &outcome.desired {
             match merged.get_mut(&desired.key) {
                 None => {
@@ -136,6 +158,14 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
                     }
                 }
             }
+        }
+    }
+    for conflict in &conflicts {
+        for outcome in outcomes
+            .iter_mut()
+            .filter(|o| conflict.refused.contains(&o.trigger.to_string()))
+        {
+            outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
         }
     }
     let version = pack.version().to_string();
@@ -154,6 +184,14 @@ pub fn merge(pack: &Pack, outcomes: Vec<Outcome>) -> Plan {
         objects,
         conflicts,
     }
+}
+
+/// Outcomes in the order their triggers claim contested outputs.
+pub fn by_precedence(outcomes: &[Outcome]) -> Vec<&Outcome> {
+    let mut ordered: Vec<&Outcome> = outcomes.iter().collect();
+    ordered
+        .sort_by(|a, b| (&a.facts.precedence, &a.trigger).cmp(&(&b.facts.precedence, &b.trigger)));
+    ordered
 }
 
 /// The order of a plan's objects: per cluster, cluster-scoped objects (namespaces) first,

@@ -699,3 +699,253 @@ fn untraced_evaluation_decides_the_same() {
         );
     }
 }
+
+/// The demo rule with a `status.onStop` mapping that reports the stop as a phase.
+fn rule_with_on_stop() -> String {
+    RULE.replace(
+        "  status:\n    fields:\n      cities: self.spec.cities.size()\n",
+        "  status:\n    fields:\n      cities: self.spec.cities.size()\n      phase: \"'Ready'\"\n    onStop:\n      fields:\n        phase: \"'Error'\"\n        message: \"stop.reason + ': ' + stop.message\"\n        namespace: \"'namespace' in vars ? vars.namespace : dyn(null)\"\n      conditions:\n        - type: Ready\n          status: \"false\"\n          reason: stop.reason\n",
+    )
+}
+
+#[test]
+fn a_stopped_rule_writes_its_on_stop_status() {
+    let pack = pack_with(&rule_with_on_stop());
+    let w = world(&[team()]);
+
+    // A guard with a reason: the variables after it are not bound.
+    let trigger = app("web", &["a", "b", "c", "d"], "n");
+    let status = run(&pack, &trigger, &w).status.unwrap();
+    assert_eq!(status["phase"], "Error");
+    assert_eq!(status["message"], "TooManyCities: at most 3 cities, got 4");
+    assert!(status.get("namespace").is_none(), "{status}");
+    assert!(status.get("cities").is_none(), "{status}");
+    assert_eq!(condition(&status, "Synced")["reason"], "TooManyCities");
+    let ready = condition(&status, "Ready");
+    assert_eq!(
+        (&ready["status"], &ready["reason"]),
+        (&json!("False"), &json!("TooManyCities"))
+    );
+
+    // A scope violation stops the rule after its variables: they are visible.
+    let pack =
+        pack_with(&rule_with_on_stop().replace("'team-' + owner.metadata.name", "'kube-system'"));
+    let trigger = app("web", &["ber"], "n");
+    let status = run(&pack, &trigger, &w).status.unwrap();
+    assert_eq!(status["phase"], "Error");
+    assert_eq!(status["namespace"], "kube-system");
+    assert_eq!(condition(&status, "Synced")["reason"], "ScopeViolation");
+
+    // A missing required lookup.
+    let status = run(&pack, &trigger, &world(&[])).status.unwrap();
+    assert_eq!(
+        status["message"],
+        "TeamNotFound: Team `red` not found in namespace `default` of cluster `source` (lookup `owner` of rule `app`)"
+    );
+
+    // A rule that runs writes its own fields, not onStop's.
+    let pack = pack_with(&rule_with_on_stop());
+    let status = run(&pack, &app("web", &["ber"], "n"), &w).status.unwrap();
+    assert_eq!(status["phase"], "Ready");
+    assert!(status.get("message").is_none(), "{status}");
+}
+
+#[test]
+fn an_on_stop_mapping_that_fails_reports_its_error_and_keeps_the_stop() {
+    let rule = rule_with_on_stop().replace(
+        "stop.reason + ': ' + stop.message",
+        "string(int(stop.message))",
+    );
+    let pack = pack_with(&rule);
+    let w = world(&[team()]);
+    let outcome = run(&pack, &app("web", &["a", "b", "c", "d"], "n"), &w);
+    let status = outcome.status.unwrap();
+    assert_eq!(condition(&status, "Synced")["reason"], "TooManyCities");
+    assert!(status.get("phase").is_none(), "{status}");
+    assert_eq!(outcome.errors.len(), 1, "{:?}", outcome.errors);
+    assert!(
+        outcome.errors[0]
+            .to_string()
+            .contains("spec.status.onStop.fields.message"),
+        "{}",
+        outcome.errors[0]
+    );
+}
+
+#[test]
+fn on_stop_expressions_may_read_stop_and_nothing_unknown() {
+    let rule = rule_with_on_stop().replace("stop.reason + ': ' + stop.message", "stopp.reason");
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let result = load(&files);
+    let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert!(result.pack.is_none());
+    assert!(
+        messages.iter().any(|m| m.starts_with(
+            "demo/rules/app.yaml:37:19: error[cel::unknown-variable]: unknown variable `stopp`"
+        )),
+        "{messages:#?}"
+    );
+    // `stop` is not bound outside onStop.
+    let rule = RULE.replace("cities: self.spec.cities.size()", "cities: stop.reason");
+    let result = load(&PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    });
+    let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("unknown variable `stop`")),
+        "{messages:#?}"
+    );
+}
+
+#[test]
+fn one_trigger_rendering_an_object_twice_joins_or_reports_the_conflict() {
+    // The same city twice: the ConfigMaps differ by `index`.
+    let pack = pack_with(RULE);
+    let trigger = app("web", &["ber", "ber"], "n");
+    let w = world(&[team()]);
+    let outcome = run(&pack, &trigger, &w);
+    let keys: Vec<String> = outcome.desired.iter().map(|d| d.key.to_string()).collect();
+    assert_eq!(
+        keys,
+        ["edge:ConfigMap:team-red/web-ber", "edge:Namespace:team-red"]
+    );
+    assert_eq!(outcome.desired[0].object["data"]["index"], 0);
+    let expected = "`edge:ConfigMap:team-red/web-ber` is rendered twice with different contents, by app/city and by app/city; kept the first";
+    assert_eq!(
+        outcome
+            .errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>(),
+        [format!("rule `app`, spec.outputs: {expected}")]
+    );
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(
+        (&synced["status"], &synced["reason"], &synced["message"]),
+        (&json!("False"), &json!("Conflict"), &json!(expected))
+    );
+
+    // Two outputs that agree are one object from both.
+    let rule = RULE.replace(
+        "    - name: city\n",
+        "    - name: again\n      cluster: edge\n      template: namespace.yaml.hbs\n    - name: city\n",
+    );
+    let pack = pack_with(&rule);
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &w);
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let ns = outcome
+        .desired
+        .iter()
+        .find(|d| d.key.kind == "Namespace")
+        .unwrap();
+    assert_eq!(
+        ns.object["metadata"]["annotations"]["switchyard.dev/rule"],
+        "app/again,app/namespace"
+    );
+    assert_eq!(outcome.desired.len(), 2);
+}
+
+#[test]
+fn a_conflict_is_won_by_the_trigger_that_desired_the_object_first() {
+    // Both render ConfigMap team-red/shared-ber with their own note.
+    let rule = RULE.replace("{{self.metadata.name}}-{{item}}", "shared-{{item}}");
+    let city = CITY.replace("{{self.metadata.name}}-{{item}}", "shared-{{item}}");
+    let pack = pack_with_files(&rule, &[("templates/city.yaml.hbs", &city)]);
+    let mut older = app("zz-older", &["ber"], "older");
+    older["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    older["metadata"]["uid"] = json!("b");
+    let mut newer = app("aa-newer", &["ber"], "newer");
+    newer["metadata"]["creationTimestamp"] = json!("2026-02-01T00:00:00Z");
+    newer["metadata"]["uid"] = json!("a");
+    let w = world(&[team(), older.clone(), newer.clone()]);
+    let p = plan(&pack, &w, now());
+    let cm = p
+        .objects
+        .iter()
+        .find(|d| d.key.to_string() == "edge:ConfigMap:team-red/shared-ber")
+        .unwrap();
+    assert_eq!(cm.object["data"]["note"], "older");
+    assert_eq!(
+        p.error_messages(),
+        [
+            "edge:ConfigMap:team-red/shared-ber: source:App.example.com:default/zz-older and source:App.example.com:default/aa-newer render different contents; kept the version of source:App.example.com:default/zz-older, which desired it first"
+        ]
+    );
+    let status_of = |name: &str| {
+        p.outcomes
+            .iter()
+            .find(|o| o.trigger.name == name)
+            .and_then(|o| o.status.clone())
+            .unwrap()
+    };
+    let loser = status_of("aa-newer");
+    let synced = condition(&loser, "Synced");
+    assert_eq!(
+        (&synced["status"], &synced["reason"], &synced["message"]),
+        (
+            &json!("False"),
+            &json!("Conflict"),
+            &json!(
+                "`edge:ConfigMap:team-red/shared-ber` is rendered with different contents by source:App.example.com:default/zz-older, which desired it first"
+            )
+        )
+    );
+    assert_eq!(synced["lastTransitionTime"], "2026-01-01T00:00:00Z");
+    assert_eq!(
+        condition(&status_of("zz-older"), "Synced")["status"],
+        "True"
+    );
+
+    // Same creation time: the uid decides.
+    newer["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let w = world(&[team(), older, newer.clone()]);
+    let p = plan(&pack, &w, now());
+    let cm = p
+        .objects
+        .iter()
+        .find(|d| d.key.to_string() == "edge:ConfigMap:team-red/shared-ber")
+        .unwrap();
+    assert_eq!(cm.object["data"]["note"], "newer");
+
+    // A conflict that persists keeps its transition time.
+    let mut failed_before = app("zz-older", &["ber"], "older");
+    failed_before["metadata"]["creationTimestamp"] = json!("2026-03-01T00:00:00Z");
+    failed_before["status"] = json!({"conditions": [{"type": "Synced", "status": "False",
+        "reason": "Conflict", "lastTransitionTime": "2025-12-24T00:00:00Z"}]});
+    let w = world(&[team(), failed_before, newer]);
+    let p = plan(&pack, &w, now());
+    let loser = p
+        .outcomes
+        .iter()
+        .find(|o| o.trigger.name == "zz-older")
+        .unwrap();
+    let synced = condition(loser.status.as_ref().unwrap(), "Synced");
+    assert_eq!(
+        (&synced["reason"], &synced["lastTransitionTime"]),
+        (&json!("Conflict"), &json!("2025-12-24T00:00:00Z"))
+    );
+}

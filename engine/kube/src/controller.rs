@@ -19,10 +19,12 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use switchyard_core::evaluate::{ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SYNCED, LABEL_PACK};
+use switchyard_core::evaluate::{
+    ANNOTATION_OWNERS, ANNOTATION_RULE, CONDITION_SYNCED, LABEL_PACK, Precedence, REASON_CONFLICT,
+};
 use switchyard_core::model::{DeletionPolicy, OutputMode};
 use switchyard_core::object::{World, cluster_id, labels, selector_matches};
-use switchyard_core::plan::{OWNERS_MORE, absorb, stamp_merged};
+use switchyard_core::plan::{Conflict, OWNERS_MORE, absorb, stamp_merged};
 use switchyard_core::{
     DesiredObject, ObjectKey, Outcome, Pack, ReadKey, Trigger, evaluate_untraced,
 };
@@ -151,8 +153,16 @@ struct PackState {
     output_kinds: BTreeSet<KindKey>,
     /// Each trigger's desired objects, as its last successful evaluation left them.
     contributions: HashMap<ObjectKey, Vec<Arc<DesiredObject>>>,
-    /// Output -> the triggers that desire it, in key order (the first one's content wins).
+    /// Output -> the triggers that desire it.
     by_output: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+    /// Each contributing trigger's claim on contested outputs: the one that desired an output
+    /// first wins it, as `render` decides.
+    precedence: HashMap<ObjectKey, Precedence>,
+    /// Output -> the triggers whose different version of it the merge refused.
+    refused: HashMap<ObjectKey, BTreeSet<String>>,
+    /// Triggers whose `Synced` a merge changed (they won or lost an output): evaluated again
+    /// so their status says so.
+    restate: BTreeSet<ObjectKey>,
     /// Each output's merged object and its hash, until a contribution to it changes: a
     /// Namespace shared by a hundred triggers is merged once, not once per evaluation.
     merged: HashMap<ObjectKey, Arc<Merged>>,
@@ -179,6 +189,9 @@ impl PackState {
             pack,
             contributions: HashMap::new(),
             by_output: HashMap::new(),
+            precedence: HashMap::new(),
+            refused: HashMap::new(),
+            restate: BTreeSet::new(),
             unknown: HashSet::new(),
             deleting: HashSet::new(),
             initial: Initial::Waiting(None),
@@ -191,8 +204,17 @@ impl PackState {
         &mut self,
         trigger: &ObjectKey,
         desired: Vec<DesiredObject>,
+        precedence: Option<&Precedence>,
     ) -> BTreeSet<ObjectKey> {
         let mut touched = BTreeSet::new();
+        match precedence {
+            Some(p) if !desired.is_empty() => {
+                self.precedence.insert(trigger.clone(), p.clone());
+            }
+            _ => {
+                self.precedence.remove(trigger);
+            }
+        }
         let previous = self.contributions.remove(trigger).unwrap_or_default();
         for d in &previous {
             if !desired.iter().any(|n| n.key == d.key) {
@@ -243,12 +265,16 @@ impl PackState {
                 .get(trigger)
                 .and_then(|c| c.iter().find(|d| &d.key == key))
         };
+        let mut conflicts = Vec::new();
         let desired = if owners.len() == 1 {
             // One owner: evaluate() stamped it exactly as merging would; share it.
             contribution(owners.iter().next()?)?.clone()
         } else {
             let mut merged: Option<DesiredObject> = None;
-            for trigger in owners {
+            // In the order the triggers claim it, as `render` merges.
+            let mut ordered: Vec<&ObjectKey> = owners.iter().collect();
+            ordered.sort_by_key(|t| (self.precedence.get(*t), *t));
+            for trigger in ordered {
                 let Some(d) = contribution(trigger) else {
                     continue;
                 };
@@ -260,8 +286,9 @@ impl PackState {
                                 object = %key,
                                 kept = ?conflict.kept,
                                 refused = ?conflict.refused,
-                                "triggers render different contents for one object; kept the first"
+                                "triggers render different contents for one object; kept the version of the one that desired it first"
                             );
+                            conflicts.push(*conflict);
                         }
                     }
                 }
@@ -274,10 +301,45 @@ impl PackState {
             );
             Arc::new(merged)
         };
+        let refused: BTreeSet<String> = conflicts.iter().flat_map(|c| c.refused.clone()).collect();
+        let before = self.refused.remove(key).unwrap_or_default();
+        for changed in before.symmetric_difference(&refused) {
+            if let Some(t) = owners.iter().find(|t| &t.to_string() == changed) {
+                self.restate.insert(t.clone());
+            } else if let Some(t) = self
+                .contributions
+                .keys()
+                .find(|t| &t.to_string() == changed)
+            {
+                self.restate.insert(t.clone());
+            }
+        }
+        if !refused.is_empty() {
+            self.refused.insert(key.clone(), refused);
+        }
         let hash = hash_value(&desired.object);
-        let merged = Arc::new(Merged { desired, hash });
+        let merged = Arc::new(Merged {
+            desired,
+            hash,
+            conflicts,
+        });
         self.merged.insert(key.clone(), merged.clone());
         Some(merged)
+    }
+
+    /// The conflicts of the outputs `trigger` desires that refused its version.
+    fn refused_versions(&self, trigger: &ObjectKey) -> Vec<Conflict> {
+        let name = trigger.to_string();
+        let Some(contributed) = self.contributions.get(trigger) else {
+            return Vec::new();
+        };
+        contributed
+            .iter()
+            .filter_map(|d| self.merged.get(&d.key))
+            .flat_map(|m| m.conflicts.iter())
+            .filter(|c| c.refused.contains(&name))
+            .cloned()
+            .collect()
     }
 
     /// Objects in the caches that carry this pack's label and that no trigger desires: what
@@ -336,6 +398,8 @@ impl PackState {
 struct Merged {
     desired: Arc<DesiredObject>,
     hash: u64,
+    /// Triggers whose different version was refused.
+    conflicts: Vec<Conflict>,
 }
 
 /// What was last applied to an output, to skip writes that would change nothing.
@@ -787,13 +851,15 @@ impl Controller {
                 };
                 p.unknown.remove(trigger);
                 p.deleting.remove(trigger);
-                let touched = p.set_contribution(trigger, Vec::new());
+                let touched = p.set_contribution(trigger, Vec::new(), None);
                 if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
                 touched
             };
-            return self.sync_outputs(pack_name, &touched).await;
+            let synced = self.sync_outputs(pack_name, &touched).await;
+            self.restate_merged(pack_name, trigger);
+            return synced;
         };
 
         {
@@ -824,7 +890,7 @@ impl Controller {
                 self.record_reads(&mut state, pack_name, trigger, BTreeSet::new());
                 match state.packs.get_mut(pack_name) {
                     Some(p) => {
-                        let touched = p.set_contribution(trigger, Vec::new());
+                        let touched = p.set_contribution(trigger, Vec::new(), None);
                         if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
                             self.queue.add(Work::Prune(pack_name.clone()));
                         }
@@ -833,7 +899,9 @@ impl Controller {
                     None => BTreeSet::new(),
                 }
             };
-            return self.sync_outputs(pack_name, &touched).await;
+            let synced = self.sync_outputs(pack_name, &touched).await;
+            self.restate_merged(pack_name, trigger);
+            return synced;
         }
         {
             let mut state = self.lock();
@@ -870,7 +938,11 @@ impl Controller {
                 p.unknown.remove(trigger);
                 let desired_keys: Vec<ObjectKey> =
                     outcome.desired.iter().map(|d| d.key.clone()).collect();
-                let mut touched = p.set_contribution(trigger, std::mem::take(&mut outcome.desired));
+                let mut touched = p.set_contribution(
+                    trigger,
+                    std::mem::take(&mut outcome.desired),
+                    Some(&outcome.facts.precedence),
+                );
                 if p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
@@ -891,11 +963,23 @@ impl Controller {
             self.count(|w| w.finalizers += 1);
         }
         let applied = self.sync_outputs(pack_name, &touched).await;
-        let mut status = outcome.status.clone();
-        if let (Err(ReconcileError::Apply(e)), Some(status)) = (&applied, &mut status) {
-            set_synced(status, "False", e.reason(), &format!("{e}"));
+        // The merge refused this trigger's version of an output: its status says so.
+        let refused = {
+            let state = self.lock();
+            state
+                .packs
+                .get(pack_name)
+                .map(|p| p.refused_versions(trigger))
+                .unwrap_or_default()
+        };
+        if let Some(conflict) = refused.first() {
+            outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
         }
-        if let Some(status) = &status {
+        if let Err(ReconcileError::Apply(e)) = &applied {
+            outcome.set_synced("False", e.reason(), &format!("{e}"));
+        }
+        self.restate_merged(pack_name, trigger);
+        if let Some(status) = &outcome.status {
             self.write_status(pack_name, trigger, &object, status)
                 .await?;
         }
@@ -908,6 +992,21 @@ impl Controller {
             }
         }
         applied
+    }
+
+    /// Queues the triggers (other than `current`) that a merge made win or lose an output,
+    /// so their `Synced` condition follows.
+    fn restate_merged(&self, pack_name: &Arc<str>, current: &ObjectKey) {
+        let restate = {
+            let mut state = self.lock();
+            match state.packs.get_mut(pack_name) {
+                Some(p) => std::mem::take(&mut p.restate),
+                None => BTreeSet::new(),
+            }
+        };
+        for trigger in restate.into_iter().filter(|t| t != current) {
+            self.queue.add(Work::Trigger(pack_name.clone(), trigger));
+        }
     }
 
     /// The trigger is being deleted: its outputs go (or are orphaned), and its finalizer is
@@ -930,12 +1029,13 @@ impl Controller {
                 .get(trigger)
                 .map(|c| c.iter().map(|d| d.key.clone()).collect())
                 .unwrap_or_default();
-            let touched = p.set_contribution(trigger, Vec::new());
+            let touched = p.set_contribution(trigger, Vec::new(), None);
             p.deleting.insert(trigger.clone());
             p.mark_evaluated(trigger);
             (touched, previous)
         };
         self.sync_outputs(pack_name, &touched).await?;
+        self.restate_merged(pack_name, trigger);
         self.prune(pack_name).await?;
         if !has_finalizer(object, &finalizer) {
             self.lock()
@@ -1292,22 +1392,6 @@ fn synced_false(outcome: &Outcome) -> bool {
                     && c.get("status").and_then(Value::as_str) == Some("False")
             })
         })
-}
-
-/// Overrides the `Synced` condition of a status patch (an apply failed after evaluation).
-fn set_synced(status: &mut Value, value: &str, reason: &str, message: &str) {
-    let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) else {
-        return;
-    };
-    for c in conditions.iter_mut() {
-        if c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
-            && let Value::Object(m) = c
-        {
-            m.insert("status".into(), Value::String(value.into()));
-            m.insert("reason".into(), Value::String(reason.into()));
-            m.insert("message".into(), Value::String(message.into()));
-        }
-    }
 }
 
 fn hash_value(value: &Value) -> u64 {

@@ -695,3 +695,111 @@ async fn a_refused_apply_is_reported_and_retried() {
     .await;
     broker.stop().await;
 }
+
+/// Two FleetWorkloads of one workspace render one Deployment differently: the one created
+/// first wins it, whatever the names; the other reports `Synced=False/Conflict` naming it;
+/// when the winner goes, the other takes the object over and turns `Synced=True`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_is_won_by_the_older_trigger_and_reported_by_the_other() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return; // Cluster-wide fixtures of its own; the scenarios above cover a real cluster.
+    }
+    let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
+    let source = Cluster::new(plane.cluster("source").unwrap().client().await.unwrap());
+    let karmada = Cluster::new(plane.cluster("karmada").unwrap().client().await.unwrap());
+    switchyard_testenv::install_crds(&source.client, &source_crds())
+        .await
+        .unwrap();
+    switchyard_testenv::install_crds(&karmada.client, &karmada_crds())
+        .await
+        .unwrap();
+    source
+        .put(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}))
+        .await;
+    for namespace in ["default", "team-b"] {
+        source
+            .put(
+                &json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "Fleet",
+                "metadata": {"name": "edge-eu", "namespace": namespace,
+                             "annotations": {"kcp.io/cluster": "2vmzxwqzc9k1ajk0"}},
+                "spec": {"clusterRefs": [{"name": "a"}]}}),
+            )
+            .await;
+    }
+    // The older one sorts last by name: the name must not decide.
+    let mut older = fleet_workload("team-b", "web", "edge-eu");
+    older["spec"]["template"]["spec"]["containers"][0]["image"] = json!("httpd:2.4");
+    source.put(&older).await;
+    // creationTimestamp has a resolution of one second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    source
+        .put(&fleet_workload("default", "web", "edge-eu"))
+        .await;
+
+    let packs = PackDir::new();
+    let kubeconfigs: Vec<(&str, std::path::PathBuf)> = ["source", "karmada"]
+        .iter()
+        .map(|r| {
+            (
+                *r,
+                plane.cluster(r).unwrap().kubeconfig_path().to_path_buf(),
+            )
+        })
+        .collect();
+    let kubeconfigs: Vec<(&str, &std::path::Path)> =
+        kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
+    let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
+
+    let lost = wait_synced(&source, "default/web to lose", "default", "web", |c| {
+        c["reason"] == "Conflict"
+    })
+    .await;
+    assert_eq!(lost["status"], "False");
+    let message = lost["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "is rendered with different contents by source:FleetWorkload.platform.edge-portal.eu:team-b/web, which desired it first"
+        ),
+        "{message}"
+    );
+    wait_synced(&source, "team-b/web to win", "team-b", "web", |c| {
+        c["status"] == "True"
+    })
+    .await;
+    let image = |deployments: Vec<Value>| {
+        deployments
+            .iter()
+            .find(|d| d["metadata"]["name"] == "web")
+            .map(|d| d["spec"]["template"]["spec"]["containers"][0]["image"].clone())
+    };
+    wait_for("the older trigger's Deployment", CONVERGE, || async {
+        match image(karmada.list("apps/v1", "Deployment").await) {
+            Some(i) if i == "httpd:2.4" => Ok(()),
+            other => Err(format!("image {other:?}")),
+        }
+    })
+    .await;
+
+    // The winner goes: the other takes the Deployment over and is Synced.
+    source
+        .delete(
+            "platform.edge-portal.eu/v1alpha1",
+            "FleetWorkload",
+            Some("team-b"),
+            "web",
+        )
+        .await;
+    wait_synced(&source, "default/web to take over", "default", "web", |c| {
+        c["status"] == "True"
+    })
+    .await;
+    wait_for("the remaining trigger's Deployment", CONVERGE, || async {
+        match image(karmada.list("apps/v1", "Deployment").await) {
+            Some(i) if i == "nginx:1.27" => Ok(()),
+            other => Err(format!("image {other:?}")),
+        }
+    })
+    .await;
+    assert_eq!(broker.controller.writes().deletes, 0);
+    broker.stop().await;
+}

@@ -483,26 +483,27 @@ impl Loader<'_> {
         }
 
         let status = spec.status.as_ref().map(|status| {
-            let mut fields = Vec::new();
-            for (field, source) in &status.fields {
-                if let Some(expr) = self.compile_expr(
+            let mut compiled = self.compile_status(
+                env,
+                file,
+                &rule,
+                node,
+                "spec.status",
+                &status.fields,
+                &status.conditions,
+            );
+            compiled.on_stop = status.on_stop.as_ref().map(|stop| {
+                Box::new(self.compile_status(
                     env,
                     file,
                     &rule,
                     node,
-                    &format!("spec.status.fields.{field}"),
-                    source,
-                ) {
-                    fields.push((field.clone(), expr));
-                }
-            }
-            let mut conditions = Vec::new();
-            for (i, condition) in status.conditions.iter().enumerate() {
-                if let Some(c) = self.compile_condition(env, file, &rule, node, i, condition) {
-                    conditions.push(c);
-                }
-            }
-            CompiledStatus { fields, conditions }
+                    "spec.status.onStop",
+                    &stop.fields,
+                    &stop.conditions,
+                ))
+            });
+            compiled
         });
         if status.is_some() {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.status");
@@ -572,12 +573,24 @@ impl Loader<'_> {
         } else {
             STATUS
         };
-        if let Some(s) = &status {
-            all_exprs.extend(s.fields.iter().map(|(_, e)| (e, progress)));
+        const STOP_STATUS: &[&str] = &["stop", "missing"];
+        const STOP_STAGES_STATUS: &[&str] = &["stop", "stages", "missing"];
+        let stop_progress: &[&str] = if stages.is_some() {
+            STOP_STAGES_STATUS
+        } else {
+            STOP_STATUS
+        };
+        let stop_status = status.as_ref().and_then(|s| s.on_stop.as_deref());
+        for (s, extra) in status
+            .iter()
+            .map(|s| (s, progress))
+            .chain(stop_status.map(|s| (s, stop_progress)))
+        {
+            all_exprs.extend(s.fields.iter().map(|(_, e)| (e, extra)));
             for c in &s.conditions {
-                all_exprs.push((&c.status, progress));
-                all_exprs.push((&c.reason, progress));
-                all_exprs.extend(c.message.iter().map(|e| (e, progress)));
+                all_exprs.push((&c.status, extra));
+                all_exprs.push((&c.reason, extra));
+                all_exprs.extend(c.message.iter().map(|e| (e, extra)));
             }
         }
         let mut reference_errors = Vec::new();
@@ -746,16 +759,47 @@ impl Loader<'_> {
         })
     }
 
+    /// A status mapping's fields and conditions (`spec.status` or `spec.status.onStop`).
+    #[allow(clippy::too_many_arguments)]
+    fn compile_status(
+        &mut self,
+        env: &cel::Env,
+        file: &str,
+        rule: &str,
+        node: &Node,
+        base: &str,
+        fields: &BTreeMap<String, String>,
+        conditions: &[ConditionMapping],
+    ) -> CompiledStatus {
+        let mut compiled = CompiledStatus {
+            fields: Vec::new(),
+            conditions: Vec::new(),
+            on_stop: None,
+        };
+        for (field, source) in fields {
+            let path = format!("{base}.fields.{field}");
+            if let Some(expr) = self.compile_expr(env, file, rule, node, &path, source) {
+                compiled.fields.push((field.clone(), expr));
+            }
+        }
+        for (i, condition) in conditions.iter().enumerate() {
+            let path = format!("{base}.conditions[{i}]");
+            if let Some(c) = self.compile_condition(env, file, rule, node, &path, condition) {
+                compiled.conditions.push(c);
+            }
+        }
+        compiled
+    }
+
     fn compile_condition(
         &mut self,
         env: &cel::Env,
         file: &str,
         rule: &str,
         node: &Node,
-        i: usize,
+        base: &str,
         condition: &ConditionMapping,
     ) -> Option<CompiledCondition> {
-        let base = format!("spec.status.conditions[{i}]");
         let status = self.compile_expr(
             env,
             file,

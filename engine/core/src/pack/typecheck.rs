@@ -183,15 +183,29 @@ impl Loader<'_> {
             env.add_variable("stages", Type::map(Type::String, Type::Dyn));
         }
         env.add_variable("missing", Type::list(Type::map(Type::String, Type::Dyn)));
-        if let Some(status) = status {
+        let mut stop_env = env.clone();
+        stop_env.add_variable(
+            "stop",
+            Type::object(
+                ObjectType::new("stop")
+                    .with_field("reason", Type::String)
+                    .with_field("message", Type::String),
+            ),
+        );
+        let stop_status = status.and_then(|s| s.on_stop.as_deref());
+        for (status, env) in status
+            .into_iter()
+            .map(|s| (s, &env))
+            .chain(stop_status.map(|s| (s, &stop_env)))
+        {
             for (_, e) in &status.fields {
-                check(&env, e, false);
+                check(env, e, false);
             }
             for c in &status.conditions {
-                check(&env, &c.status, false);
-                check(&env, &c.reason, false);
+                check(env, &c.status, false);
+                check(env, &c.reason, false);
                 if let Some(m) = &c.message {
-                    check(&env, m, false);
+                    check(env, m, false);
                 }
             }
         }
