@@ -1,6 +1,7 @@
 //! Renders 10,000 FleetWorkloads through the `kcp-karmada` pack (`plan`: evaluate every
 //! trigger and merge) and through the hand-written equivalent, in the same run, and prints
-//! both throughputs and their ratio.
+//! both throughputs and their ratio; then times `switchyard render` (the release binary) of
+//! 10,000 generated FleetWorkloads and prints its wall time and peak RSS.
 //!
 //! `cargo bench -p switchyard-bench` (about a minute on 2 cores).
 // Bench code: a failed setup aborts the run.
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use criterion::{Criterion, SamplingMode, Throughput};
 use sha2::{Digest, Sha256};
-use switchyard_bench::{generate, handwritten, load_pack};
+use switchyard_bench::{generate, handwritten, load_pack, measure_render, release_cli};
 use switchyard_core::plan::plan;
 
 const FLEET_WORKLOADS: usize = 10_000;
@@ -153,4 +154,14 @@ fn main() {
         by_pack.iterations.get(),
         by_hand.iterations.get()
     );
+
+    // The CLI at scale: the release binary renders 10,000 FleetWorkloads of 100 workspaces
+    // (`fleet_workloads_yaml`), its wall time and peak RSS as `/usr/bin/time -v` reports them.
+    match release_cli().and_then(|cli| measure_render(&cli, FLEET_WORKLOADS)) {
+        Ok(figures) => {
+            assert_eq!(figures.exit_code, Some(0), "switchyard render failed");
+            println!("{figures}");
+        }
+        Err(e) => println!("switchyard render not measured: {e}"),
+    }
 }

@@ -364,3 +364,44 @@ fn resource_binding(i: usize, name: &str, namespace: &str) -> Value {
     }
     binding
 }
+
+/// Workspaces (and kcp namespaces) of [`fleet_workloads_yaml`].
+pub const RENDER_WORKSPACES: usize = 100;
+
+/// The input file of the render benchmark (issue 11) as YAML text: `n` FleetWorkloads
+/// `app-<i>` in namespace `ns<i % 100>` of workspace `ws<i % 100>` (annotation
+/// `kcp.io/cluster`), each with `spec.fleetRef.name: f`, `replicas: 2` and a pod template of
+/// one labelled container with one port, then one Fleet `f` with two clusterRefs per
+/// namespace. 10,000 FleetWorkloads make about 3.6 MB.
+pub fn fleet_workloads_yaml(n: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(n * 370 + RENDER_WORKSPACES * 200);
+    let mut first = true;
+    let mut separator = |out: &mut String| {
+        if !std::mem::take(&mut first) {
+            out.push_str("---\n");
+        }
+    };
+    for i in 0..n {
+        separator(&mut out);
+        let w = i % RENDER_WORKSPACES;
+        let _ = write!(
+            out,
+            "apiVersion: {PORTAL}\nkind: FleetWorkload\nmetadata:\n  name: app-{i}\n  \
+             namespace: ns{w}\n  annotations: {{kcp.io/cluster: ws{w}}}\nspec:\n  \
+             fleetRef: {{name: f}}\n  replicas: 2\n  template:\n    metadata: {{labels: \
+             {{app: app-{i}}}}}\n    spec:\n      containers:\n        - name: app\n          \
+             image: nginx:1.27\n          ports: [{{containerPort: 80}}]\n"
+        );
+    }
+    for w in 0..RENDER_WORKSPACES {
+        separator(&mut out);
+        let _ = write!(
+            out,
+            "apiVersion: {PORTAL}\nkind: Fleet\nmetadata:\n  name: f\n  namespace: ns{w}\n  \
+             annotations: {{kcp.io/cluster: ws{w}}}\nspec:\n  clusterRefs: [{{name: c1}}, \
+             {{name: c2}}]\n"
+        );
+    }
+    out
+}

@@ -5,7 +5,9 @@
 //! - [`generate`] builds a deterministic world of `n` FleetWorkloads with their Fleets,
 //!   PlacementPolicies and some Karmada ResourceBindings;
 //! - [`handwritten()`] renders the same desired objects, status patches and conflicts as
-//!   `plan(&pack, &world, now)`, in plain Rust (decision tables as `match`es).
+//!   `plan(&pack, &world, now)`, in plain Rust (decision tables as `match`es);
+//! - [`fleet_workloads_yaml`] writes the render benchmark's input file and
+//!   [`measure_render`] times `switchyard render` of it (wall time, peak RSS).
 //!
 //! Nothing here is used by the engine; the agreement test (`tests/agree.rs`) keeps
 //! [`handwritten()`] honest, and `benches/render.rs` compares the two.
@@ -13,6 +15,7 @@
 pub mod broker_world;
 mod generate;
 pub mod handwritten;
+mod render_run;
 
 use std::path::{Path, PathBuf};
 
@@ -20,8 +23,9 @@ use switchyard_core::plan::parse_inputs;
 use switchyard_core::{Pack, PackFiles};
 use switchyard_files::{display, read_pack, walk};
 
-pub use generate::generate;
+pub use generate::{RENDER_WORKSPACES, fleet_workloads_yaml, generate};
 pub use handwritten::{Rendered, TriggerResult, handwritten};
+pub use render_run::{RenderFigures, measure_render, release_cli};
 
 /// The pack's folder, relative to the repository root.
 pub const PACK_DIR: &str = "rules/kcp-karmada";

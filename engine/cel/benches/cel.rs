@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use switchyard_cel::{Activation, Env, Value};
+use switchyard_cel::{Activation, CelEnvironment, Env, Value};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/cel")
@@ -60,7 +60,7 @@ fn main() {
         );
         return;
     };
-    let env = Env::kubernetes();
+    let env = Env::new(CelEnvironment::all());
     let self_value = Value::from_json(&object);
     let mut activation = Activation::new(&env);
     activation.bind("self", self_value);

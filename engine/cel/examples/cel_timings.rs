@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use switchyard_cel::{Activation, Env, Value};
+use switchyard_cel::{Activation, CelEnvironment, Env, Value};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -15,7 +15,7 @@ fn main() {
         serde_json::from_str(&std::fs::read_to_string(&args[1]).expect("object file")).unwrap();
     let exprs: Vec<(String, String)> =
         serde_json::from_str(&std::fs::read_to_string(&args[2]).expect("exprs file")).unwrap();
-    let env = Env::kubernetes();
+    let env = Env::new(CelEnvironment::all());
     let this = Value::from_json(&object);
     let mut out = serde_json::Map::new();
     for (name, source) in &exprs {

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use switchyard_cel::{Activation, Env, Value};
+use switchyard_cel::{Activation, CelEnvironment, Env, Value};
 
 fn peak_rss_mb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -21,7 +21,7 @@ fn peak_rss_mb() -> u64 {
 }
 
 fn main() {
-    let env = Env::kubernetes();
+    let env = Env::new(CelEnvironment::all());
     let items = Value::from_json(&serde_json::json!({
         "spec": {"items": (0..1_000_000).collect::<Vec<i64>>()}
     }));

@@ -6,17 +6,57 @@ use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 
 use crate::References;
+use crate::env::{CustomFunction, FULL_REGISTRY};
+use crate::environment::{CelEnvironment, GATED_MACROS};
 use crate::registry::Registry;
 
-/// Functions the `cel` crate ships in a library we enable, which Kubernetes' CEL environment
-/// does not have: a call is a compile error, so that rules stay portable.
-///
-/// `reverse()` on strings is in cel-go's strings library from version 3 only; Kubernetes
-/// enables version 2.
-const NOT_IN_KUBERNETES: &[(&str, &str)] = &[(
-    "reverse",
-    "'reverse' is not available: Kubernetes' strings library (version 2) does not have it",
-)];
+/// What decides whether a call is in the environment.
+pub(crate) struct Gate<'a> {
+    pub environment: &'a CelEnvironment,
+    /// The environment's overloads.
+    pub registry: &'a Registry,
+    pub custom: &'a [(String, CustomFunction)],
+}
+
+/// Whether a function is in the environment.
+enum Status {
+    Available,
+    /// Not in the environment: the message says what has it.
+    Missing(String),
+    /// No library has it: a method of a value, an undeclared function (which fails when
+    /// called, as before), a builtin of the evaluator.
+    Unknown,
+}
+
+impl Gate<'_> {
+    fn status(&self, name: &str, receiver: bool, arity: usize) -> Status {
+        if let Some((_, _, arity_said, library)) = GATED_MACROS
+            .iter()
+            .find(|(n, r, a, _)| *n == name && *r == receiver && a.is_none_or(|a| a == arity))
+        {
+            // The parser expands the macro when the environment has it: the call is left
+            // only when it does not.
+            if !self.environment.has(*library) {
+                return Status::Missing(self.environment.unavailable(
+                    name,
+                    arity_said.filter(|_| receiver),
+                    &[*library].into(),
+                ));
+            }
+        }
+        if self.registry.lookup(name, receiver).is_some()
+            || self.custom.iter().any(|(n, _)| n == name)
+        {
+            return Status::Available;
+        }
+        let libraries = FULL_REGISTRY.libraries(name, receiver);
+        if libraries.is_empty() {
+            Status::Unknown
+        } else {
+            Status::Missing(self.environment.unavailable(name, None, &libraries))
+        }
+    }
+}
 
 /// The result of walking an expression.
 #[derive(Debug, Default)]
@@ -24,21 +64,17 @@ pub(crate) struct Analysis {
     pub references: References,
     /// The depth of the AST (a literal alone is 1).
     pub depth: usize,
-    /// The first call of a function that is not available: the call's id, the function
-    /// name and the message.
-    pub unavailable: Option<(u64, String, String)>,
+    /// The calls of functions that are not in the environment: the call's id, the
+    /// function name as written and the message.
+    pub unavailable: Vec<(u64, String, String)>,
 }
 
 /// Walks `expr`. `namespaces` are the first segments of the qualified function names
 /// (`optional` of `optional.of`): `optional.of(x)` reads no variable `optional`.
-pub(crate) fn analyse(
-    expr: &IdedExpr,
-    namespaces: &BTreeSet<String>,
-    registry: &Registry,
-) -> Analysis {
+pub(crate) fn analyse(expr: &IdedExpr, namespaces: &BTreeSet<String>, gate: &Gate<'_>) -> Analysis {
     let mut walker = Walker {
         namespaces,
-        registry,
+        gate,
         bound: Vec::new(),
         analysis: Analysis::default(),
     };
@@ -48,9 +84,7 @@ pub(crate) fn analyse(
 
 struct Walker<'a> {
     namespaces: &'a BTreeSet<String>,
-    /// A function of [`NOT_IN_KUBERNETES`] that the registry has after all (a list
-    /// library's `reverse`) is not refused.
-    registry: &'a Registry,
+    gate: &'a Gate<'a>,
     /// Comprehension variables in scope, innermost last.
     bound: Vec<&'a str>,
     analysis: Analysis,
@@ -95,16 +129,7 @@ impl<'a> Walker<'a> {
             }
             Expr::Call(call) => {
                 let name = call.func_name.as_str();
-                if self.analysis.unavailable.is_none()
-                    && call.target.is_some()
-                    && let Some((_, message)) = NOT_IN_KUBERNETES
-                        .iter()
-                        .find(|(f, _)| *f == name && call.args.is_empty())
-                    && self.registry.lookup(name, true).is_none()
-                {
-                    self.analysis.unavailable =
-                        Some((expr.id, name.to_string(), (*message).to_string()));
-                }
+                self.gate_call(expr.id, name, call.target.as_deref(), call.args.len());
                 // `vars['x']`, `vars[?'x']` and `vars.?x` select `x` on `vars` too.
                 if matches!(
                     name,
@@ -159,6 +184,55 @@ impl<'a> Walker<'a> {
                 }
             }
         }
+    }
+
+    /// Refuses the call when it is not in the environment: as a qualified name
+    /// (`math.abs`) when the target is a namespace that has it, else as a method or a
+    /// global function.
+    fn gate_call(&mut self, id: u64, name: &str, target: Option<&IdedExpr>, arity: usize) {
+        let mut candidates = Vec::with_capacity(2);
+        if let Some(target) = target {
+            if let Some(namespace) = self.namespace_name(target) {
+                candidates.push((format!("{namespace}.{name}"), false));
+            }
+            candidates.push((name.to_string(), true));
+        } else {
+            candidates.push((name.to_string(), false));
+        }
+        for (name, receiver) in candidates {
+            match self.gate.status(&name, receiver, arity) {
+                Status::Available => return,
+                Status::Missing(message) => {
+                    self.analysis.unavailable.push((id, name, message));
+                    return;
+                }
+                Status::Unknown => {}
+            }
+        }
+    }
+
+    /// The dotted name of `target` when it is a namespace (`math`, `format`).
+    fn namespace_name(&self, target: &IdedExpr) -> Option<String> {
+        if !self.is_namespace(target) {
+            return None;
+        }
+        let mut segments = Vec::new();
+        let mut expr = target;
+        loop {
+            match &expr.expr {
+                Expr::Ident(name) => {
+                    segments.push(name.trim_start_matches('.'));
+                    break;
+                }
+                Expr::Select(select) => {
+                    segments.push(select.field.as_str());
+                    expr = &select.operand;
+                }
+                _ => return None,
+            }
+        }
+        segments.reverse();
+        Some(segments.join("."))
     }
 
     /// Whether `target`, the target of a call, is the namespace of a qualified function

@@ -1,10 +1,12 @@
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::SourceInfo;
 
-use crate::analysis::analyse;
+use crate::analysis::{Gate, analyse};
+use crate::environment::CelEnvironment;
+use crate::environment::Library;
 use crate::error::{compile_error, position_of_byte};
 use crate::eval::{Cx, Scope, eval, to_eval_error};
 use crate::plan::{Lowering, Plan};
@@ -107,6 +109,8 @@ pub struct Env {
 struct EnvInner {
     custom: Vec<(String, CustomFunction)>,
     limits: Limits,
+    /// The Kubernetes version and extensions whose functions expressions may call.
+    environment: CelEnvironment,
     /// The container's prefixes, most specific first (`com.example`, `com`); see
     /// [`Env::with_container`].
     container: Arc<[Arc<str>]>,
@@ -124,11 +128,33 @@ struct Built {
 }
 
 impl Env {
-    /// The standard environment: CEL's standard library with optional values, the
-    /// Kubernetes libraries implemented so far (see the crate documentation) and the
-    /// engine's own functions.
+    /// The default environment: Kubernetes' base environment of the newest version the
+    /// engine implements, without extensions, and the engine's own functions (see
+    /// [`CelEnvironment`]).
     pub fn kubernetes() -> Env {
-        Env::build(Vec::new(), Limits::default(), Arc::from([]))
+        Env::new(CelEnvironment::default())
+    }
+
+    /// The functions and macros of `environment` (and the engine's own functions): an
+    /// expression calling one outside it does not compile.
+    pub fn new(environment: CelEnvironment) -> Env {
+        Env::build(Vec::new(), Limits::default(), Arc::from([]), environment)
+    }
+
+    /// This environment's custom functions, limits and container, in `environment`.
+    #[must_use]
+    pub fn with_environment(self, environment: CelEnvironment) -> Env {
+        Env::build(
+            self.inner.custom.clone(),
+            self.inner.limits,
+            Arc::clone(&self.inner.container),
+            environment,
+        )
+    }
+
+    /// The Kubernetes version and extensions expressions compile in.
+    pub fn environment(&self) -> &CelEnvironment {
+        &self.inner.environment
     }
 
     /// Adds a function callable as `name(args...)`, replacing a custom function of the
@@ -141,7 +167,12 @@ impl Env {
         let mut custom = self.inner.custom.clone();
         custom.retain(|(n, _)| n != name);
         custom.push((name.to_string(), function));
-        Env::build(custom, self.inner.limits, Arc::clone(&self.inner.container))
+        Env::build(
+            custom,
+            self.inner.limits,
+            Arc::clone(&self.inner.container),
+            self.inner.environment.clone(),
+        )
     }
 
     /// The cost limits of the programs this environment compiles.
@@ -151,6 +182,7 @@ impl Env {
             self.inner.custom.clone(),
             limits,
             Arc::clone(&self.inner.container),
+            self.inner.environment.clone(),
         )
     }
 
@@ -173,6 +205,7 @@ impl Env {
             self.inner.custom.clone(),
             self.inner.limits,
             Arc::from(prefixes),
+            self.inner.environment.clone(),
         )
     }
 
@@ -185,12 +218,14 @@ impl Env {
         custom: Vec<(String, CustomFunction)>,
         limits: Limits,
         container: Arc<[Arc<str>]>,
+        environment: CelEnvironment,
     ) -> Env {
-        let built = build(&custom);
+        let built = build(&custom, &environment);
         Env {
             inner: Arc::new(EnvInner {
                 custom,
                 limits,
+                environment,
                 container,
                 built,
             }),
@@ -207,8 +242,9 @@ impl Env {
     /// Parses `source` once and plans its evaluation; the program is evaluated many times.
     ///
     /// Besides syntax errors, refuses an expression with more than [`MAX_OPERATORS`]
-    /// operators, nested more than 96 levels deep, or calling a function of the `cel`
-    /// crate's libraries that Kubernetes does not have (`'abc'.reverse()`).
+    /// operators, nested more than 96 levels deep, or calling a built-in function or macro
+    /// outside the environment (`cel.bind` without the extension `bindings`): the message
+    /// names the Kubernetes version or the extension that has it.
     pub fn compile(&self, source: &str) -> Result<Program, CompileError> {
         let built = self.built()?;
         if source.len() > MAX_SOURCE_BYTES {
@@ -250,8 +286,14 @@ impl Env {
                     .enable_ident_escape_syntax(true)
                     .parse_with_source_info(source)
                     .map_err(|errors| compile_error(source, &errors))?;
-                let analysis = analyse(&expression, &built.namespaces, &built.registry);
+                let gate = Gate {
+                    environment: &self.inner.environment,
+                    registry: &built.registry,
+                    custom,
+                };
+                let analysis = analyse(&expression, &built.namespaces, &gate);
                 let plan = Lowering::new(&built.registry, custom)
+                    .with_environment(&self.inner.environment)
                     .with_container(Arc::clone(&self.inner.container))
                     .plan(&expression);
                 // The AST is dropped here, on the big stack.
@@ -270,11 +312,19 @@ impl Env {
                     1,
                 )
             })??;
-        if let Some((id, name, message)) = analysis.unavailable {
-            let (line, column) = source_info.offset_for(id).map_or((1, 1), |(start, _)| {
-                let start = usize::try_from(start).unwrap_or(0);
-                position_of_byte(source, name_start(source, start, &name))
-            });
+        // The first of the calls outside the environment, in the source.
+        let first = analysis
+            .unavailable
+            .into_iter()
+            .map(|(id, name, message)| {
+                let start = source_info.offset_for(id).map_or(0, |(start, _)| {
+                    name_start(source, usize::try_from(start).unwrap_or(0), &name)
+                });
+                (start, message)
+            })
+            .min_by_key(|(start, _)| *start);
+        if let Some((start, message)) = first {
+            let (line, column) = position_of_byte(source, start);
             return Err(CompileError::new(message, line, column));
         }
         Ok(Program {
@@ -291,21 +341,38 @@ impl Env {
 
 /// The parser with every macro the engine expands: the standard ones, the lists
 /// extension's `sortBy` (its functions are the registry's), the two-variable
-/// comprehensions and `cel.bind`. The type checker parses with the same one.
+/// comprehensions, `cel.bind`, `math.greatest` and `math.least`. The type checker parses
+/// compiled expressions with it.
 pub(crate) fn parser() -> Result<cel::Env, cel::DeclarationError> {
+    parser_for(&CelEnvironment::all())
+}
+
+/// The parser with the macros of `environment` only.
+fn parser_for(environment: &CelEnvironment) -> Result<cel::Env, cel::DeclarationError> {
     let mut parser = cel::Env::stdlib();
-    parser.add_extension(cel::extensions::lists)?;
-    crate::macros::register(&mut parser)?;
+    if environment.has(Library::Lists) {
+        parser.add_extension(cel::extensions::lists)?;
+    }
+    crate::macros::register(&mut parser, |library| environment.has(library))?;
     Ok(parser)
 }
 
-/// Every built-in function and library type of [`Env::kubernetes`]: the standard library,
-/// math, encoders and the Kubernetes libraries. The cost estimator reads the same registry.
+/// Every built-in function and library type the engine implements: the standard library,
+/// the Kubernetes libraries and the extensions, each overload tagged with its library. The
+/// cost estimator reads the same registry.
 pub(crate) fn builtin_registry() -> Registry {
     let mut registry = Registry::default();
     crate::stdlib::register(&mut registry);
-    registry.add_all(crate::math::overloads());
-    registry.add_all(crate::encoders::overloads());
+    registry.add_all(
+        crate::math::overloads()
+            .into_iter()
+            .map(|o| o.in_library(Library::Math)),
+    );
+    registry.add_all(
+        crate::encoders::overloads()
+            .into_iter()
+            .map(|o| o.in_library(Library::Encoders)),
+    );
     registry.add_all(crate::k8s::overloads());
     for t in crate::k8s::types() {
         registry.add_type(t);
@@ -313,13 +380,26 @@ pub(crate) fn builtin_registry() -> Registry {
     registry
 }
 
-fn build(custom: &[(String, CustomFunction)]) -> Result<Built, String> {
-    let parser = parser().map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
-    let registry = builtin_registry();
-    let mut namespaces: BTreeSet<String> = ["optional", "strings", "cel"].map(String::from).into();
-    namespaces.extend(registry.namespaces().map(String::from));
+/// [`builtin_registry`], built once: what every environment filters, and what the
+/// compiler looks in for the library of a function an environment does not have.
+pub(crate) static FULL_REGISTRY: LazyLock<Registry> = LazyLock::new(builtin_registry);
+
+fn build(
+    custom: &[(String, CustomFunction)],
+    environment: &CelEnvironment,
+) -> Result<Built, String> {
+    let parser =
+        parser_for(environment).map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
+    let full = &*FULL_REGISTRY;
+    let registry = full.filtered(|library| environment.has(library));
+    // The namespaces of every library, available or not: `math.abs(x)` calls a function
+    // (that the environment may refuse), it does not read a variable `math`.
+    let mut namespaces: BTreeSet<String> = ["optional", "strings", "cel", "math"]
+        .map(String::from)
+        .into();
+    namespaces.extend(full.namespaces().map(String::from));
     for (name, _) in custom {
-        if registry.has_name(name) || BUILTIN_NAMES.contains(&name.as_str()) {
+        if full.has_name(name) || BUILTIN_NAMES.contains(&name.as_str()) {
             return Err(format!(
                 "the function '{name}' cannot be added: a built-in function has that name"
             ));
@@ -344,13 +424,16 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_string())
 }
 
-/// The call's position is its `(`: moves it back to the function name before it.
+/// The call's position is its `(`: moves it back to the function name before it (the
+/// whole of a qualified name such as `cel.bind` when it is written so, else its last
+/// segment).
 fn name_start(source: &str, paren: usize, name: &str) -> usize {
-    source
-        .get(..paren)
-        .map(str::trim_end)
-        .filter(|prefix| prefix.ends_with(name))
-        .map_or(paren, |prefix| prefix.len() - name.len())
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let prefix = source.get(..paren).map(str::trim_end);
+    [name, last]
+        .into_iter()
+        .find_map(|n| prefix.filter(|p| p.ends_with(n)).map(|p| p.len() - n.len()))
+        .unwrap_or(paren)
 }
 
 /// Counts operator characters outside string literals: a bound on how deep the parser
@@ -437,6 +520,7 @@ impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let custom: Vec<&str> = self.inner.custom.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("Env")
+            .field("environment", &self.inner.environment)
             .field("custom_functions", &custom)
             .field("limits", &self.inner.limits)
             .finish_non_exhaustive()

@@ -934,14 +934,16 @@ fn library_call<'a>(
     }
     let Some(overload) = call.overloads.iter().find(|o| o.applies_to(&args)) else {
         let refs: Vec<&Value> = args.iter().collect();
-        return Err(fail(
-            id,
-            if call.receiver {
-                no_method_overload(&call.name, &refs)
-            } else {
-                no_overload(&call.name, &refs)
-            },
-        ));
+        let mut message = if call.receiver {
+            no_method_overload(&call.name, &refs)
+        } else {
+            no_overload(&call.name, &refs)
+        };
+        // An overload outside the environment would apply: say what brings it in.
+        if let Some((_, needs)) = call.outside.iter().find(|(o, _)| o.applies_to(&args)) {
+            message = format!("{message} in this environment: {needs}");
+        }
+        return Err(fail(id, message));
     };
     if overload.cost == Cost::Linear {
         cx.charge(args.iter().map(size_cost).sum(), id)?;

@@ -43,6 +43,40 @@ pub(crate) fn format(format: &str, args: &[Value]) -> Result<String, String> {
     Ok(out)
 }
 
+/// The conversion of each clause of `format` (`s`, `d`, `f`, `e`, `b`, `x`, `o`), in order,
+/// each taking the next of `args` arguments: what the type checker verifies of a literal
+/// format string, with [`format`]'s errors (`index 1 out of range`, ...).
+pub(crate) fn conversions(format: &str, args: usize) -> Result<Vec<char>, String> {
+    let mut out = Vec::new();
+    let mut rest = format;
+    while let Some(at) = rest.find('%') {
+        rest = &rest[at + 1..];
+        if let Some(after) = rest.strip_prefix('%') {
+            rest = after;
+            continue;
+        }
+        if out.len() >= args {
+            return Err(format!("index {} out of range", out.len()));
+        }
+        if rest.is_empty() {
+            return Err("unexpected end of string".to_owned());
+        }
+        let (clause, after) =
+            Clause::parse(rest).map_err(|e| format!("could not parse formatting clause: {e}"))?;
+        out.push(match clause {
+            Clause::String => 's',
+            Clause::Decimal => 'd',
+            Clause::Fixed(_) => 'f',
+            Clause::Scientific(_) => 'e',
+            Clause::Binary => 'b',
+            Clause::Hex { .. } => 'x',
+            Clause::Octal => 'o',
+        });
+        rest = after;
+    }
+    Ok(out)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Clause {
     String,
@@ -162,17 +196,50 @@ fn string(val: &Value) -> Result<String, String> {
         Value::Bytes(b) => lossy_utf8(b),
         Value::Duration(d) => {
             let secs = d.num_seconds() as f64 + f64::from(d.subsec_nanos()) / 1e9;
-            let _ = format_duration;
             format!("{}s", double(secs))
         }
         Value::Timestamp(t) => format_timestamp(t),
+        Value::Null => "null".to_owned(),
+        Value::Type(t) => t.name().to_owned(),
+        Value::List(_) | Value::Map(_) => nested(val)?,
+        Value::Optional(_) | Value::Opaque(_) => return Err(string_type_error(val)),
+    })
+}
+
+/// A list or map, or a value inside one, as cel-go v0.26 prints it for `%s` (Kubernetes
+/// 1.34): as a CEL literal, mostly. Strings and bytes quoted as Go quotes them (`"a"`,
+/// `b"a"`), doubles with six decimals (`1.500000`; `"NaN"`, `"+Inf"`, `"-Inf"` quoted),
+/// timestamps and durations as `timestamp("...")` and `duration("60s")`, maps as
+/// `{key:value, ...}` sorted by the printed key.
+fn nested(val: &Value) -> Result<String, String> {
+    Ok(match val {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Double(d) if d.is_nan() => "\"NaN\"".to_owned(),
+        Value::Double(d) if d.is_infinite() => {
+            (if *d > 0.0 { "\"+Inf\"" } else { "\"-Inf\"" }).to_owned()
+        }
+        Value::Double(d) => format!("{d:.DEFAULT_PRECISION$}"),
+        Value::String(s) => go_quote(s),
+        Value::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(s) => format!("b{}", go_quote(s)),
+            Err(_) => {
+                return Err(
+                    "could not convert argument \"invalid UTF-8 in bytes, cannot convert to string\" to string"
+                        .to_owned(),
+                );
+            }
+        },
+        Value::Duration(d) => format!("duration(\"{}\")", format_duration(d)),
+        Value::Timestamp(t) => format!("timestamp(\"{}\")", format_timestamp(t)),
         Value::Null => "null".to_owned(),
         Value::Type(t) => t.name().to_owned(),
         Value::List(items) => {
             let mut formatted: Vec<String> = Vec::with_capacity(items.len());
             let mut len = 0usize;
             for item in items.iter() {
-                let s = string(item)?;
+                let s = nested(item)?;
                 len = len.saturating_add(s.len() + 2);
                 bounded(len)?;
                 formatted.push(s);
@@ -183,20 +250,68 @@ fn string(val: &Value) -> Result<String, String> {
             let mut entries = Vec::with_capacity(m.len());
             let mut len = 0usize;
             for (k, v) in m.iter() {
-                let entry = (string(&k.to_value())?, string(v)?);
-                len = len.saturating_add(entry.0.len() + entry.1.len() + 4);
+                let entry = (nested(&k.to_value())?, nested(v)?);
+                len = len.saturating_add(entry.0.len() + entry.1.len() + 3);
                 bounded(len)?;
                 entries.push(entry);
             }
-            entries.sort();
+            // cel-go sorts by the printed key only (stable, and keys are unique).
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
             let entries: Vec<String> = entries
                 .into_iter()
-                .map(|(key, value)| format!("{key}: {value}"))
+                .map(|(key, value)| format!("{key}:{value}"))
                 .collect();
             format!("{{{}}}", entries.join(", "))
         }
-        Value::Optional(_) | Value::Opaque(_) => return Err(string_type_error(val)),
+        Value::Optional(_) | Value::Opaque(_) => {
+            return Err(format!("no formatting function for {}", val.type_name()));
+        }
     })
+}
+
+/// `s` quoted as Go's `strconv.Quote` quotes it: `\"` and `\\` escaped, the usual
+/// escapes for control characters, `\xNN` for other ASCII ones, `\uNNNN` (`\UNNNNNNNN`)
+/// for characters that are not printable.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if go_printable(c) => out.push(c),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `unicode.IsPrint`, near enough: not a control, format or separator character (the
+/// ASCII space is printable), nor a private-use or noncharacter code point.
+fn go_printable(c: char) -> bool {
+    let n = c as u32;
+    if c == ' ' {
+        return true;
+    }
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(n, 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e)
+        || matches!(n, 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f)
+        || matches!(n, 0xfeff | 0xfff9..=0xfffb | 0xe000..=0xf8ff | 0xfdd0..=0xfdef)
+        || n & 0xfffe == 0xfffe
+        || n >= 0xf0000)
 }
 
 /// A list can hold the same long string many times: the result is bounded as it is
@@ -272,4 +387,74 @@ fn lossy_utf8(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Activation, Env, Value};
+
+    fn formatted(source: &str) -> Result<String, String> {
+        let env = Env::kubernetes();
+        let program = env.compile(source).map_err(|e| e.message)?;
+        match program.eval(&Activation::new(&env)) {
+            Ok(Value::String(s)) => Ok(s.to_string()),
+            Ok(other) => Err(format!("not a string: {:?}", other.inspect())),
+            Err(e) => Err(e.message),
+        }
+    }
+
+    #[test]
+    fn lists_and_maps_print_as_kubernetes_prints_them() {
+        // As Kubernetes 1.34 (cel-go v0.26) prints them (tools/cel-oracle).
+        let cases = [
+            ("'%s'.format([{'a': 1}])", r#"{"a":1}"#),
+            ("'%s'.format([{'b': 1, 'a': 2}])", r#"{"a":2, "b":1}"#),
+            (
+                "'%s'.format([{1: 'x', 2: 'y', 10: 'z'}])",
+                r#"{1:"x", 10:"z", 2:"y"}"#,
+            ),
+            (
+                "'%s'.format([{true: [1], false: []}])",
+                "{false:[], true:[1]}",
+            ),
+            ("'%s'.format([[1, 'a', 2.5]])", r#"[1, "a", 2.500000]"#),
+            (
+                "'%s'.format([[1e100]])",
+                "[10000000000000000159028911097599180468360808563945281389781327557747838772170381060813469985856815104.000000]",
+            ),
+            (
+                "'%s'.format([[double('nan'), double('inf'), -double('inf')]])",
+                r#"["NaN", "+Inf", "-Inf"]"#,
+            ),
+            (
+                "'%s'.format([[duration('1m'), duration('-90m'), duration('1.5s')]])",
+                r#"[duration("60s"), duration("-5400s"), duration("1.5s")]"#,
+            ),
+            (
+                "'%s'.format([[timestamp('2024-01-01T00:00:00.5Z')]])",
+                r#"[timestamp("2024-01-01T00:00:00.5Z")]"#,
+            ),
+            (
+                "'%s'.format([[b'ab', null, true, 1u, type(1u)]])",
+                r#"[b"ab", null, true, 1, uint]"#,
+            ),
+            (
+                r#"'%s'.format([['a"b', 'c\\d', '\t\u0001', '\u00a0é']])"#,
+                r#"["a\"b", "c\\d", "\t\x01", "\u00a0é"]"#,
+            ),
+            (
+                "'%s'.format([{'a': {'b': [1.0]}, 'c': null}])",
+                r#"{"a":{"b":[1.000000]}, "c":null}"#,
+            ),
+            // Outside a list or map, as before.
+            (
+                "'%s %s %s'.format([1.5, b'ab', duration('1.5s')])",
+                "1.5 ab 1.5s",
+            ),
+        ];
+        for (source, want) in cases {
+            assert_eq!(formatted(source).as_deref(), Ok(want), "{source}");
+        }
+        assert!(formatted(r"'%s'.format([[b'\xff']])").is_err());
+    }
 }

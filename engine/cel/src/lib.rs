@@ -9,7 +9,8 @@
 //! The API (stable for the engine):
 //! - [`Env`]: the functions available to expressions (standard library, Kubernetes
 //!   libraries, engine functions such as `sha256`), plus custom functions the engine adds,
-//!   and the cost [`Limits`].
+//!   and the cost [`Limits`], in a [`CelEnvironment`]: a [`KubernetesVersion`] and
+//!   [`Extension`]s.
 //! - [`Env::compile`] -> [`Program`]: parse and plan once at load; errors carry line and
 //!   column.
 //! - [`Activation`]: the variables of one evaluation (and optionally its cost budget).
@@ -28,7 +29,11 @@
 //!
 //! # Functions
 //!
-//! [`Env::kubernetes`] has:
+//! [`Env::new`] with [`CelEnvironment::all`] has what follows; an environment has the
+//! libraries of its Kubernetes version and extensions only (the table is in
+//! `environment.rs`), and [`Env::kubernetes`] is Kubernetes 1.34's base environment. A call
+//! of a built-in function or macro outside the environment does not compile, and the message
+//! names the version or extension that has it.
 //!
 //! - CEL's standard library (operators, `size`, `contains`, `startsWith`, `endsWith`,
 //!   `matches` (Go's RE2 syntax, translated for the `regex` crate as `find` is: ASCII
@@ -41,7 +46,8 @@
 //!   and the syntax `a.?b`, `a[?b]`, `[?a]`, `{?k: v}`;
 //! - two-variable comprehensions (cel-go `ext.TwoVarComprehensions`, Kubernetes 1.32):
 //!   `all(k, v, p)`, `exists(k, v, p)`, `existsOne(k, v, p)`, `transformList`,
-//!   `transformMap`, `transformMapEntry`; and `cel.bind(name, init, expr)`;
+//!   `transformMap`, `transformMapEntry`; and `cel.bind(name, init, expr)` (the extension
+//!   `bindings`);
 //! - the strings library, as Kubernetes enables it (cel-go `ext.Strings` version 2):
 //!   `charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`, `replace`, `split`,
 //!   `substring`, `trim`, `join`, `format`, `strings.quote` (and `reverse`: see below);
@@ -56,7 +62,8 @@
 //!
 //! These are not in Kubernetes' CEL environment: an expression that uses them does not
 //! compile (or fails) there. They only add names and syntax Kubernetes refuses, so an
-//! expression Kubernetes accepts means the same here.
+//! expression Kubernetes accepts means the same here. The libraries are [`Extension`]s, in
+//! an environment only when it names them.
 //!
 //! - cel-go's math extension (`ext.Math` version 2), in the `math` namespace:
 //!   `math.greatest` and `math.least` (macros: one or more numbers of any numeric types,
@@ -67,7 +74,7 @@
 //! - cel-go's encoders extension (`ext.Encoders`): `base64.encode(bytes) -> string` and
 //!   `base64.decode(string) -> bytes` (padded or not);
 //! - `reverse()` of a string, from version 3 of cel-go's strings library (Kubernetes
-//!   enables version 2);
+//!   enables version 2): the extension `strings-v3`;
 //! - quoted field names, as cel-go's `EnableIdentEscapeSyntax` allows them:
 //!   `` m.`content-type` ``, `` has(m.`foo.txt`) ``;
 //! - a container to resolve variable names in, as cel-go's `cel.Container`
@@ -98,6 +105,7 @@ mod analysis;
 pub mod check;
 mod encoders;
 mod env;
+mod environment;
 mod error;
 mod eval;
 mod format;
@@ -117,6 +125,9 @@ mod tests;
 pub use env::{
     Activation, CustomFunction, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS,
     Program, References,
+};
+pub use environment::{
+    CelEnvironment, EnvironmentError, Extension, KubernetesVersion, SettingNames,
 };
 pub use error::{CompileError, EvalError};
 pub use functions::{dns1123_label, is_dns1123_label, is_dns1123_subdomain, sha256_hex};

@@ -23,6 +23,8 @@ use cel::common::ast::{
 };
 use cel::parser::{Macro, MacroExprHelper, ParseError};
 
+use crate::environment::Library;
+
 /// The accumulator the standard macros use.
 pub(crate) const RESULT: &str = "@result";
 /// The function of `transformMap` and `transformMapEntry` steps; `@` keeps expressions from
@@ -31,8 +33,30 @@ pub(crate) const MAP_INSERT: &str = "cel.@mapInsert";
 
 type Args<'a> = &'a mut Vec<IdedExpr>;
 
-/// Adds the macros to `env`.
-pub(crate) fn register(env: &mut cel::Env) -> Result<(), cel::DeclarationError> {
+/// Adds to `env` the macros of the libraries `has` accepts: an environment without a
+/// library leaves its calls unexpanded, for the compiler to refuse by name.
+pub(crate) fn register(
+    env: &mut cel::Env,
+    has: impl Fn(Library) -> bool,
+) -> Result<(), cel::DeclarationError> {
+    if has(Library::TwoVarComprehensions) {
+        two_variable(env)?;
+    }
+    if has(Library::Bindings) {
+        env.add_macro(Macro::receiver("bind", 3, bind))?;
+    }
+    if has(Library::Math) {
+        env.add_macro(Macro::receiver_var_arg("greatest", |h, t, a| {
+            extreme(h, t, a, "greatest", crate::math::MAX)
+        }))?;
+        env.add_macro(Macro::receiver_var_arg("least", |h, t, a| {
+            extreme(h, t, a, "least", crate::math::MIN)
+        }))?;
+    }
+    Ok(())
+}
+
+fn two_variable(env: &mut cel::Env) -> Result<(), cel::DeclarationError> {
     env.add_macro(Macro::receiver("all", 3, |h, t, a| {
         quantifier(h, t, a, Quantifier::All)
     }))?;
@@ -56,13 +80,6 @@ pub(crate) fn register(env: &mut cel::Env) -> Result<(), cel::DeclarationError> 
             transform(h, t, a, Transform::MapEntry)
         }))?;
     }
-    env.add_macro(Macro::receiver("bind", 3, bind))?;
-    env.add_macro(Macro::receiver_var_arg("greatest", |h, t, a| {
-        extreme(h, t, a, "greatest", crate::math::MAX)
-    }))?;
-    env.add_macro(Macro::receiver_var_arg("least", |h, t, a| {
-        extreme(h, t, a, "least", crate::math::MIN)
-    }))?;
     Ok(())
 }
 

@@ -258,7 +258,7 @@ fn bits() -> Vec<Overload> {
 #[cfg(test)]
 mod tests {
     use crate::tests::eval_source as eval;
-    use crate::{Activation, Env, Inspect, Value};
+    use crate::{Activation, Inspect, Value};
 
     fn ok(source: &str) -> Inspect {
         eval(source).unwrap_or_else(|e| panic!("{source}: {e}"))
@@ -272,7 +272,7 @@ mod tests {
     }
 
     fn compile_err(source: &str) -> (String, usize, usize) {
-        let e = Env::kubernetes().compile(source).unwrap_err();
+        let e = crate::tests::full_env().compile(source).unwrap_err();
         (e.message, e.line, e.column)
     }
 
@@ -512,7 +512,7 @@ mod tests {
 
     #[test]
     fn a_list_costs_by_its_size() {
-        let env = Env::kubernetes();
+        let env = crate::tests::full_env();
         let program = env.compile("math.greatest(xs)").unwrap();
         let cost = |n: i64| {
             let mut activation = Activation::new(&env);

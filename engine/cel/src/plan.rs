@@ -21,6 +21,7 @@ use std::sync::Arc;
 use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 
 use crate::env::CustomFunction;
+use crate::environment::CelEnvironment;
 use crate::macros::{MAP_INSERT, RESULT};
 use crate::registry::{Cost, Overload, Registry};
 use crate::value::{Type, Value};
@@ -216,6 +217,10 @@ pub(crate) struct Call {
     pub args: Vec<Node>,
     /// No function of that name exists at all (an error once the arguments evaluated).
     pub undeclared: bool,
+    /// Overloads of the name outside the environment (`reverse` of a string when only the
+    /// lists library's is in), each with what would bring it in: said when no overload of
+    /// the environment applies and one of these would.
+    pub outside: Vec<(Overload, Arc<str>)>,
 }
 
 pub(crate) struct CustomCall {
@@ -281,6 +286,8 @@ fn builtin_type(name: &str) -> Option<Type> {
 
 pub(crate) struct Lowering<'e> {
     pub registry: &'e Registry,
+    /// See [`Lowering::with_environment`].
+    environment: Option<&'e CelEnvironment>,
     pub custom: &'e [(String, CustomFunction)],
     /// Variables of the scopes in force, innermost last.
     scopes: Vec<[Option<String>; 3]>,
@@ -301,12 +308,37 @@ impl<'e> Lowering<'e> {
     pub(crate) fn new(registry: &'e Registry, custom: &'e [(String, CustomFunction)]) -> Self {
         Lowering {
             registry,
+            environment: None,
             custom,
             scopes: Vec::new(),
             unbounded: false,
             prefixes: Arc::from([]),
             fold_budget: FOLD_BUDGET,
         }
+    }
+
+    /// The environment `registry` is filtered for: calls keep the overloads outside it, to
+    /// say so when one of them is what the arguments needed.
+    pub(crate) fn with_environment(mut self, environment: &'e CelEnvironment) -> Self {
+        self.environment = Some(environment);
+        self
+    }
+
+    /// The overloads of `name` outside the environment, with what would bring each in.
+    fn outside(&self, name: &str, receiver: bool, arity: usize) -> Vec<(Overload, Arc<str>)> {
+        let Some(environment) = self.environment else {
+            return Vec::new();
+        };
+        crate::env::FULL_REGISTRY
+            .lookup(name, receiver)
+            .unwrap_or_default()
+            .iter()
+            .filter(|o| o.params.len() == arity && !environment.has(o.library))
+            .map(|o| {
+                let needs = environment.needs(&[o.library].into());
+                (o.clone(), Arc::from(needs))
+            })
+            .collect()
     }
 
     /// Resolves free identifiers in a container: `prefixes`, most specific first.
@@ -672,6 +704,7 @@ impl<'e> Lowering<'e> {
             }) {
                 self.unbounded = true;
             }
+            let outside = self.outside(name, receiver, lowered.len());
             return self.node(
                 id,
                 Kind::Call(Box::new(Call {
@@ -680,6 +713,7 @@ impl<'e> Lowering<'e> {
                     overloads,
                     args: lowered,
                     undeclared: false,
+                    outside,
                 })),
             );
         }
@@ -702,6 +736,7 @@ impl<'e> Lowering<'e> {
                 overloads: Vec::new(),
                 args: lowered,
                 undeclared,
+                outside: Vec::new(),
             })),
         )
     }

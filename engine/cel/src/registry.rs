@@ -57,12 +57,14 @@
 //!
 //! The Kubernetes libraries' entry point, `k8s/mod.rs`, exposes
 //! `pub(crate) fn overloads() -> Vec<Overload>` and `pub(crate) fn types() -> Vec<Type>`;
-//! [`crate::env`] registers them in every environment.
+//! [`crate::env`] registers them, each overload tagged with its library
+//! ([`Overload::in_library`]), and each environment keeps those of its libraries.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::EvalError;
+use crate::environment::Library;
 #[allow(unused_imports)]
 pub(crate) use crate::value::{Key, Map, Opaque, Type, Value, compare, equals};
 
@@ -147,6 +149,8 @@ pub(crate) struct Overload {
     /// The argument that is a regular expression, whose compilation is charged (once per
     /// pattern and evaluation; see [`Overload::pattern`]).
     pub pattern: Option<usize>,
+    /// The library the overload belongs to: an environment without it does not have it.
+    pub library: Library,
 }
 
 impl Overload {
@@ -165,6 +169,7 @@ impl Overload {
             work: None,
             builds: false,
             pattern: None,
+            library: Library::Base,
         }
     }
 
@@ -209,6 +214,13 @@ impl Overload {
     #[must_use]
     pub(crate) fn pattern(mut self, index: usize) -> Overload {
         self.pattern = Some(index);
+        self
+    }
+
+    /// The overload belongs to `library` (see [`crate::CelEnvironment`]).
+    #[must_use]
+    pub(crate) fn in_library(mut self, library: Library) -> Overload {
+        self.library = library;
         self
     }
 
@@ -270,6 +282,43 @@ impl Registry {
     /// Whether any overload has this name.
     pub(crate) fn has_name(&self, name: &str) -> bool {
         self.lookup(name, false).is_some() || self.lookup(name, true).is_some()
+    }
+
+    /// The overloads and types of the libraries `keep` accepts.
+    pub(crate) fn filtered(&self, keep: impl Fn(Library) -> bool) -> Registry {
+        let functions = self
+            .functions
+            .iter()
+            .filter_map(|(key, overloads)| {
+                let kept: Vec<Overload> = overloads
+                    .iter()
+                    .filter(|o| keep(o.library))
+                    .cloned()
+                    .collect();
+                (!kept.is_empty()).then(|| (key.clone(), kept))
+            })
+            .collect();
+        let types = self
+            .types
+            .iter()
+            .filter(|(name, _)| keep(crate::k8s::type_library(name)))
+            .map(|(name, t)| (*name, *t))
+            .collect();
+        Registry { functions, types }
+    }
+
+    /// The libraries of the overloads of `name` called as a method (`receiver`) or
+    /// globally.
+    pub(crate) fn libraries(
+        &self,
+        name: &str,
+        receiver: bool,
+    ) -> std::collections::BTreeSet<Library> {
+        self.lookup(name, receiver)
+            .unwrap_or_default()
+            .iter()
+            .map(|o| o.library)
+            .collect()
     }
 
     /// The first segments of qualified function names (`ip` of `ip.isCanonical`).

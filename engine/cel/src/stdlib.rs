@@ -8,6 +8,7 @@ use std::sync::Arc;
 use chrono::{Datelike, Timelike};
 
 use crate::EvalError;
+use crate::environment::Library;
 use crate::eval::{duration_in_range, timestamp_in_range};
 use crate::limits;
 use crate::registry::{Overload, Param, Registry};
@@ -16,9 +17,20 @@ use crate::value::{Duration, Timestamp, Value, format_duration, format_timestamp
 /// Every function of the standard environment that is not a builtin of the evaluator.
 pub(crate) fn register(registry: &mut Registry) {
     registry.add_all(time_functions());
-    registry.add_all(string_functions());
+    registry.add_all(string_functions().into_iter().map(|o| {
+        let library = match o.name.as_str() {
+            "format" | "strings.quote" | "join" => Library::StringsV2,
+            "reverse" => Library::StringsV3,
+            _ => Library::Base,
+        };
+        o.in_library(library)
+    }));
     registry.add_all(optional_list_functions());
-    registry.add_all(engine_functions());
+    registry.add_all(
+        engine_functions()
+            .into_iter()
+            .map(|o| o.in_library(Library::Switchyard)),
+    );
 }
 
 fn err(message: impl Into<String>) -> EvalError {
@@ -439,7 +451,8 @@ fn string_functions() -> Vec<Overload> {
             _ => Err(mismatch("upperAscii")),
         })
         .linear_cost(),
-        // Version 3 of cel-go's strings library, which Kubernetes' (version 2) lacks.
+        // Version 3 of cel-go's strings library, which Kubernetes' (version 2) lacks: the
+        // extension `strings-v3`.
         Overload::method("reverse", &[S], |a| match &a[0] {
             Value::String(s) => Ok(Value::string(s.chars().rev().collect::<String>())),
             _ => Err(mismatch("reverse")),

@@ -6,10 +6,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 
-use crate::{Activation, CompileError, CustomFunction, Env, EvalError, Inspect, Program, Value};
+use crate::{
+    Activation, CelEnvironment, CompileError, CustomFunction, Env, EvalError, Inspect, Program,
+    Value,
+};
+
+/// Everything the engine implements: the newest Kubernetes version and every extension.
+/// The environments' gating has tests of its own (`environments_*`).
+pub(crate) fn full_env() -> Env {
+    Env::new(CelEnvironment::all())
+}
 
 fn compile_err(source: &str) -> CompileError {
-    match Env::kubernetes().compile(source) {
+    match full_env().compile(source) {
         Ok(_) => panic!("`{source}` compiled"),
         Err(e) => e,
     }
@@ -29,7 +38,7 @@ fn eval_with(
 }
 
 fn eval(source: &str) -> Result<Value, EvalError> {
-    eval_with(&Env::kubernetes(), source, &[])
+    eval_with(&full_env(), source, &[])
 }
 
 fn eval_json(source: &str) -> serde_json::Value {
@@ -143,7 +152,7 @@ fn compile_error_for_deep_nesting_and_long_expressions() {
     );
     // operators in strings do not count
     let quoted = format!("'{}' == ''", "+".repeat(5000));
-    assert!(Env::kubernetes().compile(&quoted).is_ok());
+    assert!(full_env().compile(&quoted).is_ok());
 }
 
 #[test]
@@ -151,7 +160,7 @@ fn reverse_of_lists_and_strings() {
     // Kubernetes' lists library (version 3) has `reverse` for lists; the strings library's
     // version 3, beyond Kubernetes' (version 2), has it for strings.
     assert_eq!(eval_json("[1, 2, 3].reverse()"), json!([3, 2, 1]));
-    let env = Env::kubernetes();
+    let env = full_env();
     let reversed = eval_with(
         &env,
         "'é' + self.name.reverse()",
@@ -170,7 +179,7 @@ fn reverse_of_lists_and_strings() {
 // ---- 2. references --------------------------------------------------------------------
 
 fn refs(source: &str) -> (Vec<String>, Vec<(String, String)>) {
-    let program = Env::kubernetes().compile(source).unwrap();
+    let program = full_env().compile(source).unwrap();
     let r = program.references();
     (
         r.variables.iter().cloned().collect(),
@@ -241,7 +250,7 @@ fn references_skip_function_namespaces() {
         refs("optional.of(a).orValue(strings.quote(b))"),
         (strings(&["a", "b"]), vec![])
     );
-    let env = Env::kubernetes().with_function("pack.decide", Arc::new(|_| Ok(json!(1))));
+    let env = full_env().with_function("pack.decide", Arc::new(|_| Ok(json!(1))));
     let program = env.compile("pack.decide(x)").unwrap();
     assert_eq!(
         program.references().variables,
@@ -264,7 +273,7 @@ fn references_skip_function_namespaces() {
 #[test]
 fn evaluates_with_bound_variables() {
     let object = json!({"spec": {"replicas": 3, "containers": [{"name": "a"}, {"name": "b"}]}});
-    let env = Env::kubernetes();
+    let env = full_env();
     let v = eval_with(
         &env,
         "self.spec.replicas > 2 && self.spec.containers.exists(c, c.name == want)",
@@ -283,7 +292,7 @@ fn evaluates_with_bound_variables() {
 
 #[test]
 fn one_value_is_bound_into_many_evaluations() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let program = env
         .compile("self.items.filter(i, i > 1).size() + size(self.items)")
         .unwrap();
@@ -312,7 +321,7 @@ fn one_value_is_bound_into_many_evaluations() {
 
 #[test]
 fn bound_strings_lists_and_maps_behave_as_literals() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let vars = [
         ("s", json!("abc")),
         ("l", json!([1, "x", [2]])),
@@ -340,7 +349,7 @@ fn custom_functions_take_any_arity_and_json() {
         counter.fetch_add(1, Ordering::SeqCst);
         Ok(json!({"n": args.len(), "args": args}))
     });
-    let env = Env::kubernetes().with_function("echo", f);
+    let env = full_env().with_function("echo", f);
     assert_eq!(
         eval_with(&env, "echo()", &[]).unwrap().to_json().unwrap(),
         json!({"n": 0, "args": []})
@@ -372,7 +381,7 @@ fn custom_functions_take_any_arity_and_json() {
 
 #[test]
 fn custom_function_errors() {
-    let env = Env::kubernetes()
+    let env = full_env()
         .with_function("fail", Arc::new(|_| Err("No matching row".to_string())))
         .with_function("id", Arc::new(|args| Ok(args[0].clone())));
     assert_eq!(
@@ -394,7 +403,7 @@ fn custom_function_errors() {
 #[test]
 fn a_custom_function_cannot_take_a_builtin_name() {
     for name in ["size", "sha256", "charAt"] {
-        let env = Env::kubernetes().with_function(name, Arc::new(|_| Ok(json!(null))));
+        let env = full_env().with_function(name, Arc::new(|_| Ok(json!(null))));
         let e = env.compile("1").unwrap_err();
         assert_eq!(
             e.message,
@@ -407,18 +416,18 @@ fn a_custom_function_cannot_take_a_builtin_name() {
 fn deep_expressions_evaluate_on_a_small_stack() {
     // Test threads have 2 MiB of stack; an unoptimised evaluation of this needs more.
     let source = format!("0{}", " + 1".repeat(900));
-    let env = Env::kubernetes();
+    let env = full_env();
     let program = env.compile(&source).unwrap();
     let handle = std::thread::Builder::new()
         .stack_size(256 * 1024)
-        .spawn(move || program.eval(&Activation::new(&Env::kubernetes())))
+        .spawn(move || program.eval(&Activation::new(&full_env())))
         .unwrap();
     assert_eq!(handle.join().unwrap().unwrap(), Value::int(900));
     let nested = format!("{}1{}", "[".repeat(90), "]".repeat(90));
     let program = env.compile(&nested).unwrap();
     let handle = std::thread::Builder::new()
         .stack_size(256 * 1024)
-        .spawn(move || program.eval(&Activation::new(&Env::kubernetes())).is_ok())
+        .spawn(move || program.eval(&Activation::new(&full_env())).is_ok())
         .unwrap();
     assert!(handle.join().unwrap());
 }
@@ -607,7 +616,7 @@ fn libraries_beyond_kubernetes_are_namespaced() {
         json!("hello")
     );
     // a variable of the namespace's name is still a variable, its functions still functions
-    let env = Env::kubernetes();
+    let env = full_env();
     let vars = [("math", json!({"pi": 3.5})), ("base64", json!("x"))];
     assert_eq!(
         eval_with(&env, "math.pi + math.ceil(0.5)", &vars)
@@ -631,7 +640,7 @@ fn libraries_beyond_kubernetes_are_namespaced() {
 
 #[test]
 fn quoted_field_names() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let vars = [(
         "m",
         json!({"content-type": "json", "foo.txt": 32, "a": {"b": 1}}),
@@ -660,7 +669,7 @@ fn quoted_field_names() {
 
 #[test]
 fn containers_and_leading_dots() {
-    let env = Env::kubernetes().with_container("com.example");
+    let env = full_env().with_container("com.example");
     let vars = [
         ("com.example.y", json!("com.example.y")),
         ("com.z", json!("com.z")),
@@ -695,7 +704,7 @@ fn containers_and_leading_dots() {
         json!({"b": "com.example.a/b"})
     );
     // without a container, a leading dot still names the variable
-    let plain = Env::kubernetes();
+    let plain = full_env();
     assert_eq!(
         eval_with(&plain, "[1].all(x, .x == 2)", &[("x", json!(2))])
             .unwrap()
@@ -743,7 +752,7 @@ fn kubernetes_libraries_are_registered() {
 
 #[test]
 fn evaluation_errors_are_clear() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let object = json!({"spec": {"replicas": 3, "name": "x"}});
     let err = |source: &str| {
         eval_with(&env, source, &[("self", object.clone())])
@@ -816,7 +825,7 @@ fn macro_error_positions_on_later_lines_count_characters() {
 
 #[test]
 fn a_panicking_custom_function_fails_only_its_evaluation() {
-    let env = Env::kubernetes().with_function("boom", Arc::new(|_| panic!("kaboom")));
+    let env = full_env().with_function("boom", Arc::new(|_| panic!("kaboom")));
     // (the panic message printed here is expected)
     let result = eval_with(&env, "boom()", &[]);
     assert_eq!(
@@ -964,7 +973,7 @@ fn short_circuits_absorb_errors_on_either_side() {
 
 #[test]
 fn evaluation_errors_point_at_the_failing_node() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let object = json!({"spec": {"replicas": 3, "name": "x"}});
     let err = |source: &str| eval_with(&env, source, &[("self", object.clone())]).unwrap_err();
     let e = err("self.spec.name > 1");
@@ -989,7 +998,7 @@ fn evaluation_errors_point_at_the_failing_node() {
 
 #[test]
 fn evaluation_cost_is_metered() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let mut activation = Activation::new(&env);
     activation.bind("self", Value::from_json(&json!({"items": [1, 2, 3]})));
     let program = env.compile("self.items.exists(x, x == 3)").unwrap();
@@ -1047,7 +1056,7 @@ fn evaluation_cost_is_metered() {
 
 #[test]
 fn a_quadratic_comprehension_is_stopped_by_the_default_limit() {
-    let env = Env::kubernetes();
+    let env = full_env();
     assert_eq!(
         env.limits(),
         crate::Limits {
@@ -1084,7 +1093,7 @@ fn a_quadratic_comprehension_is_stopped_by_the_default_limit() {
 
 #[test]
 fn values_are_shared_not_copied() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let object = Value::from_json(&json!({"spec": {"items": [{"a": 1}, {"a": 2}]}}));
     let mut activation = Activation::new(&env);
     activation.bind("self", object.clone());
@@ -1116,7 +1125,7 @@ fn values_are_shared_not_copied() {
 
 #[test]
 fn chains_of_additions_behave_as_the_additions_one_by_one() {
-    let env = Env::kubernetes();
+    let env = full_env();
     let vars = [("s", json!("x")), ("n", json!(2)), ("l", json!([1]))];
     for (source, expected) in [
         ("s + '/' + s + ':' + string(n)", json!("x/x:2")),
@@ -1146,7 +1155,7 @@ fn chains_of_additions_behave_as_the_additions_one_by_one() {
 /// Compiles and evaluates `source` with no variables: the value, or the error text
 /// (`compile: ...` for a compile error). Shared by the library modules' tests.
 pub(crate) fn eval_source(source: &str) -> Result<Inspect, String> {
-    let env = Env::kubernetes();
+    let env = full_env();
     let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
     program
         .eval(&Activation::new(&env))
@@ -1484,4 +1493,211 @@ fn format_clauses_take_only_their_types() {
             "{source}"
         );
     }
+}
+
+// ---- environments ---------------------------------------------------------------------
+
+fn env_at(minor: u32, extensions: &[crate::Extension]) -> Env {
+    let version = crate::KubernetesVersion::from_minor(minor).unwrap();
+    Env::new(CelEnvironment::new(version, extensions.iter().copied()))
+}
+
+fn refused(env: &Env, source: &str) -> (String, usize, usize) {
+    match env.compile(source) {
+        Ok(_) => panic!("`{source}` compiled"),
+        Err(e) => (e.message, e.line, e.column),
+    }
+}
+
+#[test]
+fn environments_refuse_extensions_they_do_not_declare() {
+    let env = Env::kubernetes();
+    let needs = |name: &str, extension: &str| {
+        format!(
+            "function '{name}' is not in this environment: it needs the extension '{extension}'"
+        )
+    };
+    assert_eq!(
+        refused(&env, "cel.bind(a, 1, a + 1)"),
+        (needs("cel.bind", "bindings"), 1, 1)
+    );
+    assert_eq!(
+        refused(&env, "1 + math.greatest(1, 2)"),
+        (needs("math.greatest", "math"), 1, 5)
+    );
+    assert_eq!(
+        refused(&env, "math.abs(-1)"),
+        (needs("math.abs", "math"), 1, 1)
+    );
+    assert_eq!(
+        refused(&env, "size(base64.encode(b'a'))"),
+        (needs("base64.encode", "encoders"), 1, 6)
+    );
+    // Nested: the first call outside the environment, in source order.
+    assert_eq!(
+        refused(&env, "[1].all(x, cel.bind(y, x, math.abs(y)) > 0)"),
+        (needs("cel.bind", "bindings"), 1, 12)
+    );
+    // The pack's settings are named when the environment says where they are.
+    let env = Env::new(
+        CelEnvironment::default().with_setting_names("spec.cel.kubernetes", "spec.cel.extensions"),
+    );
+    assert_eq!(
+        refused(&env, "cel.bind(a, 1, a)").0,
+        "function 'cel.bind' is not in this environment: it needs the extension 'bindings' \
+         (spec.cel.extensions)"
+    );
+}
+
+#[test]
+fn environments_with_an_extension_have_it() {
+    use crate::Extension::{Bindings, Encoders, Math, StringsV3};
+    let env = env_at(34, &[Bindings, Math, Encoders, StringsV3]);
+    let eval = |source: &str| eval_with(&env, source, &[]).unwrap().to_json().unwrap();
+    assert_eq!(eval("cel.bind(a, 2, a * a)"), json!(4));
+    assert_eq!(eval("math.greatest(1, 5, 2) + math.abs(-1)"), json!(6));
+    assert_eq!(eval("base64.encode(b'hi')"), json!("aGk="));
+    assert_eq!(eval("'abc'.reverse()"), json!("cba"));
+    // One extension does not bring the others.
+    let env = env_at(34, &[Bindings]);
+    assert!(env.compile("cel.bind(a, 2, a * a)").is_ok());
+    assert_eq!(
+        refused(&env, "cel.bind(a, 2, math.abs(a))").0,
+        "function 'math.abs' is not in this environment: it needs the extension 'math'"
+    );
+}
+
+#[test]
+fn environments_follow_kubernetes_versions() {
+    let at = |minor: u32, source: &str| refused(&env_at(minor, &[]), source);
+    let since = |name: &str, minor: u32, env: u32| {
+        format!(
+            "function '{name}' is not in this environment: it was introduced in Kubernetes \
+             1.{minor} (the environment is Kubernetes 1.{env})"
+        )
+    };
+    assert_eq!(
+        at(28, "'%s'.format(['a'])"),
+        (since("format", 29, 28), 1, 6)
+    );
+    assert_eq!(at(28, "['a'].join()").0, since("join", 29, 28));
+    assert_eq!(
+        at(28, "sets.contains([1], [1])").0,
+        since("sets.contains", 29, 28)
+    );
+    assert_eq!(at(29, "isIP('1.2.3.4')").0, since("isIP", 30, 29));
+    assert_eq!(
+        at(29, "cidr('10.0.0.0/8').prefixLength() > 0").0,
+        since("cidr", 30, 29)
+    );
+    assert_eq!(
+        at(30, "format.dns1123Label().validate('a')").0,
+        since("format.dns1123Label", 31, 30)
+    );
+    assert_eq!(
+        at(31, "{'a': 1}.all(k, v, v > 0)"),
+        (
+            "function 'all' with 3 arguments is not in this environment: it was introduced in \
+             Kubernetes 1.32 (the environment is Kubernetes 1.31)"
+                .to_string(),
+            1,
+            10
+        )
+    );
+    assert_eq!(
+        at(31, "[1].transformList(i, v, v * 2)").0,
+        "function 'transformList' with 3 arguments is not in this environment: it was \
+         introduced in Kubernetes 1.32 (the environment is Kubernetes 1.31)"
+    );
+    assert_eq!(at(32, "isSemver('1.0.0')").0, since("isSemver", 33, 32));
+    assert_eq!(at(33, "[2, 1].sort()").0, since("sort", 34, 33));
+    assert_eq!(
+        at(33, "[2, 1].sortBy(x, -x)").0,
+        "function 'sortBy' with 2 arguments is not in this environment: it was introduced in \
+         Kubernetes 1.34 (the environment is Kubernetes 1.33)"
+    );
+    assert_eq!(at(33, "lists.range(3)").0, since("lists.range", 34, 33));
+    // `reverse` is the lists library's (1.34) and the strings library's version 3.
+    assert_eq!(
+        at(33, "[1].reverse()").0,
+        "function 'reverse' is not in this environment: it was introduced in Kubernetes 1.34 \
+         (the environment is Kubernetes 1.33), or needs the extension 'strings-v3'"
+    );
+    // What every version has: the standard library, optionals, quantity, URLs, regex,
+    // Kubernetes' list functions, strings version 0, and the engine's functions.
+    let oldest = env_at(28, &[]);
+    for source in [
+        "optional.of(1).orValue(2) == 1",
+        "[1, 2].first().value() == 1",
+        "quantity('1Gi').isGreaterThan(quantity('1Mi'))",
+        "isURL('https://example.com')",
+        "'abc'.find('b') == 'b'",
+        "[1, 2].isSorted() && [1, 2].sum() == 3",
+        "'a,b'.split(',').size() == 2 && 'abc'.indexOf('c') == 2",
+        "sha256('a').size() == 64 && isDNS1123Label('a') && dns1123Label('A').size() > 0",
+        "1 < 2.5",
+    ] {
+        assert_eq!(
+            eval_with(&oldest, source, &[]).unwrap().to_json().unwrap(),
+            json!(true),
+            "{source}"
+        );
+    }
+    // And the newest has everything of Kubernetes.
+    let newest = Env::kubernetes();
+    for source in [
+        "'%s'.format(['a']) == 'a'",
+        "isIP('1.2.3.4') && cidr('10.0.0.0/8').prefixLength() == 8",
+        "format.dns1123Label().validate('a') == optional.none()",
+        "{'a': 1}.all(k, v, v > 0)",
+        "isSemver('1.0.0')",
+        "[2, 1].sortBy(x, x) == [1, 2] && [1, 2].reverse() == [2, 1]",
+    ] {
+        assert_eq!(
+            eval_with(&newest, source, &[]).unwrap().to_json().unwrap(),
+            json!(true),
+            "{source}"
+        );
+    }
+}
+
+#[test]
+fn environments_say_which_overload_is_outside_them() {
+    // Kubernetes 1.34 has `reverse` for lists: a string's is the extension `strings-v3`,
+    // known only when the receiver is.
+    let env = Env::kubernetes();
+    let e = eval_with(&env, "s.reverse()", &[("s", json!("abc"))]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "no matching overload for 'reverse' applied to string.() in this environment: it \
+         needs the extension 'strings-v3'"
+    );
+    assert_eq!((e.line, e.column), (Some(1), Some(10)));
+    let value = eval_with(&env, "s.reverse()", &[("s", json!([1, 2]))]).unwrap();
+    assert_eq!(value.to_json().unwrap(), json!([2, 1]));
+    // Arguments no overload takes, in or out of the environment: as before.
+    let e = eval_with(&env, "s.reverse()", &[("s", json!(1))]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "no matching overload for 'reverse' applied to int.()"
+    );
+}
+
+#[test]
+fn environments_keep_custom_functions_and_variables() {
+    // A variable may be named as a namespace; only calls are gated.
+    let env = Env::kubernetes();
+    let value = eval_with(&env, "math.x + 1", &[("math", json!({"x": 1}))]).unwrap();
+    assert_eq!(value.to_json().unwrap(), json!(2));
+    let f: CustomFunction = Arc::new(|_| Ok(json!(true)));
+    let env = env_at(28, &[]).with_function("decide", f);
+    assert!(env.compile("decide('t', {})").is_ok());
+    assert_eq!(env.environment().kubernetes.minor(), 28);
+    // A custom function cannot take the name of a built-in one the environment lacks.
+    let f: CustomFunction = Arc::new(|_| Ok(json!(true)));
+    let env = Env::kubernetes().with_function("base64.encode", f);
+    assert_eq!(
+        env.compile("true").unwrap_err().message,
+        "the function 'base64.encode' cannot be added: a built-in function has that name"
+    );
 }

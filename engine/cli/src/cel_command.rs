@@ -45,7 +45,8 @@ fn bindings(
     Ok(out)
 }
 
-/// Evaluates `source`; the result as JSON, or the error text (with a caret for syntax errors).
+/// Evaluates `source`; the result as JSON, or the error text (with a caret for syntax and
+/// type errors).
 fn evaluate(
     env: &cel::Env,
     source: &str,
@@ -54,6 +55,20 @@ fn evaluate(
     let program = env
         .compile(source)
         .map_err(|e| at_position(source, e.line, e.column, &e.message))?;
+    // Type-checked as rules are (cel-go's checker; the variables `dyn`): `1 == 1u` fails
+    // here, before anything runs, as a pack holding it is refused at load.
+    let mut types = cel::check::TypeEnv::new();
+    for name in bound.keys() {
+        types.add_variable(name, cel::check::Type::Dyn);
+    }
+    let (_, issues) = cel::check::check(&program, &types);
+    if !issues.is_empty() {
+        let shown: Vec<String> = issues
+            .iter()
+            .map(|i| at_position(source, i.line, i.column, &i.message))
+            .collect();
+        return Err(shown.join("\n"));
+    }
     let mut activation = cel::Activation::new(env);
     for (name, value) in bound {
         activation.bind(name, value.clone());
@@ -64,7 +79,29 @@ fn evaluate(
             (Some(line), Some(column)) => at_position(source, line, column, &e.message),
             _ => e.message,
         })?;
-    value.to_json().map_err(|e| e.message)
+    to_json(&value)
+}
+
+/// A value as JSON, a type value as its name (`type(1u)` is `"uint"`, as Kubernetes'
+/// tools print it).
+fn to_json(value: &cel::Value) -> Result<serde_json::Value, String> {
+    match value {
+        cel::Value::Type(t) => Ok(serde_json::Value::String(t.name().to_string())),
+        cel::Value::List(items) => items
+            .iter()
+            .map(to_json)
+            .collect::<Result<Vec<_>, _>>()
+            .map(serde_json::Value::Array),
+        cel::Value::Map(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map.iter() {
+                out.insert(k.to_json_key(), to_json(v)?);
+            }
+            Ok(serde_json::Value::Object(out))
+        }
+        cel::Value::Optional(Some(inner)) => to_json(inner),
+        other => other.to_json().map_err(|e| e.message),
+    }
 }
 
 /// `line:column: message` and the source line with a caret under the column.
@@ -76,8 +113,13 @@ fn at_position(source: &str, line: usize, column: usize, message: &str) -> Strin
     )
 }
 
-pub fn run(expression: Option<&str>, file: Option<&Path>, vars: &[String]) -> Result<u8, CliError> {
-    let env = cel::Env::kubernetes();
+pub fn run(
+    expression: Option<&str>,
+    file: Option<&Path>,
+    vars: &[String],
+    environment: cel::CelEnvironment,
+) -> Result<u8, CliError> {
+    let env = cel::Env::new(environment);
     let mut bound: BTreeMap<String, cel::Value> = bindings(file, vars)?
         .iter()
         .map(|(k, v)| (k.clone(), cel::Value::from_json(v)))

@@ -143,11 +143,14 @@ fn world_for(pack: &Pack, inputs: &Inputs) -> Result<switchyard_core::MemoryWorl
             )));
         }
     }
-    plan::world_of(&objects, &clusters).map_err(CliError::Input)
+    plan::world_from(objects, &clusters).map_err(CliError::Input)
 }
 
 fn report_errors(plan: &plan::Plan) -> u8 {
-    let errors = plan.error_messages();
+    report(plan.error_messages())
+}
+
+fn report(errors: Vec<String>) -> u8 {
     for e in &errors {
         eprintln!("error: {e}");
     }
@@ -161,20 +164,38 @@ pub fn render(
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
-    let plan = plan_for(
-        &pack,
-        inputs,
-        clock(inputs.clock.as_deref())?,
-        plan::Tracing::Off,
-    )?;
+    let now = clock(inputs.clock.as_deref())?;
+    let world = world_for(&pack, inputs)?;
+    // Only the merged objects and each trigger's status and errors are printed: the plan
+    // holds the rendered objects compactly (see `plan_compact`), and the YAML is written
+    // object by object.
+    let read = world.len() as u64;
+    let compact = plan::plan_compact(&pack, &world, now, &mut |n| {
+        memory::check(Progress {
+            objects: read,
+            triggers: n as u64,
+        })
+    })
+    .map_err(CliError::Input)?;
+    drop(world);
+    let errors = compact.error_messages();
     match format {
-        RenderFormat::Yaml => out!("{}", plan::to_yaml(&plan)),
-        RenderFormat::Json => outln!(
-            "{}",
-            serde_json::to_string_pretty(&plan::to_json(&plan)).unwrap_or_default()
-        ),
+        RenderFormat::Yaml => {
+            use std::io::Write as _;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            if let Err(e) = compact.write_yaml(&mut out).and_then(|()| out.flush()) {
+                crate::stdout_failed(e);
+            }
+        }
+        RenderFormat::Json => {
+            let plan = compact.into_plan().map_err(CliError::Input)?;
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&plan::to_json(&plan)).unwrap_or_default()
+            );
+        }
     }
-    Ok(report_errors(&plan))
+    Ok(report(errors))
 }
 
 pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8, CliError> {

@@ -191,6 +191,8 @@ enum Command {
     },
     /// Evaluate a CEL expression the way rules do (no expression: read one per line).
     Cel {
+        /// May start with `-` (`-7 % 3`).
+        #[arg(allow_hyphen_values = true)]
         expression: Option<String>,
         /// A YAML or JSON map from variable name to value.
         #[arg(long)]
@@ -198,6 +200,14 @@ enum Command {
         /// Bind one variable: NAME=JSON (repeatable).
         #[arg(long = "var", value_name = "NAME=JSON")]
         vars: Vec<String>,
+        /// The Kubernetes version whose CEL environment the expression compiles in, as
+        /// `spec.cel.kubernetes` of a pack (default: the newest the engine implements).
+        #[arg(long, value_name = "VERSION")]
+        kubernetes: Option<switchyard_cel::KubernetesVersion>,
+        /// An extension beyond Kubernetes' base environment, as `spec.cel.extensions`:
+        /// bindings, encoders, math, strings-v3 (repeatable).
+        #[arg(long = "extension", value_name = "NAME")]
+        extensions: Vec<switchyard_cel::Extension>,
     },
     /// Print the JSON Schema of the pack format (`--broker-config`: of the broker's
     /// configuration file).
@@ -324,7 +334,15 @@ fn main() -> ExitCode {
             expression,
             bindings,
             vars,
-        } => cel_command::run(expression.as_deref(), bindings.as_deref(), &vars),
+            kubernetes,
+            extensions,
+        } => cel_command::run(
+            expression.as_deref(),
+            bindings.as_deref(),
+            &vars,
+            switchyard_cel::CelEnvironment::new(kubernetes.unwrap_or_default(), extensions)
+                .with_setting_names("--kubernetes", "--extension"),
+        ),
         Command::Schema { broker_config } => commands::schema(broker_config),
         Command::Run(args) => run_command::run(args),
     };

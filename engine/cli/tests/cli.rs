@@ -373,6 +373,53 @@ fn cel_reports_syntax_errors_with_a_caret() {
 }
 
 #[test]
+fn cel_compiles_in_the_environment_of_its_options() {
+    // Default: Kubernetes' newest base environment, without extensions.
+    let out = switchyard(&["cel", "cel.bind(a, 2, a * a)"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:1: function 'cel.bind' is not in this environment: it needs the extension \
+         'bindings' (--extension)\n  | cel.bind(a, 2, a * a)\n  | ^\n"
+    );
+    let out = switchyard(&[
+        "cel",
+        "--extension",
+        "bindings",
+        "--extension",
+        "math",
+        "cel.bind(a, -2, math.abs(a) * a)",
+    ]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "-4\n"),
+        "{}",
+        stderr(&out)
+    );
+    let out = switchyard(&["cel", "--kubernetes", "1.29", "isIP('1.2.3.4')"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).lines().next(),
+        Some(
+            "error: 1:1: function 'isIP' is not in this environment: it was introduced in \
+             Kubernetes 1.30 (--kubernetes is 1.29)"
+        )
+    );
+    let out = switchyard(&["cel", "--kubernetes", "1.30", "isIP('1.2.3.4')"]);
+    assert_eq!(stdout(&out), "true\n", "{}", stderr(&out));
+    let out = switchyard(&["cel", "--extension", "maths", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "error: invalid value 'maths' for '--extension <NAME>': unknown CEL extension \
+             'maths': the extensions are bindings, encoders, math, strings-v3\n"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn cel_reads_bindings_from_a_file() {
     let dir = temp_dir("cel");
     let file = dir.join("bindings.yaml");
@@ -472,5 +519,45 @@ fn cel_reports_evaluation_errors_at_the_failing_node() {
     assert_eq!(
         stderr(&out),
         "error: 1:13: no matching overload for '_+_' applied to (string, int)\n  | self.spec.x + 1\n  |             ^\n"
+    );
+}
+
+#[test]
+fn cel_takes_expressions_that_start_with_a_minus_and_prints_types_by_name() {
+    let out = switchyard(&["cel", "-7 % 3"]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "-1\n")
+    );
+    // `--` still ends the options.
+    let out = switchyard(&["cel", "--", "-7 / 2"]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "-3\n")
+    );
+    let out = switchyard(&["cel", "type(1u)"]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "\"uint\"\n")
+    );
+    let out = switchyard(&["cel", "[type(1), type({})]"]);
+    assert_eq!(stdout(&out), "[\n  \"int\",\n  \"map\"\n]\n");
+}
+
+#[test]
+fn cel_reports_type_errors_with_a_caret_before_evaluating() {
+    let out = switchyard(&["cel", "[1, 2].map(v, v + 'a')"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:17: found no matching overload for '_+_' applied to '(int, string)'\n  \
+         | [1, 2].map(v, v + 'a')\n  |                 ^\n"
+    );
+    let out = switchyard(&["cel", "1 == 1.0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:3: found no matching overload for '_==_' applied to '(int, double)'\n  \
+         | 1 == 1.0\n  |   ^\n"
     );
 }

@@ -235,10 +235,24 @@ pub fn evaluate(
 #[derive(Default)]
 pub struct Conversions<'w> {
     converted: RefCell<HashMap<usize, Converted>>,
+    /// Triggers are converted but not kept (see [`Conversions::forgetting_triggers`]).
+    forget_triggers: bool,
     _objects: PhantomData<&'w Value>,
 }
 
 impl<'w> Conversions<'w> {
+    /// A cache that does not keep the conversion of a trigger (objects read through
+    /// lookups are kept as usual): for a round that evaluates each trigger once, where
+    /// keeping them would hold a CEL copy of every watched object until the round ends. A
+    /// trigger another trigger also looks up is then converted twice.
+    #[must_use]
+    pub fn forgetting_triggers() -> Self {
+        Conversions {
+            forget_triggers: true,
+            ..Conversions::default()
+        }
+    }
+
     fn convert(&self, object: &Value, owner: Option<&Arc<Value>>) -> cel::Value {
         let key = std::ptr::from_ref(object) as usize;
         if let Some((_, value)) = self.converted.borrow().get(&key) {
@@ -262,6 +276,13 @@ impl<'w> Conversions<'w> {
 
     /// A trigger, borrowed for the whole round.
     fn trigger(&self, object: &'w Value) -> cel::Value {
+        if self.forget_triggers {
+            let key = std::ptr::from_ref(object) as usize;
+            if let Some((_, value)) = self.converted.borrow().get(&key) {
+                return value.clone();
+            }
+            return cel::Value::from_json(object);
+        }
         self.convert(object, None)
     }
 

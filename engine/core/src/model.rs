@@ -68,6 +68,47 @@ pub struct PackSpec {
     /// CEL evaluation limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
+    /// The CEL environment expressions compile in. Default: Kubernetes' base environment
+    /// of the newest version the engine implements, without extensions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cel: Option<CelSpec>,
+}
+
+/// `spec.cel`: the functions the pack's expressions may call. An expression calling one
+/// outside the environment does not load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CelSpec {
+    /// The Kubernetes version whose base CEL environment expressions get (`"1.34"`, quoted:
+    /// `1.30` unquoted is a number), from 1.28 to 1.34; default 1.34. A guard that loads
+    /// here then compiles in a CRD rule or an admission policy of that version, unless it
+    /// uses an extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^v?1\.(2[89]|3[0-4])$"))]
+    pub kubernetes: Option<String>,
+    /// Libraries beyond Kubernetes' base environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<CelExtension>,
+}
+
+/// A CEL library beyond Kubernetes' base environment.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum CelExtension {
+    /// `cel.bind(name, init, expr)` (cel-go `ext.Bindings`).
+    #[serde(rename = "bindings")]
+    Bindings,
+    /// `base64.encode`, `base64.decode` (cel-go `ext.Encoders`).
+    #[serde(rename = "encoders")]
+    Encoders,
+    /// `math.greatest`, `math.least`, `math.abs`, `math.ceil`, ... (cel-go `ext.Math`,
+    /// version 2).
+    #[serde(rename = "math")]
+    Math,
+    /// `string.reverse()` (cel-go `ext.Strings`, version 3).
+    #[serde(rename = "strings-v3")]
+    StringsV3,
 }
 
 fn default_source_cluster() -> String {

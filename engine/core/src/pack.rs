@@ -13,8 +13,8 @@ use switchyard_cel as cel;
 
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::model::{
-    Access, ConditionMapping, DeletionPolicy, EmitScope, LabelSelector, PackDocument, PackSpec,
-    RuleDocument, TableDocument, TestSuiteDocument,
+    Access, CelExtension, ConditionMapping, DeletionPolicy, EmitScope, LabelSelector, PackDocument,
+    PackSpec, RuleDocument, TableDocument, TestSuiteDocument,
 };
 use crate::table::{Table, TableLocation};
 use crate::template::{Decider, TemplateSet};
@@ -580,13 +580,14 @@ impl<'a> Loader<'a> {
         };
         let document: PackDocument = self.decode(&parsed.file, node)?;
         self.check_manifest(&document, &parsed.file, node);
+        let environment = self.cel_environment(&document, &parsed.file, node);
 
         let tables = self.load_tables();
         let tables = Arc::new(tables);
         let decide_tables = tables.clone();
         let decider: Decider = Arc::new(move |name, inputs| decide(&decide_tables, name, inputs));
         let cel_tables = tables.clone();
-        let env = cel::Env::kubernetes()
+        let env = cel::Env::new(environment)
             .with_limits(cel::Limits {
                 per_expression: document.cost_per_expression(),
             })
@@ -691,7 +692,11 @@ impl<'a> Loader<'a> {
         let tables_cel = cel::Value::from_json(&tables_json);
         // Outputs are validated as the API server would on create: against the CRDs given,
         // and labels and annotations of every kind.
-        let validator = crate::validate::Validator::with_env(self.crds, env.clone());
+        // CRD rules are Kubernetes': its environment at the pack's version, without the
+        // pack's extensions or functions.
+        let crd_env = cel::Env::new(cel::CelEnvironment::new(env.environment().kubernetes, []))
+            .with_limits(env.limits());
+        let validator = crate::validate::Validator::with_env(self.crds, crd_env);
         for problem in validator.diagnostics() {
             self.error(Diagnostic::warning(
                 "crd::schema",
@@ -711,6 +716,47 @@ impl<'a> Loader<'a> {
             tests,
             files: self.files.clone(),
         })
+    }
+
+    /// The CEL environment of `spec.cel`; an unsupported version is an error, and the
+    /// default version stands in for it so that the expressions still get checked.
+    fn cel_environment(
+        &mut self,
+        document: &PackDocument,
+        file: &str,
+        node: &Node,
+    ) -> cel::CelEnvironment {
+        let mut environment = cel::CelEnvironment::default()
+            .with_setting_names("spec.cel.kubernetes", "spec.cel.extensions");
+        let Some(spec) = &document.spec.cel else {
+            return environment;
+        };
+        if let Some(version) = &spec.kubernetes {
+            match version.parse() {
+                Ok(version) => environment.kubernetes = version,
+                Err(e) => {
+                    let pos = node.closest(&yaml::parse_path("spec.cel.kubernetes")).pos;
+                    self.error(
+                        Diagnostic::error(
+                            "pack::invalid-value",
+                            format!("spec.cel.kubernetes: {e}"),
+                        )
+                        .at(file, pos),
+                    );
+                }
+            }
+        }
+        environment.extensions = spec
+            .extensions
+            .iter()
+            .map(|e| match e {
+                CelExtension::Bindings => cel::Extension::Bindings,
+                CelExtension::Encoders => cel::Extension::Encoders,
+                CelExtension::Math => cel::Extension::Math,
+                CelExtension::StringsV3 => cel::Extension::StringsV3,
+            })
+            .collect();
+        environment
     }
 
     fn check_manifest(&mut self, document: &PackDocument, file: &str, node: &Node) {

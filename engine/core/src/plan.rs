@@ -18,6 +18,8 @@ use crate::object::{MemoryWorld, ObjectKey, World, check_cluster_id};
 use crate::pack::Pack;
 use crate::yaml;
 
+mod compact;
+
 /// Whether a plan keeps each evaluation's trace: only `explain` prints it, and building it
 /// formats every value a rule computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +141,212 @@ pub fn plan_checked(
     Ok(merge(pack, outcomes))
 }
 
+/// [`plan_checked`] for a caller that prints the merged objects and each trigger's status
+/// and errors, and nothing else of the evaluations (`render`): untraced, each outcome's
+/// `reads` dropped and its desired objects moved into a compact form as soon as it is
+/// evaluated, so memory grows with the output rather than a multiple of it.
+///
+/// # Errors
+/// As [`plan_checked`].
+pub fn plan_compact(
+    pack: &Pack,
+    world: &MemoryWorld,
+    now: DateTime<Utc>,
+    check: &mut dyn FnMut(usize) -> Result<(), String>,
+) -> Result<CompactPlan, String> {
+    let watched = pack.watched_kinds();
+    let conversions = Conversions::forgetting_triggers();
+    let mut outcomes = Vec::new();
+    let mut rendered: Vec<Vec<Compact>> = Vec::new();
+    let mut statuses: Vec<Option<Vec<u8>>> = Vec::new();
+    let mut triggers = 0;
+    for (key, object) in world.iter() {
+        if !watched.contains(&(
+            key.role().to_string(),
+            key.api_version.clone(),
+            key.kind.clone(),
+        )) {
+            continue;
+        }
+        check(triggers)?;
+        triggers += 1;
+        let trigger = Trigger {
+            cluster: &key.cluster,
+            object,
+        };
+        if let Ok(mut outcome) =
+            evaluate_in_untraced(pack, trigger, world as &dyn World, now, &conversions)
+        {
+            outcome.reads = BTreeSet::new();
+            statuses.push(outcome.status.take().map(|s| compact::encode(&s)));
+            rendered.push(
+                std::mem::take(&mut outcome.desired)
+                    .into_iter()
+                    .map(Compact::new)
+                    .collect(),
+            );
+            outcomes.push(outcome);
+        }
+    }
+    check(triggers)?;
+    drop(conversions);
+    merge_compact(pack, outcomes, rendered, statuses)
+}
+
+/// A desired object held compactly: `desired.object` is null, the object is in `bytes`.
+#[derive(Debug, Clone)]
+struct Compact {
+    desired: DesiredObject,
+    bytes: Vec<u8>,
+}
+
+impl Compact {
+    fn new(mut desired: DesiredObject) -> Self {
+        let bytes = compact::encode(&std::mem::take(&mut desired.object));
+        Compact { desired, bytes }
+    }
+
+    /// The desired object with its object decoded.
+    fn expand(&self) -> Result<DesiredObject, String> {
+        let object = compact::decode(&self.bytes)
+            .ok_or_else(|| format!("internal error: {} cannot be decoded", self.desired.key))?;
+        Ok(DesiredObject {
+            object,
+            ..self.desired.clone()
+        })
+    }
+}
+
+/// What [`plan_compact`] returns: a [`Plan`] whose objects and trigger statuses are held
+/// compactly (and whose outcomes keep neither `desired` nor `reads`).
+#[derive(Debug, Clone)]
+pub struct CompactPlan {
+    /// The plan without its objects, its outcomes without the statuses in `statuses`.
+    plan: Plan,
+    objects: Vec<Compact>,
+    /// Per outcome, its status while held compactly.
+    statuses: Vec<Option<Vec<u8>>>,
+    pack: String,
+    version: String,
+}
+
+impl CompactPlan {
+    /// [`Plan::error_messages`].
+    pub fn error_messages(&self) -> Vec<String> {
+        self.plan.error_messages()
+    }
+
+    /// The plan with its objects (each stamped as [`merge`] stamps it) and statuses.
+    ///
+    /// # Errors
+    /// An internal error decoding an object.
+    pub fn into_plan(self) -> Result<Plan, String> {
+        let mut plan = self.plan;
+        expand_statuses(&mut plan.outcomes, self.statuses, |_| true)?;
+        plan.objects = self
+            .objects
+            .iter()
+            .map(|c| {
+                let mut desired = c.expand()?;
+                stamp_merged(&self.pack, &self.version, &mut desired);
+                Ok(desired)
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(plan)
+    }
+
+    /// [`write_yaml`] of the plan, decoding one object at a time.
+    ///
+    /// # Errors
+    /// A failed write (an object that cannot be decoded is an `InvalidData` error).
+    pub fn write_yaml(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut text = String::new();
+        for (i, c) in self.objects.iter().enumerate() {
+            let mut desired = c
+                .expand()
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+            stamp_merged(&self.pack, &self.version, &mut desired);
+            text.clear();
+            push_yaml(&mut text, i, &desired);
+            out.write_all(text.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// [`merge`] of compactly held objects: an object is decoded only where another trigger
+/// desires it too.
+fn merge_compact(
+    pack: &Pack,
+    mut outcomes: Vec<Outcome>,
+    mut rendered: Vec<Vec<Compact>>,
+    mut statuses: Vec<Option<Vec<u8>>>,
+) -> Result<CompactPlan, String> {
+    let mut merged: BTreeMap<ObjectKey, Compact> = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for i in precedence_order(&outcomes) {
+        for incoming in std::mem::take(&mut rendered[i]) {
+            match merged.get_mut(&incoming.desired.key) {
+                None => {
+                    merged.insert(incoming.desired.key.clone(), incoming);
+                }
+                Some(existing) => {
+                    let mut joined = existing.expand()?;
+                    let result = absorb(&mut joined, &incoming.expand()?);
+                    *existing = Compact::new(joined);
+                    if let Err(conflict) = result {
+                        conflicts.push(*conflict);
+                    }
+                }
+            }
+        }
+    }
+    // The statuses a conflict restates are expanded for it.
+    let refused: BTreeSet<String> = conflicts
+        .iter()
+        .flat_map(|c| c.refused.iter().cloned())
+        .collect();
+    statuses = expand_statuses(&mut outcomes, statuses, |o| {
+        refused.contains(&o.trigger.to_string())
+    })?;
+    restate_conflicts(&mut outcomes, &conflicts);
+    let mut objects: Vec<Compact> = merged.into_values().collect();
+    objects.sort_by(|a, b| plan_order(&a.desired.key).cmp(&plan_order(&b.desired.key)));
+    Ok(CompactPlan {
+        plan: Plan {
+            outcomes,
+            objects: Vec::new(),
+            conflicts,
+        },
+        objects,
+        statuses,
+        pack: pack.name().to_string(),
+        version: pack.version().to_string(),
+    })
+}
+
+/// Decodes the compactly held statuses of the outcomes `which` selects back into them;
+/// returns the statuses still held.
+fn expand_statuses(
+    outcomes: &mut [Outcome],
+    mut statuses: Vec<Option<Vec<u8>>>,
+    which: impl Fn(&Outcome) -> bool,
+) -> Result<Vec<Option<Vec<u8>>>, String> {
+    for (outcome, held) in outcomes.iter_mut().zip(statuses.iter_mut()) {
+        if held.is_some() && which(outcome) {
+            let bytes = held.take().unwrap_or_default();
+            let status = compact::decode(&bytes).ok_or_else(|| {
+                format!(
+                    "internal error: the status of {} cannot be decoded",
+                    outcome.trigger
+                )
+            })?;
+            outcome.status = Some(status);
+        }
+    }
+    Ok(statuses)
+}
+
 /// Merges the outcomes of several triggers into one desired state. Where triggers render
 /// one object differently, the version of the trigger that desired it first
 /// ([`crate::evaluate::Precedence`]) is kept, and the others' `Synced` turns False with
@@ -146,8 +354,8 @@ pub fn plan_checked(
 pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
     let mut merged: BTreeMap<ObjectKey, DesiredObject> = BTreeMap::new();
     let mut conflicts = Vec::new();
-    for outcome in by_precedence(&outcomes) {
-        for desired in &outcome.desired {
+    for i in precedence_order(&outcomes) {
+        for desired in &outcomes[i].desired {
             match merged.get_mut(&desired.key) {
                 None => {
                     merged.insert(desired.key.clone(), desired.clone());
@@ -160,14 +368,7 @@ pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
             }
         }
     }
-    for conflict in &conflicts {
-        for outcome in outcomes
-            .iter_mut()
-            .filter(|o| conflict.refused.contains(&o.trigger.to_string()))
-        {
-            outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
-        }
-    }
+    restate_conflicts(&mut outcomes, &conflicts);
     let version = pack.version().to_string();
     let mut objects: Vec<DesiredObject> = merged
         .into_values()
@@ -186,12 +387,34 @@ pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
     }
 }
 
+/// Turns `Synced` False on every trigger whose version of an object the merge refused.
+fn restate_conflicts(outcomes: &mut [Outcome], conflicts: &[Conflict]) {
+    for conflict in conflicts {
+        for outcome in outcomes
+            .iter_mut()
+            .filter(|o| conflict.refused.contains(&o.trigger.to_string()))
+        {
+            outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
+        }
+    }
+}
+
 /// Outcomes in the order their triggers claim contested outputs.
 pub fn by_precedence(outcomes: &[Outcome]) -> Vec<&Outcome> {
     let mut ordered: Vec<&Outcome> = outcomes.iter().collect();
     ordered
         .sort_by(|a, b| (&a.facts.precedence, &a.trigger).cmp(&(&b.facts.precedence, &b.trigger)));
     ordered
+}
+
+/// The indexes of `outcomes` in [`by_precedence`] order.
+fn precedence_order(outcomes: &[Outcome]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..outcomes.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&outcomes[a], &outcomes[b]);
+        (&a.facts.precedence, &a.trigger).cmp(&(&b.facts.precedence, &b.trigger))
+    });
+    order
 }
 
 /// The order of a plan's objects: per cluster, cluster-scoped objects (namespaces) first,
@@ -229,21 +452,27 @@ pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
 pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<(), Box<Conflict>> {
     let joined = match (existing.mode, incoming.mode) {
         (OutputMode::Apply, OutputMode::Apply) | (OutputMode::Create, OutputMode::Create) => {
-            (without_ownership(&existing.object) == without_ownership(&incoming.object))
-                .then(|| existing.object.clone())
+            same_without_ownership(&existing.object, &incoming.object)
         }
-        (OutputMode::Patch, OutputMode::Patch) => join_patches(&existing.object, &incoming.object),
+        (OutputMode::Patch, OutputMode::Patch) => {
+            match join_patches(&existing.object, &incoming.object) {
+                Some(object) => {
+                    existing.object = object;
+                    true
+                }
+                None => false,
+            }
+        }
         // One trigger owns the object, another patches it: the pack contradicts itself.
-        _ => None,
+        _ => false,
     };
     match joined {
-        Some(object) => {
-            existing.object = object;
+        true => {
             existing.sources.extend(incoming.sources.iter().cloned());
             existing.owners.extend(incoming.owners.iter().cloned());
             Ok(())
         }
-        None => Err(Box::new(Conflict {
+        false => Err(Box::new(Conflict {
             key: incoming.key.clone(),
             kept: existing.owners.clone(),
             refused: incoming.owners.clone(),
@@ -286,16 +515,49 @@ pub fn stamp_merged(pack: &str, version: &str, desired: &mut DesiredObject) {
     stamp_ownership(&mut desired.object, pack, version, &sources, &owners);
 }
 
-fn without_ownership(object: &Value) -> Value {
-    let mut copy = object.clone();
-    if let Some(annotations) = copy
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-    {
-        annotations.remove(ANNOTATION_OWNERS);
-        annotations.remove(ANNOTATION_RULE);
+/// Whether two objects are equal once the ownership annotations (`switchyard.dev/owners` and
+/// `switchyard.dev/rule` in `metadata.annotations`) are left out of both, without copying
+/// either.
+fn same_without_ownership(a: &Value, b: &Value) -> bool {
+    // Lookups by key, not zipped iteration: equal whatever the maps' iteration order.
+    fn same_entries<'a>(
+        a: &'a Map<String, Value>,
+        b: &'a Map<String, Value>,
+        special: &str,
+        same: impl Fn(&'a Value, &'a Value) -> bool,
+    ) -> bool {
+        a.len() == b.len()
+            && a.iter().all(|(key, va)| {
+                b.get(key).is_some_and(|vb| {
+                    if key == special {
+                        same(va, vb)
+                    } else {
+                        va == vb
+                    }
+                })
+            })
     }
-    copy
+    fn ownership(key: &str) -> bool {
+        key == ANNOTATION_OWNERS || key == ANNOTATION_RULE
+    }
+    let annotations = |a: &Value, b: &Value| match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let others = |m: &Map<String, Value>| m.keys().filter(|k| !ownership(k)).count();
+            others(a) == others(b)
+                && a.iter()
+                    .filter(|(k, _)| !ownership(k))
+                    .all(|(k, va)| b.get(k) == Some(va))
+        }
+        _ => a == b,
+    };
+    let metadata = |a: &Value, b: &Value| match (a, b) {
+        (Value::Object(a), Value::Object(b)) => same_entries(a, b, "annotations", annotations),
+        _ => a == b,
+    };
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => same_entries(a, b, "metadata", metadata),
+        _ => a == b,
+    }
 }
 
 /// Reads input objects from a YAML stream: every document is an object (or a `kind: List`
@@ -404,29 +666,66 @@ pub fn world_of(objects: &[(String, Value)], clusters: &[String]) -> Result<Memo
     Ok(world)
 }
 
+/// [`world_of`], taking the objects rather than copying them.
+///
+/// # Errors
+/// As [`world_of`].
+pub fn world_from(
+    objects: Vec<(String, Value)>,
+    clusters: &[String],
+) -> Result<MemoryWorld, String> {
+    let mut world = MemoryWorld::new();
+    for cluster in clusters {
+        world.add_cluster(cluster)?;
+    }
+    for (cluster, object) in objects {
+        world.insert(&cluster, object)?;
+    }
+    Ok(world)
+}
+
 /// The plan as `switchyard render` prints it: every desired object as a YAML document,
 /// preceded by comments naming its target cluster, the rule outputs and triggers behind it.
 /// The documents themselves are exactly what the broker applies.
 pub fn to_yaml(plan: &Plan) -> String {
     let mut out = String::new();
     for (i, desired) in plan.objects.iter().enumerate() {
-        if i > 0 {
-            out.push_str("---\n");
-        }
-        out.push_str(&format!("# cluster: {}\n", desired.key.cluster));
-        match desired.mode {
-            OutputMode::Apply => {}
-            OutputMode::Patch => {
-                out.push_str("# patch: the pack owns only these fields of an existing object\n");
-            }
-            OutputMode::Create => {
-                out.push_str("# create: applied while absent; later changes are left alone\n");
-            }
-        }
-        out.push_str(&format!("# from: {}\n", join(&desired.sources)));
-        out.push_str(&yaml::to_yaml(&desired.object));
+        push_yaml(&mut out, i, desired);
     }
     out
+}
+
+/// [`to_yaml`] written object by object to `out`, the same bytes without holding them all.
+///
+/// # Errors
+/// A failed write.
+pub fn write_yaml(plan: &Plan, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut text = String::new();
+    for (i, desired) in plan.objects.iter().enumerate() {
+        text.clear();
+        push_yaml(&mut text, i, desired);
+        out.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The `i`th object of [`to_yaml`]: its separator, comments and document.
+fn push_yaml(out: &mut String, i: usize, desired: &DesiredObject) {
+    if i > 0 {
+        out.push_str("---\n");
+    }
+    out.push_str(&format!("# cluster: {}\n", desired.key.cluster));
+    match desired.mode {
+        OutputMode::Apply => {}
+        OutputMode::Patch => {
+            out.push_str("# patch: the pack owns only these fields of an existing object\n");
+        }
+        OutputMode::Create => {
+            out.push_str("# create: applied while absent; later changes are left alone\n");
+        }
+    }
+    out.push_str(&format!("# from: {}\n", join(&desired.sources)));
+    out.push_str(&yaml::to_yaml(&desired.object));
 }
 
 /// The plan as one JSON document: each output with its cluster, each trigger's status

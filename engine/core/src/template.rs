@@ -64,11 +64,21 @@
 //! of partials (`template::recursion`, naming the cycle), more than 100 levels of blocks and
 //! partials along one render, and more than 1,000 partial expansions in one render
 //! (`template::depth`). See `limits`.
+//!
+//! # Parsing once
+//!
+//! The rendered text holds template source and tokens only, so renders that take the same
+//! branches and iterate the same number of times produce the same text whatever the values.
+//! Each distinct text is parsed once into a skeleton (see `skeleton`) that later renders of
+//! that text fill with their values, giving exactly what parsing would; text that does not
+//! parse, and values that make it invalid (a duplicate key), go through the parse for its
+//! error message.
 
 mod decode;
 mod helpers;
 mod limits;
 mod paths;
+mod skeleton;
 #[cfg(test)]
 mod tests;
 
@@ -170,6 +180,8 @@ pub struct TemplateSet {
     templates: HashSet<String>,
     /// Which partials each registered template includes, to refuse recursion and depth.
     includes: limits::Graph,
+    /// Rendered texts parsed once (see `skeleton`), shared by clones.
+    skeletons: Arc<skeleton::SkeletonCache>,
 }
 
 impl fmt::Debug for TemplateSet {
@@ -201,6 +213,7 @@ impl TemplateSet {
             files: HashMap::new(),
             templates: HashSet::new(),
             includes: limits::Graph::default(),
+            skeletons: Arc::default(),
         }
     }
 
@@ -307,6 +320,15 @@ impl TemplateSet {
             .render_with_context(name, &context.0)
             .map_err(|e| self.render_error(&e, file))?;
         let values = table.finish();
+        // The same text always has the same structure: fill its skeleton when it has one;
+        // decode the text (for its exact error) when it has none or the values break it.
+        let values = match self.skeletons.get(&text) {
+            Some(skeleton) => match skeleton.fill(values) {
+                Ok(documents) => return Ok(documents),
+                Err(values) => values,
+            },
+            None => values,
+        };
         decode::decode(&text, &values).map_err(|message| TemplateError::at(file, None, message))
     }
 

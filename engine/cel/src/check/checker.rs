@@ -1,12 +1,14 @@
 //! The walk over the parsed expression: a type for every node, issues where no type fits.
 
+use std::collections::HashMap;
+
 use cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
     SourceInfo, operators,
 };
 
 use super::TypeEnv;
-use super::decls::{Arg, DECLARATIONS, join, resolve};
+use super::decls::{Arg, DECLARATIONS, assignable, join, join_assignable, resolve};
 use super::types::{ObjectType, Type};
 
 /// Stack the check of a node wants left before it starts, and the segment it gets when it
@@ -42,6 +44,12 @@ pub(super) struct Checker<'a> {
     info: &'a SourceInfo,
     env: &'a TypeEnv,
     locals: Vec<Local>,
+    /// How many calls of `format` the node being checked is inside: their list and map
+    /// literals may mix types (see [`Checker::validates_literals`]).
+    in_format: usize,
+    /// The types of the nodes inside calls of `format` (of every node, as
+    /// [`TypeEnv::kubernetes`]), by id.
+    types: HashMap<u64, Type>,
     /// `(byte offset in the source, message)`.
     pub(super) issues: Vec<(usize, String)>,
 }
@@ -53,13 +61,20 @@ impl<'a> Checker<'a> {
             info,
             env,
             locals: Vec::new(),
+            in_format: 0,
+            types: HashMap::new(),
             issues: Vec::new(),
         }
     }
 
     /// The type of `e`, reporting what does not type-check in it.
     pub(super) fn check(&mut self, e: &IdedExpr) -> Type {
-        stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.visit(e))
+        let ty = stacker::maybe_grow(RED_ZONE, STACK_SEGMENT, || self.visit(e));
+        if self.in_format > 0 || self.env.kubernetes {
+            // The format and homogeneous literal validators read the types of nodes.
+            self.types.insert(e.id, ty.clone());
+        }
+        ty
     }
 
     fn visit(&mut self, e: &IdedExpr) -> Type {
@@ -105,6 +120,28 @@ impl<'a> Checker<'a> {
                 }
                 Type::Dyn
             }
+        }
+    }
+
+    /// Whether `null` is assignable to every type (rules: see [`TypeEnv::kubernetes`]).
+    fn lenient_null(&self) -> bool {
+        !self.env.kubernetes
+    }
+
+    fn assignable(&self, a: &Type, b: &Type) -> bool {
+        assignable(a, b, self.lenient_null())
+    }
+
+    fn join_assignable(&self, a: &Arg, b: &Arg) -> Option<Type> {
+        join_assignable(a, b, self.lenient_null())
+    }
+
+    /// The type of a list literal's elements (a map literal's keys, or values) so far, and
+    /// the next one: as cel-go joins them, `dyn` when neither is assignable to the other.
+    fn join_elements(&self, previous: &Arg, next: &Arg) -> Arg {
+        Arg {
+            ty: self.join_assignable(previous, next).unwrap_or(Type::Dyn),
+            weak: previous.weak && next.weak,
         }
     }
 
@@ -205,6 +242,24 @@ impl<'a> Checker<'a> {
     // ---- calls ----------------------------------------------------------------------------
 
     fn call(&mut self, e: &IdedExpr, call: &CallExpr) -> Type {
+        if call.func_name == "format" {
+            // cel-go's string format validator exempts the literals inside a call of `format`
+            // from the homogeneous literal check, at any depth.
+            self.in_format += 1;
+            let ty = self.typed_call(e, call);
+            self.in_format -= 1;
+            return ty;
+        }
+        self.typed_call(e, call)
+    }
+
+    fn typed_call(&mut self, e: &IdedExpr, call: &CallExpr) -> Type {
+        let ty = self.resolved_call(e, call);
+        self.validate_literals(e, call);
+        ty
+    }
+
+    fn resolved_call(&mut self, e: &IdedExpr, call: &CallExpr) -> Type {
         let name = call.func_name.as_str();
         if call.target.is_none() {
             match (name, call.args.as_slice()) {
@@ -251,8 +306,8 @@ impl<'a> Checker<'a> {
         let unknown_receiver = member && args.first().is_some_and(|a| a.ty.is_dyn());
         if let Some(overloads) = self.env.overloads.get(name) {
             // A custom function declared with types: the evaluator runs it in either style.
-            let resolved =
-                resolve(overloads, member, &args).or_else(|| resolve(overloads, !member, &args));
+            let resolved = resolve(overloads, member, &args, self.lenient_null())
+                .or_else(|| resolve(overloads, !member, &args, self.lenient_null()));
             if let Some(ty) = resolved {
                 return ty;
             }
@@ -269,7 +324,7 @@ impl<'a> Checker<'a> {
             // Custom functions, Kubernetes libraries of types of their own, ...
             return Type::Dyn;
         };
-        if let Some(ty) = resolve(overloads, member, &args) {
+        if let Some(ty) = resolve(overloads, member, &args, self.lenient_null()) {
             return ty;
         }
         if unknown_receiver || args.iter().any(|a| a.ty == Type::Error) {
@@ -279,6 +334,134 @@ impl<'a> Checker<'a> {
         }
         self.no_overload(e, name, member, &args);
         Type::Error
+    }
+
+    // ---- Kubernetes' literal validators ---------------------------------------------------
+
+    /// What Kubernetes' validators check of constant arguments: a literal duration,
+    /// timestamp or regex must be valid (`cel.ValidateDurationLiterals`, ...), and a literal
+    /// format string must fit its literal list of arguments (cel-go's string format
+    /// validator). Their errors would fail every evaluation that reaches the call.
+    fn validate_literals(&mut self, e: &IdedExpr, call: &CallExpr) {
+        let name = call.func_name.as_str();
+        let global = call.target.is_none();
+        match (name, call.args.first()) {
+            ("duration" | "timestamp", Some(arg)) if global && call.args.len() == 1 => {
+                if let Expr::Literal(literal) = &arg.expr
+                    && !self.env.functions.contains(name)
+                    && !literal::valid(name, literal)
+                {
+                    let at = self.offset(arg.id);
+                    self.issue(at, format!("invalid {name} argument"));
+                }
+            }
+            ("matches", Some(arg)) => {
+                // cel-go checks the first argument, which is the pattern of a method call
+                // (and the string, for the global form).
+                if let Expr::Literal(literal) = &arg.expr
+                    && !self.env.functions.contains(name)
+                    && !literal::valid(name, literal)
+                {
+                    let at = self.offset(arg.id);
+                    self.issue(at, "invalid matches argument".to_owned());
+                }
+            }
+            ("format", Some(arg)) if !global && call.args.len() == 1 => {
+                if let Some(target) = call.target.as_deref()
+                    && let Expr::Literal(LiteralValue::String(format)) = &target.expr
+                    && let Expr::List(list) = &arg.expr
+                {
+                    self.validate_format(e, format.inner(), &list.elements);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// cel-go's string format validator: each clause of `format` against the type of its
+    /// argument, and (as Kubernetes does) no more arguments than clauses.
+    fn validate_format(&mut self, e: &IdedExpr, format: &str, args: &[IdedExpr]) {
+        let at = self.offset(e.id);
+        let conversions = match crate::format::conversions(format, args.len()) {
+            Ok(conversions) => conversions,
+            Err(message) => {
+                self.issue(at, message);
+                return;
+            }
+        };
+        for (conversion, arg) in conversions.iter().zip(args) {
+            let wrong = match conversion {
+                's' => self.unprintable(arg),
+                conversion => {
+                    let ty = self.literal_type(arg);
+                    let accepted = match conversion {
+                        'd' | 'o' => matches!(ty, Type::Int | Type::Uint),
+                        'f' | 'e' => matches!(ty, Type::Double | Type::String),
+                        'b' => matches!(ty, Type::Int | Type::Uint | Type::Bool),
+                        _ => matches!(ty, Type::Int | Type::Uint | Type::String | Type::Bytes),
+                    };
+                    (!accepted && !ty.is_dyn()).then_some((arg.id, ty))
+                }
+            };
+            if let Some((id, ty)) = wrong {
+                let clause = match conversion {
+                    's' => {
+                        "string clause can only be used on strings, bools, bytes, ints, \
+                         doubles, maps, lists, types, durations, and timestamps"
+                    }
+                    'd' => "decimal clause can only be used on integers",
+                    'f' => "fixed-point clause can only be used on doubles",
+                    'e' => "scientific clause can only be used on doubles",
+                    'b' => "only integers and bools can be formatted as binary",
+                    'o' => "octal clause can only be used on integers",
+                    _ => "only integers, byte buffers, and strings can be formatted as hex",
+                };
+                let at = self.offset(id);
+                self.issue(
+                    at,
+                    format!(
+                        "error during formatting: {clause}, was given {}",
+                        type_name(&ty)
+                    ),
+                );
+                return;
+            }
+        }
+        if self.env.kubernetes && args.len() > conversions.len() {
+            self.issue(
+                at,
+                format!(
+                    "too many arguments supplied to string.format (expected {}, got {})",
+                    conversions.len(),
+                    args.len()
+                ),
+            );
+        }
+    }
+
+    /// The argument of `%s` (or a value in a literal list or map of it) that `%s` cannot
+    /// print, and its type: an optional, an abstract type (`%s` of a list or map literal
+    /// looks into it).
+    fn unprintable(&self, arg: &IdedExpr) -> Option<(u64, Type)> {
+        let ty = self.literal_type(arg);
+        if matches!(ty, Type::Optional(_) | Type::Opaque(..)) {
+            return Some((arg.id, ty));
+        }
+        match &arg.expr {
+            Expr::List(list) => list.elements.iter().find_map(|e| self.unprintable(e)),
+            Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(entry) => self
+                    .unprintable(&entry.key)
+                    .or_else(|| self.unprintable(&entry.value)),
+                EntryExpr::StructField(_) => None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The type of an argument of a literal list, as checked already.
+    fn literal_type(&self, arg: &IdedExpr) -> Type {
+        self.types.get(&arg.id).cloned().unwrap_or(Type::Dyn)
     }
 
     /// Reports that no overload of `name` accepts `args` (the receiver first for a member
@@ -291,7 +474,7 @@ impl<'a> Checker<'a> {
     fn no_overload_at(&mut self, at: usize, name: &str, member: bool, args: &[Arg]) {
         let types: Vec<String> = args
             .iter()
-            .map(|a| a.ty.without_params().to_string())
+            .map(|a| a.ty.without_params().in_message().to_string())
             .collect();
         let signature = match types.split_first() {
             Some((receiver, rest)) if member => format!("{receiver}.({})", rest.join(", ")),
@@ -306,7 +489,7 @@ impl<'a> Checker<'a> {
     fn conditional(&mut self, e: &IdedExpr, c: &IdedExpr, a: &IdedExpr, b: &IdedExpr) -> Type {
         let condition = self.arg(c);
         let (a_arg, b_arg) = (self.arg(a), self.arg(b));
-        if !is_bool(&condition.ty) {
+        if !is_bool(&condition.ty) || !self.assignable(&a_arg.ty, &b_arg.ty) {
             // `filter` and `exists_one` expand into `predicate ? ... : @result`.
             let at = if is_accumulator(a) || is_accumulator(b) {
                 self.start(c)
@@ -321,7 +504,7 @@ impl<'a> Checker<'a> {
             );
             return Type::Error;
         }
-        join(&a_arg, &b_arg)
+        self.join_assignable(&a_arg, &b_arg).unwrap_or(Type::Error)
     }
 
     fn logical(&mut self, e: &IdedExpr, name: &str, a: &IdedExpr, b: &IdedExpr) -> Type {
@@ -340,7 +523,9 @@ impl<'a> Checker<'a> {
 
     fn equality(&mut self, e: &IdedExpr, name: &str, a: &IdedExpr, b: &IdedExpr) -> Type {
         let (a, b) = (self.arg(a), self.arg(b));
-        if !comparable(&a.ty, &b.ty) {
+        // `_==_(A, A)`: as in cel-go, numbers of different types do not compare for equality
+        // (they do for ordering), and `null` only with the nullable types.
+        if !self.assignable(&a.ty, &b.ty) {
             self.no_overload(e, name, false, &[a, b]);
         }
         Type::Bool
@@ -350,9 +535,9 @@ impl<'a> Checker<'a> {
         let (element, container) = (self.arg(a), self.arg(b));
         let accepted = match &container.ty {
             t if t.is_dyn() => true,
-            Type::List(e) => comparable(&element.ty, e),
-            Type::Map(k, _) => comparable(&element.ty, k),
-            Type::Object(_) => comparable(&element.ty, &Type::String),
+            Type::List(e) => self.assignable(&element.ty, e),
+            Type::Map(k, _) => self.assignable(&element.ty, k),
+            Type::Object(_) => self.assignable(&element.ty, &Type::String),
             _ => false,
         };
         if !accepted {
@@ -370,9 +555,9 @@ impl<'a> Checker<'a> {
         let ty = match inner {
             t if t.is_dyn() => Some(Type::Dyn),
             Type::List(element) => {
-                (index.ty.is_dyn() || is_number(&index.ty)).then(|| (**element).clone())
+                (index.ty.is_dyn() || index.ty == Type::Int).then(|| (**element).clone())
             }
-            Type::Map(key, value) => comparable(&index.ty, key).then(|| (**value).clone()),
+            Type::Map(key, value) => self.assignable(&index.ty, key).then(|| (**value).clone()),
             Type::Object(object) => match (&index.ty, &b.expr) {
                 (_, Expr::Literal(LiteralValue::String(field))) => {
                     match object.fields.get(field.inner()) {
@@ -466,18 +651,31 @@ impl<'a> Checker<'a> {
 
     fn list(&mut self, list: &ListExpr) -> Type {
         let mut joined: Option<Arg> = None;
+        let mut elements = Vec::with_capacity(list.elements.len());
         for (i, element) in list.elements.iter().enumerate() {
             let mut arg = self.arg(element);
             if list.optional_indices.contains(&i) {
                 arg.ty = optional_value(arg.ty);
             }
+            elements.push((element, arg.ty.clone()));
             joined = Some(match joined {
                 None => arg,
-                Some(previous) => Arg {
-                    ty: join(&previous, &arg),
-                    weak: previous.weak && arg.weak,
-                },
+                Some(previous) => self.join_elements(&previous, &arg),
             });
+        }
+        // Kubernetes' homogeneous literal validator: the first mismatch is reported.
+        if self.validates_literals()
+            && let Some(((first, ty), rest)) = elements.split_first()
+        {
+            let mut expected = self.homogeneous_type(first, ty);
+            for (element, ty) in rest {
+                let found = self.homogeneous_type(element, ty);
+                if !equivalent(&expected, &found) {
+                    self.mismatch(element, &expected, &found);
+                    break;
+                }
+                expected = settled(&expected, &found);
+            }
         }
         Type::list(joined.map_or_else(undetermined, |a| a.ty))
     }
@@ -485,6 +683,8 @@ impl<'a> Checker<'a> {
     fn map(&mut self, map: &MapExpr) -> Type {
         let mut keys: Option<Arg> = None;
         let mut values: Option<Arg> = None;
+        // The key and value types the first entry sets.
+        let mut first: Option<(Type, Type)> = None;
         for entry in &map.entries {
             let (key, value) = match &entry.expr {
                 EntryExpr::MapEntry(entry) => {
@@ -492,6 +692,26 @@ impl<'a> Checker<'a> {
                     let mut value = self.arg(&entry.value);
                     if entry.optional {
                         value.ty = optional_value(value.ty);
+                    }
+                    // Kubernetes' homogeneous literal validator: every key and every value
+                    // of another type than the first entry's is reported.
+                    if self.validates_literals() {
+                        let found = (
+                            self.homogeneous_type(&entry.key, &key.ty),
+                            self.homogeneous_type(&entry.value, &value.ty),
+                        );
+                        first = Some(match first.take() {
+                            None => found,
+                            Some((keys, values)) => {
+                                if !equivalent(&keys, &found.0) {
+                                    self.mismatch(&entry.key, &keys, &found.0);
+                                }
+                                if !equivalent(&values, &found.1) {
+                                    self.mismatch(&entry.value, &values, &found.1);
+                                }
+                                (settled(&keys, &found.0), settled(&values, &found.1))
+                            }
+                        });
                     }
                     (key, value)
                 }
@@ -506,10 +726,7 @@ impl<'a> Checker<'a> {
             for (joined, arg) in [(&mut keys, key), (&mut values, value)] {
                 *joined = Some(match joined.take() {
                     None => arg,
-                    Some(previous) => Arg {
-                        ty: join(&previous, &arg),
-                        weak: previous.weak && arg.weak,
-                    },
+                    Some(previous) => self.join_elements(&previous, &arg),
                 });
             }
         }
@@ -517,6 +734,101 @@ impl<'a> Checker<'a> {
             keys.map_or_else(undetermined, |a| a.ty),
             values.map_or_else(undetermined, |a| a.ty),
         )
+    }
+
+    /// Whether list and map literals are checked as Kubernetes' homogeneous aggregate
+    /// literal validator (`cel.ValidateHomogeneousAggregateLiterals`) checks them: their
+    /// elements (keys, values) of equivalent types, `dyn` only with `dyn`. Only as
+    /// [`TypeEnv::kubernetes`] (rules build objects as map literals), and not inside a call
+    /// of `format`.
+    fn validates_literals(&self) -> bool {
+        self.env.kubernetes && self.in_format == 0
+    }
+
+    /// The type of the element `e` of a literal (of type `ty`) for the homogeneous literal
+    /// check: where the checker does not know a type (`dyn` for what it cannot type, an
+    /// issue, a type not determined yet) anything goes, but a `dyn` Kubernetes would see as
+    /// such (`dyn(x)`, a variable declared `dyn`, inside a literal too) is [`declared_dyn`]'s
+    /// marker, equivalent only to itself.
+    fn homogeneous_type(&self, e: &IdedExpr, ty: &Type) -> Type {
+        let known = |e: &IdedExpr| {
+            let ty = self.types.get(&e.id).cloned().unwrap_or(Type::Dyn);
+            self.homogeneous_type(e, &ty)
+        };
+        // The type of a literal element's elements: as cel-go joins them, a `dyn` of its own
+        // where two are not equivalent (the literal is reported itself).
+        let joined = |types: Vec<Type>| {
+            let mut types = types.into_iter();
+            let first = types.next()?;
+            Some(
+                types
+                    .try_fold(first, |joined, next| {
+                        equivalent(&joined, &next)
+                            .then(|| settled(&joined, &next))
+                            .ok_or(())
+                    })
+                    .unwrap_or_else(|()| declared_dyn()),
+            )
+        };
+        match (&e.expr, ty) {
+            (_, Type::Dyn) if self.strict_dyn(e) => declared_dyn(),
+            (Expr::List(list), Type::List(element)) => {
+                let types = list.elements.iter().map(known).collect();
+                Type::list(joined(types).unwrap_or_else(|| (**element).clone()))
+            }
+            (Expr::Map(map), Type::Map(key, value)) => {
+                let (keys, values): (Vec<Type>, Vec<Type>) = map
+                    .entries
+                    .iter()
+                    .filter_map(|entry| match &entry.expr {
+                        EntryExpr::MapEntry(entry) => {
+                            Some((known(&entry.key), known(&entry.value)))
+                        }
+                        EntryExpr::StructField(_) => None,
+                    })
+                    .unzip();
+                Type::map(
+                    joined(keys).unwrap_or_else(|| (**key).clone()),
+                    joined(values).unwrap_or_else(|| (**value).clone()),
+                )
+            }
+            _ => ty.clone(),
+        }
+    }
+
+    /// Whether `e` is `dyn` for Kubernetes too: `dyn(x)`, or a variable declared `dyn` (in
+    /// an environment where such variables are as Kubernetes declares them), or a field or
+    /// element of one.
+    fn strict_dyn(&self, e: &IdedExpr) -> bool {
+        match &e.expr {
+            Expr::Call(call) => match (call.func_name.as_str(), &call.target, call.args.as_slice())
+            {
+                ("dyn", None, [_]) => !self.env.functions.contains("dyn"),
+                (operators::INDEX, None, [target, _]) => self.strict_dyn(target),
+                _ => false,
+            },
+            Expr::Select(select) if !select.test => self.strict_dyn(&select.operand),
+            Expr::Ident(name) => {
+                self.env.kubernetes
+                    && self.local(name).is_none()
+                    && self.env.variables.get(name) == Some(&Type::Dyn)
+            }
+            _ => false,
+        }
+    }
+
+    /// Reports an element of a literal of another type than the first one's, in cel-go's
+    /// words.
+    fn mismatch(&mut self, element: &IdedExpr, expected: &Type, found: &Type) {
+        let at = self.offset(element.id);
+        self.issue(
+            at,
+            format!(
+                "expected type '{}' but found '{}'",
+                expected.without_params().in_message(),
+                found.without_params().in_message()
+            ),
+        );
     }
 
     // ---- positions --------------------------------------------------------------------------
@@ -579,21 +891,64 @@ impl<'a> Checker<'a> {
         found.map_or(open, |i| open + i)
     }
 
-    /// An operator's position is its token; a function's is its name (the parser records
-    /// the `(` of a call).
-    fn call_position(&self, id: u64, name: &str) -> usize {
-        let at = self.offset(id);
-        let is_operator = name.starts_with(['_', '@', '!', '-']);
-        if is_operator || self.source.get(at..at + 1) != Some("(") {
-            return at;
-        }
-        let short = name.rsplit('.').next().unwrap_or(name);
-        let before = self.source.get(..at).map_or("", str::trim_end);
-        if before.ends_with(short) {
-            before.len() - short.len()
-        } else {
-            at
-        }
+    /// A call's position, as cel-go reports it: an operator's token, a function's `(`
+    /// (what the parser records for both).
+    fn call_position(&self, id: u64, _name: &str) -> usize {
+        self.offset(id)
+    }
+}
+
+/// A type's name as cel-go's `TypeName` gives it (`list`, `map`, `optional_type`).
+fn type_name(ty: &Type) -> String {
+    match ty {
+        Type::List(_) => "list".to_owned(),
+        Type::Map(..) => "map".to_owned(),
+        Type::Optional(_) => "optional_type".to_owned(),
+        Type::Opaque(name, _) => name.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The literal arguments Kubernetes' validators check, checked with the evaluator.
+mod literal {
+    use cel::common::ast::LiteralValue;
+
+    use crate::{Activation, Env, Value};
+
+    thread_local! {
+        /// `duration(v)`, `timestamp(v)` and `''.matches(v)`, compiled once per thread.
+        static CALLS: Option<(Env, [crate::Program; 3])> = {
+            let env = Env::kubernetes();
+            let compiled = ["duration(v)", "timestamp(v)", "''.matches(v)"]
+                .map(|source| env.compile(source).ok());
+            match compiled {
+                [Some(d), Some(t), Some(m)] => Some((env, [d, t, m])),
+                _ => None,
+            }
+        };
+    }
+
+    /// Whether `function(literal)` evaluates (for `matches`: whether the literal is a valid
+    /// pattern); `true` when that cannot be told.
+    pub(super) fn valid(function: &str, literal: &LiteralValue) -> bool {
+        let value = match literal {
+            LiteralValue::String(s) => Value::String(std::sync::Arc::from(s.inner())),
+            LiteralValue::Int(i) => Value::Int(*i.inner()),
+            _ => return true,
+        };
+        let index = match function {
+            "duration" => 0,
+            "timestamp" => 1,
+            _ => 2,
+        };
+        CALLS.with(|calls| {
+            let Some((env, programs)) = calls else {
+                return true;
+            };
+            let mut activation = Activation::new(env);
+            activation.bind("v", value);
+            programs[index].eval(&activation).is_ok()
+        })
     }
 }
 
@@ -624,10 +979,6 @@ fn is_bool(ty: &Type) -> bool {
     ty.is_dyn() || *ty == Type::Bool
 }
 
-fn is_number(ty: &Type) -> bool {
-    matches!(ty, Type::Int | Type::Uint | Type::Double)
-}
-
 /// The element type of `[]` (and key and value types of `{}`): what the elements joined
 /// with it determine (see [`Type::Param`]), `dyn` if nothing does.
 fn undetermined() -> Type {
@@ -642,22 +993,38 @@ fn optional_value(ty: Type) -> Type {
     }
 }
 
-/// Whether values of types `a` and `b` can be compared with `==` or `in`: the same type
-/// (parameters included), numbers of any type (CEL's equality is heterogeneous for them),
-/// `null` and `dyn` with anything, objects with objects and maps, abstract types with the
-/// same abstract type.
-pub(super) fn comparable(a: &Type, b: &Type) -> bool {
+/// The marker of a `dyn` Kubernetes sees as `dyn` in the homogeneous literal check (see
+/// [`Checker::homogeneous_type`]): named `dyn` in messages.
+fn declared_dyn() -> Type {
+    Type::opaque("dyn", Vec::new())
+}
+
+/// The type a literal's elements must have after `expected` and `found` (equivalent): as
+/// cel-go substitutes its type variables, a type not determined yet takes the other's
+/// (`[[], [1], ['a']]`: the first element is a `list(int)`).
+fn settled(expected: &Type, found: &Type) -> Type {
+    match (expected, found) {
+        (Type::Param(_), t) => t.clone(),
+        (Type::List(a), Type::List(b)) => Type::list(settled(a, b)),
+        (Type::Optional(a), Type::Optional(b)) => Type::optional(settled(a, b)),
+        (Type::Map(ka, va), Type::Map(kb, vb)) => Type::map(settled(ka, kb), settled(va, vb)),
+        _ => expected.clone(),
+    }
+}
+
+/// Whether two types are the same for the homogeneous literal check (cel-go's
+/// `IsEquivalentType`), where a type the checker does not know (see [`Type::is_dyn`]) is
+/// any type. Objects are equivalent to objects and maps (the checker does not name them as
+/// Kubernetes does).
+fn equivalent(a: &Type, b: &Type) -> bool {
     use Type as T;
     match (a, b) {
         (a, b) if a.is_dyn() || b.is_dyn() => true,
-        (T::Null, _) | (_, T::Null) => true,
-        (a, b) if is_number(a) && is_number(b) => true,
-        (T::List(a), T::List(b)) | (T::Optional(a), T::Optional(b)) => comparable(a, b),
-        (T::Map(ka, va), T::Map(kb, vb)) => comparable(ka, kb) && comparable(va, vb),
-        (T::Object(_), T::Object(_)) => true,
-        (T::Object(_), T::Map(k, _)) | (T::Map(k, _), T::Object(_)) => comparable(k, &T::String),
+        (T::List(a), T::List(b)) | (T::Optional(a), T::Optional(b)) => equivalent(a, b),
+        (T::Map(ka, va), T::Map(kb, vb)) => equivalent(ka, kb) && equivalent(va, vb),
+        (T::Object(_), T::Object(_) | T::Map(..)) | (T::Map(..), T::Object(_)) => true,
         (T::Opaque(a, pa), T::Opaque(b, pb)) => {
-            a == b && pa.len() == pb.len() && pa.iter().zip(pb).all(|(a, b)| comparable(a, b))
+            a == b && pa.len() == pb.len() && pa.iter().zip(pb).all(|(a, b)| equivalent(a, b))
         }
         (a, b) => a == b,
     }

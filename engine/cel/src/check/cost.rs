@@ -1433,7 +1433,7 @@ fn declared_scalar(name: &str, member: bool, args: &[Shape]) -> Option<Shape> {
             weak: shape.never,
         })
         .collect();
-    let ty = resolve(overloads, member, &args)?;
+    let ty = resolve(overloads, member, &args, true)?;
     let scalar = Shape::scalar(ty);
     (!scalar.ty.is_dyn() && scalar.is_unsized()).then_some(scalar)
 }

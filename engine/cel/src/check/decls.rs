@@ -209,9 +209,9 @@ list(A).reverse() -> list(A)
 list(A).sort() -> list(A)
 list(A).@sortByAssociatedKeys(list(B)) -> list(A)
 lists.range(int) -> list(int)
-sets.contains(list(A), list(B)) -> bool
-sets.equivalent(list(A), list(B)) -> bool
-sets.intersects(list(A), list(B)) -> bool
+sets.contains(list(A), list(A)) -> bool
+sets.equivalent(list(A), list(A)) -> bool
+sets.intersects(list(A), list(A)) -> bool
 optional.of(A) -> optional(A)
 optional.ofNonZeroValue(A) -> optional(A)
 optional.none() -> optional(dyn)
@@ -365,21 +365,29 @@ pub(super) struct Arg {
 
 /// Type parameter bindings while an overload is matched.
 ///
-/// A parameter bound to two types is bound to their merge: `dyn` where they differ (cel-go
-/// keeps the more general of the two and refuses two unrelated types, but the evaluator
-/// runs the call with both, so the checker accepts it), a type not determined yet
-/// ([`Type::Param`]) giving way to the other.
+/// As in cel-go, a parameter bound twice must be bound to types assignable to each other
+/// ([`assignable`]: `int` and `double` are not, `dyn` is assignable to anything), and is
+/// then bound to the more general of the two; a type not determined yet ([`Type::Param`])
+/// gives way to the other.
 #[derive(Default)]
 struct Bindings {
     params: Vec<Option<(Type, bool)>>,
+    /// `null` is assignable to every type (rules: see [`super::TypeEnv::kubernetes`]).
+    lenient_null: bool,
 }
 
 impl Bindings {
-    fn bind(&mut self, param: usize, ty: &Type, weak: bool) {
+    /// Binds `param` to `ty`; `false` when it is bound to a type `ty` is not assignable to.
+    fn bind(&mut self, param: usize, ty: &Type, weak: bool) -> bool {
         if self.params.len() <= param {
             self.params.resize(param + 1, None);
         }
         let slot = &mut self.params[param];
+        if let Some((bound, _)) = slot.as_ref()
+            && !assignable(bound, ty, self.lenient_null)
+        {
+            return false;
+        }
         *slot = Some(match slot.take() {
             None => (ty.clone(), weak),
             // A strong binding replaces a weak one, a weak one leaves a strong one be; two
@@ -388,6 +396,7 @@ impl Bindings {
             Some((bound, false)) if weak => (bound, false),
             Some((bound, bound_weak)) => (merge(&bound, ty), bound_weak),
         });
+        true
     }
 
     fn resolve(&self, pattern: &Pattern) -> Type {
@@ -442,6 +451,52 @@ pub(super) fn join(a: &Arg, b: &Arg) -> Type {
     }
 }
 
+/// [`join`] as cel-go joins the branches of `?:` (the type parameter of
+/// `_?_:_(bool, A, A)`): `None` when neither type is assignable to the other.
+pub(super) fn join_assignable(a: &Arg, b: &Arg, lenient_null: bool) -> Option<Type> {
+    assignable(&a.ty, &b.ty, lenient_null).then(|| join(a, b))
+}
+
+/// cel-go's assignability of two types, both ways (`internalIsAssignable` without type
+/// substitutions): the same type, `dyn` (or a type with an issue, or one not determined
+/// yet) with anything, `null` with the nullable types (`null`, timestamps, durations,
+/// objects, abstract types), lists, maps and optionals whose parameters are, abstract types
+/// of the same name whose parameters are. Numbers of different types are not (`1 == 1.0`
+/// does not type-check). Two object types are (the checker names a schema's objects as it
+/// can, not as Kubernetes does), and so are an object and a map with string keys (an
+/// object is one at run time). With `lenient_null`, `null` is assignable to every type.
+pub(super) fn assignable(a: &Type, b: &Type, lenient_null: bool) -> bool {
+    use Type as T;
+    let nested = |a: &Type, b: &Type| assignable(a, b, lenient_null);
+    match (a, b) {
+        (a, b) if a.is_dyn() || b.is_dyn() => true,
+        (T::Null, t) | (t, T::Null) => lenient_null || nullable(t),
+        (T::List(a), T::List(b)) | (T::Optional(a), T::Optional(b)) => nested(a, b),
+        (T::Map(ka, va), T::Map(kb, vb)) => nested(ka, kb) && nested(va, vb),
+        (T::Object(_), T::Object(_)) => true,
+        (T::Object(_), T::Map(k, _)) | (T::Map(k, _), T::Object(_)) => nested(k, &T::String),
+        (T::Opaque(a, pa), T::Opaque(b, pb)) => {
+            a == b && pa.len() == pb.len() && pa.iter().zip(pb).all(|(a, b)| nested(a, b))
+        }
+        (a, b) => a == b,
+    }
+}
+
+/// Whether `null` is assignable to `ty` (cel-go's legacy nullable kinds).
+fn nullable(ty: &Type) -> bool {
+    matches!(
+        ty,
+        Type::Null
+            | Type::Timestamp
+            | Type::Duration
+            | Type::Object(_)
+            | Type::Opaque(..)
+            | Type::Dyn
+            | Type::Error
+            | Type::Param(_)
+    )
+}
+
 /// Whether `arg` can be passed as `pattern`, binding its type parameters.
 fn unify(pattern: &Pattern, arg: &Type, weak: bool, bindings: &mut Bindings) -> bool {
     if arg.is_dyn() {
@@ -455,10 +510,7 @@ fn unify(pattern: &Pattern, arg: &Type, weak: bool, bindings: &mut Bindings) -> 
         return true;
     }
     match (pattern, arg) {
-        (Pattern::Param(i), t) => {
-            bindings.bind(*i, t, weak);
-            true
-        }
+        (Pattern::Param(i), t) => bindings.bind(*i, t, weak),
         (Pattern::Is(Type::Dyn), _) => true,
         (Pattern::Is(t), a) => concrete(t, a),
         (Pattern::List(e), Type::List(a)) => unify(e, a, weak, bindings),
@@ -486,7 +538,10 @@ fn unify(pattern: &Pattern, arg: &Type, weak: bool, bindings: &mut Bindings) -> 
 fn bind_any(pattern: &Pattern, any: &Type, weak: bool, bindings: &mut Bindings) {
     match pattern {
         Pattern::Is(_) => {}
-        Pattern::Param(i) => bindings.bind(*i, any, weak),
+        Pattern::Param(i) => {
+            // `dyn` (or a type not determined yet) is assignable to any binding.
+            bindings.bind(*i, any, weak);
+        }
         Pattern::List(e) | Pattern::Optional(e) => bind_any(e, any, weak, bindings),
         Pattern::Map(k, v) => {
             bind_any(k, any, weak, bindings);
@@ -517,13 +572,21 @@ fn concrete(declared: &Type, arg: &Type) -> bool {
 /// The result type of the call of `name` with `args` (the receiver first for a member
 /// call), or `None` when no overload accepts them. Several overloads may accept `dyn`
 /// arguments: the result is then the merge of theirs.
-pub(super) fn resolve(overloads: &[Overload], member: bool, args: &[Arg]) -> Option<Type> {
+pub(super) fn resolve(
+    overloads: &[Overload],
+    member: bool,
+    args: &[Arg],
+    lenient_null: bool,
+) -> Option<Type> {
     let mut result: Option<Type> = None;
     for overload in overloads {
         if overload.member != member || overload.params.len() != args.len() {
             continue;
         }
-        let mut bindings = Bindings::default();
+        let mut bindings = Bindings {
+            lenient_null,
+            ..Bindings::default()
+        };
         let accepted = overload
             .params
             .iter()

@@ -8,14 +8,40 @@
 //! ```
 //!
 //! It follows cel-go's checker as Kubernetes runs it on CRD validation rules (same
-//! messages), with one rule above all: **a valid expression is never reported**. What the
-//! checker does not know is `dyn`, and `dyn` is never an error: undeclared variables,
-//! custom functions (`decide`), Kubernetes library functions with types of their own
-//! (`quantity`, `url`, `ip`, ...), methods of `dyn` values, fields of objects that keep
-//! unknown fields. Where the evaluator accepts what cel-go refuses, the checker accepts it:
-//! numbers of different types compare (`1 == 1.0`, `x < 2.5`), anything compares with
-//! `null`, list and map literals may mix types (their element type is then `dyn`),
-//! `opt.orValue(x)` may give another type than the optional's (the result is `dyn`).
+//! messages, placed as cel-go places them): what Kubernetes refuses at compile time is
+//! refused here, even between values of no declared type:
+//!
+//! ```text
+//! 1 == 1u            found no matching overload for '_==_' applied to '(int, uint)'
+//! true ? 1 : 'x'     found no matching overload for '_?_:_' applied to '(bool, int, string)'
+//! [1] + ['a']        found no matching overload for '_+_' applied to '(list(int), list(string))'
+//! duration('1x')     invalid duration argument
+//! '%d'.format(['a']) error during formatting: decimal clause can only be used on integers, ...
+//! ```
+//!
+//! Numbers of different types order (`1 < 2.5`, Kubernetes' cross-type numeric comparisons)
+//! but are not equal (`1 == 1.0` is refused), a type parameter takes one type per call
+//! (`optional.of(1).orValue('a')` is refused), the branches of `?:` have one type. Literal
+//! durations, timestamps and regexes must be valid and a literal format string must fit its
+//! literal arguments (Kubernetes' validators).
+//!
+//! With [`TypeEnv::kubernetes`] (`switchyard cel` does not use it, the differential test
+//! against Kubernetes does) also as Kubernetes' base environment: list and map literals are
+//! homogeneous (`[1, 'a']`: `expected type 'int' but found 'string'`), `null` is assignable
+//! only to what cel-go makes nullable (`null == 1` is refused), a variable declared `dyn` is
+//! `dyn` for the literal check (`[x, 1]` is refused), and a format call has no more arguments
+//! than clauses. Rules check without it: they build objects as map literals
+//! (`{'name': n, 'replicas': 3}`) and write `null` to clear a field.
+//!
+//! One rule stays above all: **a valid expression is never reported for what the checker
+//! does not know**. What it does not know is `dyn`, and that `dyn` is never an error:
+//! undeclared variables, custom functions (`decide`), Kubernetes library functions with
+//! types of their own (`quantity`, `url`, `ip`, ...), methods of `dyn` values, fields of
+//! objects that keep unknown fields; only `dyn(x)` (and, as [`TypeEnv::kubernetes`], a
+//! variable declared `dyn`) is `dyn` as Kubernetes sees it. Objects compare with objects and
+//! maps (the checker does not name schema types as Kubernetes does). Where cel-go binds a
+//! type not determined yet (the elements of `[]`) to the first overload that accepts it,
+//! the checker leaves it open.
 //!
 //! Typed:
 //! - literals, variables ([`TypeEnv`]), field selection on objects (undefined fields are
@@ -26,8 +52,8 @@
 //!   `tuple(int, string)`;
 //! - operators as cel-go declares them: arithmetic on `int`, `uint`, `double`, timestamps
 //!   and durations (no mixing), `+` on strings, bytes and lists, ordering within a type and
-//!   across numbers, `==`/`!=`/`in` between comparable types, `!`, `&&`, `||` on `bool`,
-//!   `?:` (a `bool` condition; branches of different types make `dyn`);
+//!   across numbers, `==`/`!=`/`in` between types assignable to each other, `!`, `&&`, `||`
+//!   on `bool`, `?:` (a `bool` condition, branches of one type);
 //! - the standard functions (`size`, `contains`, `startsWith`, `endsWith`, `matches`,
 //!   conversions, timestamp and duration accessors), the strings extension, optionals
 //!   (`.?f`, `[?k]`, `optional.of`, `orValue`, `hasValue`, `value`, `or`, `optMap`),
@@ -106,6 +132,8 @@ pub struct TypeEnv {
     functions: BTreeSet<String>,
     /// The overloads of the custom functions declared with types.
     overloads: BTreeMap<String, Vec<decls::Overload>>,
+    /// Checked as Kubernetes checks: see [`TypeEnv::kubernetes`].
+    kubernetes: bool,
 }
 
 /// An overload of a custom function declared with types ([`TypeEnv::with_overload`]): the
@@ -191,6 +219,26 @@ impl TypeEnv {
         if !bounds.is_unbounded() {
             self.bounds.insert(name.to_string(), bounds);
         }
+    }
+
+    /// Checks as Kubernetes' CEL environment does (`switchyard cel`, an expression meant
+    /// for a CRD rule or an admission policy), beyond cel-go's checker:
+    /// - list and map literals are homogeneous (Kubernetes'
+    ///   `cel.ValidateHomogeneousAggregateLiterals`): `[1, 'a']` and `{'a': 1, 'b': 'x'}`
+    ///   are refused with `expected type 'int' but found 'string'`, but inside a call of
+    ///   `format`;
+    /// - `null` is assignable only to the types cel-go makes nullable (`null == 1` is
+    ///   refused);
+    /// - variables declared [`Type::Dyn`] are what Kubernetes makes of a variable declared
+    ///   `cel.DynType`, not values the checker cannot type: `[x, 1]` is refused.
+    ///
+    /// Without it (rules), a literal may mix types (rules build objects as map literals:
+    /// `{'name': n, 'replicas': 3}`), `null` goes anywhere a value does (a rule writes
+    /// `null` to clear a field), and only `dyn(x)` is `dyn` for sure.
+    #[must_use]
+    pub fn kubernetes(mut self) -> TypeEnv {
+        self.kubernetes = true;
+        self
     }
 
     /// The type of `name`, if declared.

@@ -238,12 +238,34 @@ impl Type {
 }
 
 /// cel-go's names: `int`, `list(string)`, `map(string, int)`, `optional_type(int)`,
-/// `google.protobuf.Timestamp`, an object type's name.
+/// `google.protobuf.Timestamp`, an object type's name; `null_type` for `null`'s (see
+/// [`Type::in_message`] for the name in cel-go's messages).
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, "null_type")
+    }
+}
+
+/// A type as cel-go's messages name it: see [`Type::in_message`].
+pub struct InMessage<'a>(&'a Type);
+
+impl fmt::Display for InMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write(f, "null")
+    }
+}
+
+impl Type {
+    /// The type as cel-go's error messages name it (`FormatCELType`): as [`Display`](fmt::Display)
+    /// but `null` for `null`'s type (`applied to '(null, int)'`).
+    pub fn in_message(&self) -> InMessage<'_> {
+        InMessage(self)
+    }
+
+    fn write(&self, f: &mut fmt::Formatter<'_>, null: &str) -> fmt::Result {
         match self {
             Type::Dyn => f.write_str("dyn"),
-            Type::Null => f.write_str("null_type"),
+            Type::Null => f.write_str(null),
             Type::Bool => f.write_str("bool"),
             Type::Int => f.write_str("int"),
             Type::Uint => f.write_str("uint"),
@@ -252,10 +274,24 @@ impl fmt::Display for Type {
             Type::Bytes => f.write_str("bytes"),
             Type::Timestamp => f.write_str("google.protobuf.Timestamp"),
             Type::Duration => f.write_str("google.protobuf.Duration"),
-            Type::List(e) => write!(f, "list({e})"),
-            Type::Map(k, v) => write!(f, "map({k}, {v})"),
+            Type::List(e) => {
+                f.write_str("list(")?;
+                e.write(f, null)?;
+                f.write_str(")")
+            }
+            Type::Map(k, v) => {
+                f.write_str("map(")?;
+                k.write(f, null)?;
+                f.write_str(", ")?;
+                v.write(f, null)?;
+                f.write_str(")")
+            }
             Type::Object(o) => f.write_str(&o.name),
-            Type::Optional(t) => write!(f, "optional_type({t})"),
+            Type::Optional(t) => {
+                f.write_str("optional_type(")?;
+                t.write(f, null)?;
+                f.write_str(")")
+            }
             Type::Opaque(name, params) if params.is_empty() => f.write_str(name),
             Type::Opaque(name, params) => {
                 write!(f, "{name}(")?;
@@ -263,7 +299,7 @@ impl fmt::Display for Type {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{p}")?;
+                    p.write(f, null)?;
                 }
                 f.write_str(")")
             }

@@ -71,7 +71,7 @@ pub mod url;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use register::{overloads, types};
+pub(crate) use register::{overloads, type_library, types};
 
 /// What compiling a Go (RE2) pattern of `find`/`findAll` costs.
 pub(crate) fn pattern_cost(pattern: &str) -> u64 {

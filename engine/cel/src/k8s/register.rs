@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::EvalError;
+use crate::environment::Library;
 use crate::registry::{Opaque, Overload, Param, Type, Value, compare, equals, no_such_overload};
 
 use super::cidr::Cidr;
@@ -258,17 +259,52 @@ pub(crate) fn types() -> Vec<Type> {
 
 /// Every overload of the Kubernetes libraries.
 pub(crate) fn overloads() -> Vec<Overload> {
-    let mut o = Vec::new();
-    quantity_overloads(&mut o);
-    url_overloads(&mut o);
-    ip_overloads(&mut o);
-    cidr_overloads(&mut o);
-    semver_overloads(&mut o);
-    format_overloads(&mut o);
-    list_overloads(&mut o);
-    set_overloads(&mut o);
-    regex_overloads(&mut o);
-    o
+    type Group = fn(&mut Vec<Overload>);
+    let groups: [(Group, Library); 9] = [
+        (quantity_overloads, Library::Base),
+        (url_overloads, Library::Base),
+        (ip_overloads, Library::Ip),
+        (cidr_overloads, Library::Cidr),
+        (semver_overloads, Library::Semver),
+        (format_overloads, Library::Format),
+        (list_overloads, Library::Base),
+        (set_overloads, Library::Sets),
+        (regex_overloads, Library::Base),
+    ];
+    let mut all = Vec::new();
+    for (add, library) in groups {
+        let mut o = Vec::new();
+        add(&mut o);
+        all.extend(o.into_iter().map(|o| {
+            // The list functions of cel-go's lists library (version 3, Kubernetes 1.34);
+            // the others are Kubernetes' lists library, in every version.
+            let library = match o.name.as_str() {
+                "slice"
+                | "flatten"
+                | "distinct"
+                | "reverse"
+                | "sort"
+                | "@sortByAssociatedKeys"
+                | "lists.range"
+                    if library == Library::Base =>
+                {
+                    Library::Lists
+                }
+                _ => library,
+            };
+            o.in_library(library)
+        }));
+    }
+    all
+}
+
+/// The library of a type name of [`types`] (`net.IP`).
+pub(crate) fn type_library(name: &str) -> Library {
+    match name {
+        IP => Library::Ip,
+        CIDR => Library::Cidr,
+        _ => Library::Base,
+    }
 }
 
 fn quantity_overloads(o: &mut Vec<Overload>) {

@@ -312,10 +312,10 @@ fn sets_and_regex() {
 // ---- through the evaluator ------------------------------------------------------------------
 
 mod evaluator {
-    use crate::{Activation, Env};
+    use crate::Activation;
 
     fn eval(source: &str) -> Result<serde_json::Value, String> {
-        let env = Env::kubernetes();
+        let env = crate::tests::full_env();
         let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
         let value = program
             .eval(&Activation::new(&env))

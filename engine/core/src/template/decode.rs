@@ -14,13 +14,13 @@ use super::helpers::{TOKEN_PREFIX, kind, to_text};
 
 /// A piece of a scalar's text: literal template text or a placeholder.
 #[derive(Debug, PartialEq)]
-enum Piece<'a> {
+pub(super) enum Piece<'a> {
     Text(&'a str),
     Token(usize),
 }
 
 /// Splits `s` into text and `__syv_<N>__` tokens.
-fn split(s: &str) -> Result<Vec<Piece<'_>>, String> {
+pub(super) fn split(s: &str) -> Result<Vec<Piece<'_>>, String> {
     let mut pieces = Vec::new();
     let mut text_start = 0;
     let mut pos = 0;
@@ -75,7 +75,7 @@ const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
 /// Whether a scalar's tag forces a string (`!!str`, or the non-specific `!`). Other tags are
 /// refused: Kubernetes objects have no use for them.
-fn string_tag(tag: Option<&Tag>, line: usize) -> Result<bool, String> {
+pub(super) fn string_tag(tag: Option<&Tag>, line: usize) -> Result<bool, String> {
     match tag {
         None => Ok(false),
         Some(t) if t.handle == CORE_TAG_PREFIX && t.suffix == "str" => Ok(true),
@@ -87,7 +87,7 @@ fn string_tag(tag: Option<&Tag>, line: usize) -> Result<bool, String> {
     }
 }
 
-fn collection_tag(tag: Option<&Tag>, expected: &str, line: usize) -> Result<(), String> {
+pub(super) fn collection_tag(tag: Option<&Tag>, expected: &str, line: usize) -> Result<(), String> {
     match tag {
         None => Ok(()),
         Some(t) if t.handle == CORE_TAG_PREFIX && t.suffix == expected => Ok(()),
@@ -134,7 +134,7 @@ fn float(f: f64, text: &str) -> Result<Value, String> {
 
 /// Resolves a plain scalar written in the template (no placeholders) with the YAML 1.2 core
 /// schema: null, booleans, integers (decimal, `0o` octal, `0x` hex), floats, else a string.
-fn resolve_plain(text: &str) -> Result<Value, String> {
+pub(super) fn resolve_plain(text: &str) -> Result<Value, String> {
     Ok(match text {
         "" | "~" | "null" | "Null" | "NULL" => Value::Null,
         "true" | "True" | "TRUE" => Value::Bool(true),

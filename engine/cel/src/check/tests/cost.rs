@@ -17,7 +17,7 @@ use crate::check::{
 use crate::{Activation, Env, Program, Value};
 
 fn compile(source: &str) -> Program {
-    Env::kubernetes()
+    Env::new(crate::CelEnvironment::all())
         .compile(source)
         .unwrap_or_else(|e| panic!("`{source}` does not compile: {e}"))
 }

@@ -60,7 +60,7 @@ fn rule_env() -> TypeEnv {
 }
 
 fn check_with(source: &str, env: &TypeEnv) -> (Type, Vec<String>) {
-    let program = Env::kubernetes()
+    let program = Env::new(crate::CelEnvironment::all())
         .compile(source)
         .unwrap_or_else(|e| panic!("`{source}` does not compile: {e}"));
     let (ty, issues) = check(&program, env);
@@ -208,11 +208,11 @@ fn issues_are_placed_where_they_are() {
         ),
         (
             "self.spec.fleetRef.name.startsWith(1)",
-            "1:25: found no matching overload for 'startsWith' applied to 'string.(int)'",
+            "1:35: found no matching overload for 'startsWith' applied to 'string.(int)'",
         ),
         (
             "size(self.spec.replicas) > 0",
-            "1:1: found no matching overload for 'size' applied to '(int)'",
+            "1:5: found no matching overload for 'size' applied to '(int)'",
         ),
         (
             "self.spec.replicas.foo == 1",
@@ -241,23 +241,23 @@ fn issues_are_placed_where_they_are() {
         ),
         (
             "string(type(1)) == 'int'",
-            "1:1: found no matching overload for 'string' applied to '(type)'",
+            "1:7: found no matching overload for 'string' applied to '(type)'",
         ),
         (
             "bool(self.spec.replicas)",
-            "1:1: found no matching overload for 'bool' applied to '(int)'",
+            "1:5: found no matching overload for 'bool' applied to '(int)'",
         ),
         (
             "self.metadata.name.sha256() != ''",
-            "1:20: found no matching overload for 'sha256' applied to 'string.()'",
+            "1:26: found no matching overload for 'sha256' applied to 'string.()'",
         ),
         (
             "contains(self.metadata.name, 'a')",
-            "1:1: found no matching overload for 'contains' applied to '(string, string)'",
+            "1:9: found no matching overload for 'contains' applied to '(string, string)'",
         ),
         (
             "self.spec.replicas.orValue(1) > 0",
-            "1:20: found no matching overload for 'orValue' applied to 'int.(int)'",
+            "1:27: found no matching overload for 'orValue' applied to 'int.(int)'",
         ),
         (
             "self.spec.?replicas == 1",
@@ -269,7 +269,7 @@ fn issues_are_placed_where_they_are() {
         ),
         (
             "int([1]) > 0",
-            "1:1: found no matching overload for 'int' applied to '(list(int))'",
+            "1:4: found no matching overload for 'int' applied to '(list(int))'",
         ),
         (
             "self.status.conditions.all(c, c.reason)",
@@ -346,8 +346,9 @@ fn valid_expressions_have_no_issues() {
         "binding.spec.clusters.map(c, c.name).join(',') == ''",
         "vars.anything.at.all + 1 > vars.other",
         "undeclared.x == 1 && undeclaredFunction(1, 'a') == 2",
-        // numbers across types, null
-        "self.spec.replicas < 2.5 && self.spec.replicas == 1.0 && 1u < self.spec.replicas",
+        // numbers order across types; null goes anywhere in rules
+        "self.spec.replicas < 2.5 && self.spec.replicas == 1 && 1u < self.spec.replicas",
+        "self.spec.replicas == null || self.metadata.?generation.orValue(null) == null",
         "self.spec.replicas in [1, 2.0, 3u]",
         "policy == null || policy.spec.strategy == 'Weighted'",
         "fleet.spec.?selector.orValue({}).?matchLabels.orValue({}).size() >= 0",
@@ -397,12 +398,12 @@ fn valid_expressions_have_no_issues() {
         "has(self.metadata.labels.app) && self.metadata.labels.?app.orValue('') == ''",
         "self.spec.?service.?ports[0].?port.orValue(0) > 0 && has(self.spec.service.ports[0].name)",
         "self.spec.?replicas.optMap(r, r * 2).orValue(0) > 1",
-        "optional.of(1) == optional.of(1.0) && optional.none() == optional.none()",
+        "optional.of(1) == optional.of(2) && optional.none() == optional.none()",
         "self.spec.service.ports.filter(p, has(p.name)).map(p, p.name + ':' + string(p.port)).join(',') != ''",
         "fleet.spec.selector.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? size(e.values) > 0 : !has(e.values))",
         "self.status.conditions.exists(c, c.lastTransitionTime > '2020' && timestamp(c.lastTransitionTime) < timestamp(now))",
         "vars.x.exists(e, e.y == 1) && vars.x.map(e, e.z).filter(z, z > 1).size() > 0",
-        "[1, 2, 3].exists(x, x == 2u) && dyn([]).size() == 0 && [dyn(1)].all(e, e)",
+        "[1, 2, 3].exists(x, x == dyn(2u)) && dyn([]).size() == 0 && [dyn(1)].all(e, e)",
         // Kubernetes libraries, cel-go extensions, unknown functions
         "format.named('dns1123Label').value().validate('x').hasValue()",
         "ip.isCanonical('1.2.3.4') && semver('1.0.0').major() == 1",
@@ -414,8 +415,7 @@ fn valid_expressions_have_no_issues() {
         "type(1) == type(2) && type(type(1)) == type",
         "timestamp('2024-01-01T00:00:00Z').getDayOfWeek() == 1 && timestamp(0) < timestamp(now)",
         "duration('1h') + duration('1m') > duration('1h')",
-        "[1, 2] + [3.0] == [1, 2, 3.0] && {1: 'a', 'b': 2}.size() == 2",
-        "self.spec.?replicas.orValue('x') == 'x'",
+        "[1, 2] + [dyn(3.0)] == [1, 2, 3.0] && {1: 'a', 'b': 2}.size() == 2",
     ] {
         let ty = assert_valid(source);
         assert!(
@@ -431,9 +431,9 @@ fn custom_functions_are_dyn() {
     assert_eq!(
         issues(source),
         [
-            "1:20: found no matching overload for 'sum' applied to 'string.(int)'",
-            "1:29: found no matching overload for 'sum' applied to '(string, string)'",
-            "1:65: found no matching overload for 'find' applied to \
+            "1:23: found no matching overload for 'sum' applied to 'string.(int)'",
+            "1:32: found no matching overload for 'sum' applied to '(string, string)'",
+            "1:69: found no matching overload for 'find' applied to \
              'FleetWorkload.spec.fleetRef.(int)'",
         ]
     );
@@ -501,7 +501,6 @@ fn custom_functions_declared_with_types_are_typed() {
         ),
         ("pair(1, 2)", Type::list(Type::Int)),
         ("pair([], [1])", Type::list(Type::list(Type::Int))),
-        ("pair(1, 'a')", Type::list(Type::Dyn)),
         ("pair(1, 2).first() + 1", Type::Int),
         ("self.metadata.finalizers.first()", Type::String),
         ("tuple([], [[]], {})", {
@@ -520,11 +519,11 @@ fn custom_functions_declared_with_types_are_typed() {
     let reported: &[(&str, &str)] = &[
         (
             "fn(1, 2)",
-            "1:1: found no matching overload for 'fn' applied to '(int, int)'",
+            "1:3: found no matching overload for 'fn' applied to '(int, int)'",
         ),
         (
             "fn('a')",
-            "1:1: found no matching overload for 'fn' applied to '(string)'",
+            "1:3: found no matching overload for 'fn' applied to '(string)'",
         ),
         (
             "fn('a', 1) + 1",
@@ -535,8 +534,12 @@ fn custom_functions_declared_with_types_are_typed() {
             "1:16: found no matching overload for '_==_' applied to '(tuple(int, int, int), int)'",
         ),
         (
+            "pair(1, 'a')",
+            "1:5: found no matching overload for 'pair' applied to '(int, string)'",
+        ),
+        (
             "tuple(1, 2, 3).size()",
-            "1:16: found no matching overload for 'size' applied to 'tuple(int, int, int).()'",
+            "1:20: found no matching overload for 'size' applied to 'tuple(int, int, int).()'",
         ),
     ];
     for (source, expected) in reported {
@@ -560,10 +563,8 @@ fn empty_literals_nest_without_limit() {
             "[[[]], [[1]], []]",
             Type::list(Type::list(Type::list(Type::Int))),
         ),
-        (
-            "[[[]], [['a']], [[1]]]",
-            Type::list(Type::list(Type::list(Type::Dyn))),
-        ),
+        // Neither `list(list(string))` nor `list(list(int))` is assignable to the other.
+        ("[[[]], [['a']], [[1]]]", Type::list(Type::Dyn)),
         (
             "[{}, {'a': [[]]}, {'b': [[], [[2]]]}]",
             Type::list(Type::map(
@@ -610,7 +611,7 @@ fn result_types() {
         ("[1, 'a']", Type::list(Type::Dyn)),
         ("[1, 2]", Type::list(Type::Int)),
         ("{'a': 1}", Type::map(Type::String, Type::Int)),
-        ("true ? 1 : 'a'", Type::Dyn),
+        ("true ? 1 : 'a'", Type::Error),
         ("true ? 1 : null", Type::Int),
         ("timestamp(now) - timestamp(now)", Type::Duration),
         ("decide('x', {})", Type::Dyn),
@@ -618,7 +619,7 @@ fn result_types() {
         ("self.spec.replicsa + 1", Type::Int),
         ("self.spec.replicsa", Type::Error),
         ("optional.none()", Type::optional(Type::Dyn)),
-        ("self.spec.?replicas.orValue('none')", Type::Dyn),
+        ("self.spec.?replicas.orValue('none')", Type::Error),
     ];
     for (source, expected) in cases {
         let (ty, _) = check_with(source, &rule_env());
@@ -792,4 +793,212 @@ fn long_and_deep_expressions_are_checked() {
     });
     let expected = format!("{}int{}", "list(".repeat(60), ")".repeat(60));
     assert_eq!(assert_valid(&nested).to_string(), expected);
+}
+
+// ---- what Kubernetes' checker refuses ---------------------------------------------------------
+
+/// An environment as `switchyard cel` checks in: Kubernetes' rules, `x` a `dyn` variable.
+fn kubernetes_env() -> TypeEnv {
+    TypeEnv::new().kubernetes().with_variable("x", Type::Dyn)
+}
+
+#[test]
+fn kubernetes_type_errors_have_cel_go_s_messages_and_positions() {
+    // Positions and messages as Kubernetes 1.34 reports them (tools/cel-oracle).
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "1 == 1u",
+            &["1:3: found no matching overload for '_==_' applied to '(int, uint)'"],
+        ),
+        (
+            "1 == 1.0",
+            &["1:3: found no matching overload for '_==_' applied to '(int, double)'"],
+        ),
+        (
+            "null == 1",
+            &["1:6: found no matching overload for '_==_' applied to '(null, int)'"],
+        ),
+        (
+            "true ? 1 : 'x'",
+            &["1:6: found no matching overload for '_?_:_' applied to '(bool, int, string)'"],
+        ),
+        (
+            "1 in [1u]",
+            &["1:3: found no matching overload for '@in' applied to '(int, list(uint))'"],
+        ),
+        (
+            "[1] + ['a']",
+            &["1:5: found no matching overload for '_+_' applied to '(list(int), list(string))'"],
+        ),
+        (
+            "optional.of(1).orValue('a')",
+            &["1:23: found no matching overload for 'orValue' applied to \
+               'optional_type(int).(string)'"],
+        ),
+        (
+            "sets.contains([1], [1.0])",
+            &[
+                "1:14: found no matching overload for 'sets.contains' applied to \
+               '(list(int), list(double))'",
+            ],
+        ),
+        (
+            "[1, 2, 3][1u]",
+            &["1:10: found no matching overload for '_[_]' applied to '(list(int), uint)'"],
+        ),
+        ("[1, 'a']", &["1:5: expected type 'int' but found 'string'"]),
+        ("[1, null]", &["1:5: expected type 'int' but found 'null'"]),
+        (
+            "[1, 1u].size()",
+            &["1:5: expected type 'int' but found 'uint'"],
+        ),
+        (
+            "{'a': 1, 'b': 'x'}",
+            &["1:15: expected type 'int' but found 'string'"],
+        ),
+        (
+            "{'a': 1, 2: 'x'}",
+            &[
+                "1:10: expected type 'string' but found 'int'",
+                "1:13: expected type 'int' but found 'string'",
+            ],
+        ),
+        (
+            "[[1, 2], [3, [4]]]",
+            &[
+                "1:10: expected type 'list(int)' but found 'list(dyn)'",
+                "1:14: expected type 'int' but found 'list(int)'",
+            ],
+        ),
+        (
+            "[[], [1], ['a']]",
+            &["1:11: expected type 'list(int)' but found 'list(string)'"],
+        ),
+        (
+            "[dyn(1), 'a']",
+            &["1:10: expected type 'dyn' but found 'string'"],
+        ),
+        ("[x, 1]", &["1:5: expected type 'dyn' but found 'int'"]),
+        (
+            "[[1], [x]]",
+            &["1:7: expected type 'list(int)' but found 'list(dyn)'"],
+        ),
+        ("duration('1x')", &["1:10: invalid duration argument"]),
+        ("timestamp('x')", &["1:11: invalid timestamp argument"]),
+        ("'a'.matches('[')", &["1:13: invalid matches argument"]),
+        (
+            "'no verbs'.format([1])",
+            &["1:18: too many arguments supplied to string.format (expected 0, got 1)"],
+        ),
+        ("'%s %s'.format(['a'])", &["1:15: index 1 out of range"]),
+        (
+            "'%q'.format([1])",
+            &["1:12: could not parse formatting clause: unrecognized formatting clause \"q\""],
+        ),
+        (
+            "'%d'.format(['a'])",
+            &[
+                "1:14: error during formatting: decimal clause can only be used on integers, \
+               was given string",
+            ],
+        ),
+        (
+            "'%x'.format([1.5])",
+            &[
+                "1:14: error during formatting: only integers, byte buffers, and strings can be \
+               formatted as hex, was given double",
+            ],
+        ),
+        (
+            "'%s'.format([optional.of(1)])",
+            &[
+                "1:25: error during formatting: string clause can only be used on strings, \
+               bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, \
+               was given optional_type",
+            ],
+        ),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(
+            check_with(source, &kubernetes_env()).1,
+            *expected,
+            "`{source}`"
+        );
+    }
+}
+
+#[test]
+fn kubernetes_accepts_what_cel_go_accepts() {
+    for source in [
+        "1 < 2.0 && 1u < 2.0 && -1 < 1u",
+        "x == 1 && x == 'a' && dyn(1) == 1.0",
+        "null == null && x == null && timestamp(0) != null && duration('1s') != null",
+        "(true ? [1] : []).size() + (true ? [] : [1]).size() == 1",
+        "[[], [1]].size() == [[1], []].size()",
+        "[x, dyn(2)].size() == [null, null].size()",
+        "'%s %d %f %x'.format(['a', 1, 1.5, 'hi']) != ''",
+        "'%s'.format([[1, 'a', {'b': 2.5}]]) != ''",
+        "'%s'.format([x]) != '' && '%d'.format([x]) != ''",
+        "[optional.of(1), optional.none()].size() == 2",
+        "{?'a': optional.of(1), 'b': 2}.size() == 2",
+        "duration('1h') > duration('1m') && timestamp('2024-01-01T00:00:00Z') > timestamp(0)",
+        "'a'.matches('a+') && [1, 2][dyn(0)] == 1",
+    ] {
+        let (_, found) = check_with(source, &kubernetes_env());
+        assert!(found.is_empty(), "`{source}`: {found:?}");
+    }
+}
+
+#[test]
+fn rules_mix_types_in_literals_and_null_goes_anywhere() {
+    // Rules build objects as map literals and write `null` to clear a field: what
+    // Kubernetes' validators refuse of literals and `null` is not reported for them...
+    for source in [
+        "[1, 'a'].size() == 2 && {'a': 1, 'b': 'x'}.size() == 2",
+        "[binding, 1].size() == 2",
+        "self.spec.replicas == null || self.spec.?replicas.orValue(null) == null",
+        "'no verbs'.format([1]) != ''",
+    ] {
+        assert_valid(source);
+    }
+    // ... but cel-go's own checker is followed as for Kubernetes.
+    let cases: &[(&str, &str)] = &[
+        (
+            "self.spec.replicas == 1.0",
+            "1:20: found no matching overload for '_==_' applied to '(int, double)'",
+        ),
+        (
+            "true ? self.spec.replicas : 'x'",
+            "1:6: found no matching overload for '_?_:_' applied to '(bool, int, string)'",
+        ),
+        (
+            "self.spec.?replicas.orValue('none')",
+            "1:28: found no matching overload for 'orValue' applied to \
+             'optional_type(int).(string)'",
+        ),
+        (
+            "duration('1x') > duration('1s')",
+            "1:10: invalid duration argument",
+        ),
+        (
+            "'%d'.format([self.metadata.name])",
+            "1:27: error during formatting: decimal clause can only be used on integers, \
+             was given string",
+        ),
+    ];
+    for (source, expected) in cases {
+        assert_eq!(issues(source), [*expected], "`{source}`");
+    }
+}
+
+#[test]
+fn type_names_in_messages_are_cel_go_s() {
+    assert_eq!(Type::Null.in_message().to_string(), "null");
+    assert_eq!(
+        Type::list(Type::map(Type::String, Type::Null))
+            .in_message()
+            .to_string(),
+        "list(map(string, null))"
+    );
+    assert_eq!(Type::Null.to_string(), "null_type");
 }
