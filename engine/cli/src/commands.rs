@@ -231,7 +231,12 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
     Ok(report_errors(&plan))
 }
 
-pub fn check(packs: &[PathBuf], json: bool, sources: &Sources) -> Result<u8, CliError> {
+pub fn check(
+    packs: &[PathBuf],
+    json: bool,
+    strict: bool,
+    sources: &Sources,
+) -> Result<u8, CliError> {
     let mut failed = false;
     let mut all = Vec::new();
     for dir in packs {
@@ -242,7 +247,12 @@ pub fn check(packs: &[PathBuf], json: bool, sources: &Sources) -> Result<u8, Cli
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count();
-        let warnings = result.diagnostics.len() - errors;
+        let warnings = result
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .count();
+        failed |= strict && warnings > 0;
         if json {
             all.extend(result.diagnostics);
         } else {

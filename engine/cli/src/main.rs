@@ -126,6 +126,9 @@ enum Command {
         /// Print diagnostics as JSON.
         #[arg(long)]
         json: bool,
+        /// Fail (exit 1) on warnings too, as CI should.
+        #[arg(long)]
+        strict: bool,
         #[command(flatten)]
         sources: Sources,
     },
@@ -283,8 +286,9 @@ fn main() -> ExitCode {
         Command::Check {
             packs,
             json,
+            strict,
             sources,
-        } => commands::check(&packs, json, &sources),
+        } => commands::check(&packs, json, strict, &sources),
         Command::Diff {
             base,
             head,

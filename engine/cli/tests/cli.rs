@@ -19,13 +19,37 @@ tests/fixtures/packs/broken/rules/config.yaml:11:39: error[cel::syntax]: invalid
   in rule `config`
   |     - expression: self.spec.replicas >
   |                                       ^
-tests/fixtures/packs/broken/rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected `name` or `expression` at `spec.vars[0].replicsa`
+tests/fixtures/packs/broken/rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected one of `name`, `expression`, `maxCost` at `spec.vars[0].replicsa`
 tests/fixtures/packs/broken/tables/sizes.yaml:17:7: error[table::lint]: rows 1 and 2 overlap: both match replicas=3
 tests/fixtures/packs/broken/templates/config.yaml.hbs:8:9: error[template::unknown-variable]: variable `vars.size` is not defined (template `config.yaml.hbs` used by output `config`)
   in rule `config`
 tests/fixtures/packs/broken: 4 errors, 0 warnings
 "
     );
+}
+
+#[test]
+fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
+    let pack = "tests/fixtures/packs/data-stages";
+    assert_eq!(switchyard(&["check", pack]).status.code(), Some(0));
+    let strict = switchyard(&["check", "--strict", pack]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        stdout(&strict).ends_with("tests/fixtures/packs/data-stages: ok: pack data-stages 0.1.0 (1 rules, 0 tables, 1 warnings)\n"),
+        "{}",
+        stdout(&strict)
+    );
+    let shipped = switchyard(&[
+        "check",
+        "--strict",
+        "rules/kcp-karmada",
+        "rules/resource-broker",
+    ]);
+    assert_eq!(
+        stdout(&shipped),
+        "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)\nrules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)\n"
+    );
+    assert_eq!(shipped.status.code(), Some(0));
 }
 
 #[test]

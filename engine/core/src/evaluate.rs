@@ -702,7 +702,8 @@ impl EvalContext<'_> {
         // Each expression may spend up to its own limit, and all of them together up to
         // the object's budget: one tenant's huge object cannot starve the others.
         let remaining = self.cost_budget.saturating_sub(self.cost_used);
-        let per_expression = self.pack.document.cost_per_expression();
+        let pack_limit = self.pack.document.cost_per_expression();
+        let per_expression = expr.max_cost.map_or(pack_limit, |m| m.min(pack_limit));
         let object_bound = remaining < per_expression;
         activation.with_budget(remaining.min(per_expression));
         match expr.program.eval_with_cost(&activation) {
@@ -716,6 +717,11 @@ impl EvalContext<'_> {
                         format!(
                             "{}: the trigger's cost budget (spec.limits.celCostPerObject = {}) is spent",
                             e.message, self.cost_budget
+                        )
+                    } else if per_expression < pack_limit {
+                        format!(
+                            "{} (the maxCost {per_expression} the rule states for it)",
+                            e.message
                         )
                     } else {
                         format!("{} (spec.limits.celCostPerExpression)", e.message)
@@ -1247,7 +1253,11 @@ impl EvalContext<'_> {
                     ));
                 };
                 match self.pack.gate(source) {
-                    Ok(program) => gates.push(Expr { program, path }),
+                    Ok(program) => gates.push(Expr {
+                        program,
+                        path,
+                        max_cost: None,
+                    }),
                     Err(e) => {
                         return Err(self.fail(
                             name,
@@ -1623,6 +1633,26 @@ impl EvalContext<'_> {
                 (Sought::Labels(selector), expr)
             }
         };
+        if let Some(max) = lookup.max_items
+            && found.len() as u64 > max
+        {
+            let message = format!(
+                "lookup `{}` found {} {} objects, more than its maxItems {max}",
+                lookup.name,
+                found.len(),
+                lookup.kind
+            );
+            self.outcome.errors.push(RuleError {
+                rule: name.to_string(),
+                path: path(),
+                expression: None,
+                message: message.clone(),
+            });
+            return Err(Stop::Block {
+                reason: "LookupTooLarge".into(),
+                message,
+            });
+        }
         let searched = || {
             if lookup.all_clusters {
                 format!("any cluster of role `{}`", lookup.cluster)

@@ -269,6 +269,17 @@ pub struct Lookup {
     /// The condition reason when a required lookup finds nothing (default `LookupNotFound`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The most objects a lookup by labels or of `allClusters` may find: `check` bounds
+    /// the cost of what reads the list with it, and a lookup that finds more stops the
+    /// rule (`Synced=False`, reason `LookupTooLarge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -286,6 +297,12 @@ pub struct Guard {
     /// CEL returning the condition message (wins over `message`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_expression: Option<String>,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -294,6 +311,12 @@ pub struct Variable {
     pub name: String,
     /// CEL; may read `self`, lookups, `tables`, `cluster`, `now` and other variables.
     pub expression: String,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -328,6 +351,12 @@ pub struct Output {
     /// its position as `index`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub for_each: Option<String>,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 /// A rule's stages: written in the pack (`items`) or computed from data (`from`).

@@ -347,9 +347,16 @@ pub(crate) struct Expr {
     pub program: cel::Program,
     /// `spec.vars[2].expression`
     pub path: String,
+    /// The cost limit the pack states for it (`maxCost`), below the pack's own.
+    pub max_cost: Option<u64>,
 }
 
 impl Expr {
+    pub fn with_max_cost(mut self, max_cost: Option<u64>) -> Expr {
+        self.max_cost = max_cost;
+        self
+    }
+
     pub fn source(&self) -> &str {
         self.program.source()
     }
@@ -367,6 +374,8 @@ pub(crate) struct CompiledLookup {
     pub when: Option<Expr>,
     pub required: bool,
     pub reason: String,
+    /// The most objects a list lookup may find (`maxItems`).
+    pub max_items: Option<u64>,
 }
 
 pub(crate) enum LookupKey {
@@ -448,6 +457,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         crds: &options.crds,
         diagnostics: Vec::new(),
         texts: BTreeMap::new(),
+        table_rows: BTreeMap::new(),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -465,6 +475,8 @@ struct Loader<'a> {
     diagnostics: Vec<Diagnostic>,
     /// Displayed file name -> text, for mapping positions inside scalars back to the file.
     texts: BTreeMap<String, &'a str>,
+    /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
+    table_rows: BTreeMap<String, u64>,
 }
 
 /// A file's parsed YAML documents.
@@ -582,6 +594,10 @@ impl<'a> Loader<'a> {
         self.check_manifest(&document, &parsed.file, node);
 
         let tables = self.load_tables();
+        self.table_rows = tables
+            .iter()
+            .map(|(name, t)| (name.clone(), t.row_count() as u64))
+            .collect();
         let tables = Arc::new(tables);
         let decide_tables = tables.clone();
         let decider: Decider = Arc::new(move |name, inputs| decide(&decide_tables, name, inputs));

@@ -949,3 +949,123 @@ fn a_conflict_is_won_by_the_trigger_that_desired_the_object_first() {
         (&json!("Conflict"), &json!("2025-12-24T00:00:00Z"))
     );
 }
+
+/// The `cel::cost` diagnostics of loading the demo pack with `rule` and extra files.
+fn cost_warnings(rule: String, extra: &[(&str, &str)]) -> Vec<String> {
+    let mut files = BTreeMap::from([
+        ("pack.yaml".to_string(), PACK.to_string()),
+        ("rules/app.yaml".to_string(), rule),
+        (
+            "templates/namespace.yaml.hbs".to_string(),
+            NAMESPACE.to_string(),
+        ),
+        ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+    ]);
+    for (path, text) in extra {
+        files.insert((*path).to_string(), (*text).to_string());
+    }
+    load(&PackFiles {
+        root: "demo".into(),
+        files,
+        shared_partials: BTreeMap::new(),
+    })
+    .diagnostics
+    .iter()
+    .filter(|d| d.code == "cel::cost")
+    .map(|d| d.to_string())
+    .collect()
+}
+
+#[test]
+fn a_stated_max_cost_silences_check_and_is_enforced() {
+    let rule = RULE
+        .replace(
+            "  when:\n",
+            "  when:\n    - expression: self.spec.items.all(x, self.spec.items.exists(y, y == x))\n      maxCost: 5000\n",
+        )
+        .replace(
+            "      expression: \"'team-' + owner.metadata.name\"\n",
+            "      expression: \"'team-' + owner.metadata.name\"\n      maxCost: 1000\n",
+        );
+    assert_eq!(cost_warnings(rule.clone(), &[]), Vec::<String>::new());
+
+    let pack = pack_with(&rule);
+    let mut big = app("big", &["ber"], "n");
+    big["spec"]["items"] = json!((0..200).collect::<Vec<i64>>());
+    let mut small = app("small", &["ber"], "n");
+    small["spec"]["items"] = json!([1, 2, 3]);
+    let w = world(&[team()]);
+    let outcome = run(&pack, &big, &w);
+    let error = &outcome.errors[0];
+    assert_eq!(error.path, "spec.when[0].expression");
+    assert!(
+        error.message.starts_with("cost limit exceeded: ")
+            && error
+                .message
+                .ends_with(" > 5000 (the maxCost 5000 the rule states for it)"),
+        "{}",
+        error.message
+    );
+    assert!(run(&pack, &small, &w).errors.is_empty());
+}
+
+#[test]
+fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
+    let rule = RULE
+        .replace(
+            "      reason: TeamNotFound\n",
+            "      reason: TeamNotFound\n    - name: peers\n      apiVersion: example.com/v1\n      kind: App\n      matchLabels: \"{}\"\n      maxItems: 2\n",
+        )
+        .replace(
+            "  vars:\n",
+            "  vars:\n    - name: peerNames\n      expression: peers.map(p, p.metadata.name)\n",
+        );
+    let warnings = cost_warnings(rule.clone(), &[]);
+    assert!(
+        warnings.iter().all(|w| !w.contains("peers")),
+        "{warnings:#?}"
+    );
+    let unbounded = cost_warnings(rule.replace("      maxItems: 2\n", ""), &[]);
+    assert!(
+        unbounded
+            .iter()
+            .any(|w| w.contains("`peers` has no maxItems")),
+        "{unbounded:#?}"
+    );
+
+    let pack = pack_with(&rule);
+    let a = app("a", &["ber"], "n");
+    let w = world(&[team(), a.clone(), app("b", &["ber"], "n")]);
+    assert!(run(&pack, &a, &w).errors.is_empty());
+    let w = world(&[
+        team(),
+        a.clone(),
+        app("b", &["x"], "n"),
+        app("c", &["y"], "n"),
+    ]);
+    let outcome = run(&pack, &a, &w);
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(
+        (&synced["status"], &synced["reason"], &synced["message"]),
+        (
+            &json!("False"),
+            &json!("LookupTooLarge"),
+            &json!("lookup `peers` found 3 App objects, more than its maxItems 2")
+        )
+    );
+    assert!(outcome.desired.is_empty());
+}
+
+#[test]
+fn a_tables_size_is_known_to_the_cost_estimate() {
+    let table = "apiVersion: switchyard.dev/v1alpha1\nkind: DecisionTable\nmetadata: {name: members}\nspec:\n  hitPolicy: collect\n  inputs: []\n  outputs: [{name: city, type: string}]\n  rows:\n    - then: {city: ber}\n    - then: {city: muc}\n    - then: {city: par}\n";
+    let rule = RULE.replace(
+        "  when:\n",
+        "  when:\n    - expression: tables.members.all(m, m.city != 'x')\n",
+    );
+    let warnings = cost_warnings(rule, &[("tables/members.yaml", table)]);
+    assert!(
+        warnings.iter().all(|w| !w.contains("tables.members")),
+        "{warnings:#?}"
+    );
+}

@@ -177,9 +177,9 @@ pub fn object_type_for_kind(crds: &[Json], api_version: &str, kind: &str) -> Opt
 /// `namespace` is a DNS label (63 bytes), label keys and annotation keys and finalizers
 /// are qualified names (317 bytes: a 253-byte DNS subdomain prefix, `/`, a 63-byte name),
 /// label values at most 63 bytes, `uid` a UUID (36 bytes), the timestamps RFC 3339 in
-/// seconds (20 bytes). `name` is not bounded: most kinds require a DNS subdomain (253
-/// bytes), but not every kind does. The number of labels, annotations and finalizers is
-/// not bounded.
+/// seconds (20 bytes), annotations 256 KiB in all (so each value, and their number).
+/// `name` is not bounded: most kinds require a DNS subdomain (253 bytes), but not every
+/// kind does. The number of labels and finalizers is not bounded.
 pub fn object_meta() -> Type {
     meta(None)
 }
@@ -225,7 +225,10 @@ fn meta(name_bytes: Option<u64>) -> Type {
             .with_bounded_field(
                 "annotations",
                 string_map(),
-                Bounds::default().with_keys(qualified_name()),
+                // Keys and values together are at most 256 KiB.
+                Bounds::max(ANNOTATIONS_BYTES)
+                    .with_keys(qualified_name())
+                    .with_elements(Bounds::max(ANNOTATIONS_BYTES)),
             )
             .with_bounded_field(
                 "finalizers",
@@ -236,6 +239,10 @@ fn meta(name_bytes: Option<u64>) -> Type {
             .with_field("managedFields", Type::list(Type::Dyn)),
     )
 }
+
+/// The most the annotations of one object may hold, keys and values together (the API
+/// server's `TotalAnnotationSizeLimitB`): the bound of each value and of their number.
+const ANNOTATIONS_BYTES: u64 = 256 * 1024;
 
 /// A qualified name (a label or annotation key, a finalizer), in bytes: an optional DNS
 /// subdomain prefix (253) and `/`, then a name of 63.

@@ -34,6 +34,7 @@ impl Loader<'_> {
             Ok(program) => Some(Expr {
                 program,
                 path: path.to_string(),
+                max_cost: None,
             }),
             Err(e) => {
                 let d = self.expression_diagnostic(
@@ -295,8 +296,28 @@ impl Loader<'_> {
                     None
                 }
             };
+            if lookup.max_items.is_some() && lookup.object_name.is_some() && !lookup.all_clusters {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "lookup `{}`: `maxItems` bounds a list; a lookup by `objectName` finds one object",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.maxItems")))
+                    .in_rule(&rule),
+                );
+            }
             if let Some(key) = key {
+                let mut key = key;
+                let (LookupKey::Name(e) | LookupKey::Labels(e)) = &mut key;
+                e.max_cost = lookup.max_cost;
+                let cap = |e: Option<Expr>| e.map(|e| e.with_max_cost(lookup.max_cost));
+                let (namespace, when, cluster_name) =
+                    (cap(namespace), cap(when), cap(cluster_name));
                 lookups.push(CompiledLookup {
+                    max_items: lookup.max_items,
                     name: lookup.name.clone(),
                     cluster,
                     cluster_name,
@@ -338,10 +359,10 @@ impl Loader<'_> {
             });
             if let Some(expr) = expr {
                 guards.push(CompiledGuard {
-                    expr,
+                    expr: expr.with_max_cost(guard.max_cost),
                     reason: guard.reason.clone(),
                     message: guard.message.clone(),
-                    message_expr,
+                    message_expr: message_expr.map(|e| e.with_max_cost(guard.max_cost)),
                 });
             }
         }
@@ -381,7 +402,7 @@ impl Loader<'_> {
                 vars.push(CompiledVar {
                     name: var.name.clone(),
                     key: Arc::from(var.name.as_str()),
-                    expr,
+                    expr: expr.with_max_cost(var.max_cost),
                 });
             }
         }
@@ -461,11 +482,13 @@ impl Loader<'_> {
                     .in_rule(&rule),
                 );
             }
+            let cap = |e: Option<Expr>| e.map(|e| e.with_max_cost(output.max_cost));
+            let (when, for_each) = (cap(when), cap(for_each));
             outputs.push(CompiledOutput {
                 name: output.name.clone(),
                 cluster: output.cluster.clone(),
-                cluster_name,
-                bind_as,
+                cluster_name: cap(cluster_name),
+                bind_as: cap(bind_as),
                 mode: output.mode,
                 template: output.template.clone(),
                 when,

@@ -26,11 +26,19 @@ impl Loader<'_> {
             cel::check::object_type_for_kind(self.crds, api_version, kind)
                 .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
         };
+        // A role is a DNS label; a member name at most 253 bytes (`check_cluster_id`).
         let cluster_type = Type::object(
             ObjectType::new("cluster")
-                .with_field("role", Type::String)
-                .with_field("name", Type::String),
+                .with_bounded_field("role", Type::String, Bounds::max(63))
+                .with_bounded_field("name", Type::String, Bounds::max(253)),
         );
+        // `tables.<name>` is the list of a table's rows: its size is known.
+        let tables_type = Type::object(self.table_rows.iter().fold(
+            ObjectType::new("tables"),
+            |t, (name, rows)| {
+                t.with_bounded_field(name.clone(), Type::list(Type::Dyn), Bounds::max(*rows))
+            },
+        ));
         let mut env = TypeEnv::new()
             .with_function("decide")
             .with_function("stripClusterMetadata")
@@ -43,7 +51,7 @@ impl Loader<'_> {
                 Type::map(Type::String, Type::list(Type::String)),
             )
             .with_variable("now", Type::String)
-            .with_variable("tables", Type::map(Type::String, Type::list(Type::Dyn)));
+            .with_variable("tables", tables_type);
         for lookup in lookups {
             let ty = object_type(&lookup.api_version, &lookup.kind);
             let ty = match (&lookup.key, lookup.all_clusters) {
@@ -56,7 +64,13 @@ impl Loader<'_> {
                         .with_field("object", ty),
                 )),
             };
-            env.add_variable(&lookup.name, ty);
+            match lookup.max_items {
+                // The pack states the most it finds; evaluation enforces it.
+                Some(max) if !matches!(lookup.key, LookupKey::Name(_)) || lookup.all_clusters => {
+                    env.add_bounded_variable(&lookup.name, ty, Bounds::max(max));
+                }
+                _ => env.add_variable(&lookup.name, ty),
+            }
         }
         let mut vars_type = ObjectType::new("vars");
         env.add_variable("vars", Type::object(vars_type.clone()));
@@ -80,6 +94,8 @@ impl Loader<'_> {
             }
             let estimate = cel::check::estimate(&expr.program, env);
             match &estimate.cost {
+                // The rule states the most it may cost; evaluation enforces it.
+                CostEstimate::Unbounded { .. } if expr.max_cost.is_some() => {}
                 CostEstimate::Unbounded {
                     reason,
                     line,
