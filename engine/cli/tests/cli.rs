@@ -455,10 +455,10 @@ fn check_type_checks_guards_against_the_crds() {
   in rule `fleet-workload`
   |         && self.spec.replicas == 'three' && (size(self.spec.?service.?ports.orValue([])) == 0
   |                               ^
-{shown}:43:34: error[cel::type]: undefined field 'nmae' (did you mean 'name'?)
+{shown}:43:30: error[cel::type]: undefined field 'nmae' (did you mean 'name'?)
   in rule `fleet-workload`
   |             || self.metadata.nmae.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))
-  |                                  ^
+  |                              ^
 ",
         )
     );

@@ -74,13 +74,44 @@ pub struct RuleError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expression: Option<String>,
     pub message: String,
+    /// Where in the pack's files the failing part of the expression is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<ErrorLocation>,
+}
+
+/// A position in a pack file, and that line of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorLocation {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// The file's line, for a caret under the column.
+    #[serde(skip)]
+    pub source: String,
+}
+
+impl RuleError {
+    /// The file's line with a caret under the failing part, when the error has a location.
+    pub fn snippet(&self) -> Option<String> {
+        let l = self.location.as_ref()?;
+        let pad: String = l
+            .source
+            .chars()
+            .take(l.column.saturating_sub(1))
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        Some(format!("  | {}\n  | {pad}^", l.source))
+    }
 }
 
 impl std::fmt::Display for RuleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "rule `{}`, {}", self.rule, self.path)?;
-        if let Some(e) = &self.expression {
-            write!(f, " `{e}`")?;
+        match (&self.location, &self.expression) {
+            // The position says where; a long expression would only bury the message.
+            (Some(l), _) => write!(f, " at {}:{}:{}", l.file, l.line, l.column)?,
+            (None, Some(e)) => write!(f, " `{e}`")?,
+            (None, None) => {}
         }
         write!(f, ": {}", self.message)
     }
@@ -712,6 +743,7 @@ impl EvalContext<'_> {
                 Ok(v)
             }
             Err(e) => {
+                let at = e.line.zip(e.column);
                 let message = if e.message.starts_with("cost limit exceeded") {
                     if object_bound {
                         format!(
@@ -729,17 +761,48 @@ impl EvalContext<'_> {
                 } else {
                     e.message
                 };
-                Err(self.fail(rule, &expr.path, Some(expr.source()), message))
+                Err(self.fail_at(rule, expr, message, at))
             }
         }
     }
 
     fn fail(&mut self, rule: &str, path: &str, expression: Option<&str>, message: String) -> Stop {
+        self.fail_located(rule, path, expression, message, None)
+    }
+
+    /// An expression failed: the error names where it is written.
+    fn fail_expr(&mut self, rule: &str, expr: &Expr, message: String) -> Stop {
+        self.fail_at(rule, expr, message, None)
+    }
+
+    /// [`Self::fail_expr`] at `at` (line, column) of the expression, its start otherwise.
+    fn fail_at(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        message: String,
+        at: Option<(usize, usize)>,
+    ) -> Stop {
+        let (line, column) = at.unwrap_or((1, 1));
+        let location = expr.origin.as_ref().map(|o| o.locate(line, column));
+        let path = expr.label.as_deref().unwrap_or(&expr.path);
+        self.fail_located(rule, path, Some(expr.source()), message, location)
+    }
+
+    fn fail_located(
+        &mut self,
+        rule: &str,
+        path: &str,
+        expression: Option<&str>,
+        message: String,
+        location: Option<ErrorLocation>,
+    ) -> Stop {
         let error = RuleError {
             rule: rule.to_string(),
             path: path.to_string(),
             expression: expression.map(str::to_string),
             message,
+            location,
         };
         let text = error.to_string();
         if self.traced {
@@ -762,10 +825,9 @@ impl EvalContext<'_> {
         let value = self.eval(rule, expr, bindings, item)?;
         match value.as_bool() {
             Some(b) => Ok(b),
-            None => Err(self.fail(
+            None => Err(self.fail_expr(
                 rule,
-                &expr.path,
-                Some(expr.source()),
+                expr,
                 format!("expected a bool, got {}", value.type_name()),
             )),
         }
@@ -781,7 +843,7 @@ impl EvalContext<'_> {
         let value = self.eval(rule, expr, bindings, item)?;
         match value.to_json() {
             Ok(json) => Ok((value, json)),
-            Err(e) => Err(self.fail(rule, &expr.path, Some(expr.source()), e.message)),
+            Err(e) => Err(self.fail_expr(rule, expr, e.message)),
         }
     }
 
@@ -805,10 +867,9 @@ impl EvalContext<'_> {
         let (value, json) = self.eval_json(rule, expr, bindings, item)?;
         match json {
             Value::String(s) => Ok(s),
-            _ => Err(self.fail(
+            _ => Err(self.fail_expr(
                 rule,
-                &expr.path,
-                Some(expr.source()),
+                expr,
                 format!("expected a string, got {}", value.type_name()),
             )),
         }
@@ -846,6 +907,7 @@ impl EvalContext<'_> {
                 path: "spec.outputs".into(),
                 expression: None,
                 message: message.clone(),
+                location: None,
             });
             conflict.get_or_insert(RuleResult::Blocked {
                 reason: REASON_CONFLICT.into(),
@@ -916,10 +978,9 @@ impl EvalContext<'_> {
                 Value::Bool(false) => "False".to_string(),
                 Value::String(s) if ["True", "False", "Unknown"].contains(&s.as_str()) => s,
                 other => {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &c.status.path,
-                        Some(c.status.source()),
+                        &c.status,
                         format!(
                             "condition status must be True, False or Unknown, got {}",
                             compact(&other)
@@ -1194,10 +1255,9 @@ impl EvalContext<'_> {
         };
         let (value, list) = self.eval_json(name, &from.list, bindings, None)?;
         let Value::Array(elements) = list else {
-            return Err(self.fail(
+            return Err(self.fail_expr(
                 name,
-                &from.list.path,
-                Some(from.list.source()),
+                &from.list,
                 format!("expected a list of stages, got {}", value.type_name()),
             ));
         };
@@ -1228,10 +1288,9 @@ impl EvalContext<'_> {
                 Value::Null => Vec::new(),
                 Value::Array(items) => items,
                 _ => {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!(
                             "expected a list of CEL expressions, got {}",
                             value.type_name()
@@ -1257,6 +1316,8 @@ impl EvalContext<'_> {
                         program,
                         path,
                         max_cost: None,
+                        origin: None,
+                        label: None,
                     }),
                     Err(e) => {
                         return Err(self.fail(
@@ -1276,14 +1337,13 @@ impl EvalContext<'_> {
                 (_, Value::String(text)) => match crate::duration::parse_duration(&text) {
                     Ok(t) => Some(t),
                     Err(e) => {
-                        return Err(self.fail(name, &expr.path, Some(expr.source()), e));
+                        return Err(self.fail_expr(name, expr, e));
                     }
                 },
                 (value, _) => {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!(
                             "expected a duration string or null, got {}",
                             value.type_name()
@@ -1445,10 +1505,9 @@ impl EvalContext<'_> {
             Some(expr) => {
                 let (value, json) = self.eval_json(name, expr, bindings, None)?;
                 let Value::Array(elements) = json else {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!("forEach must return a list, got {}", value.type_name()),
                     ));
                 };
@@ -1537,6 +1596,7 @@ impl EvalContext<'_> {
             return Ok(());
         }
         let namespace = match &lookup.namespace {
+            _ if lookup.cluster_scoped => None,
             Some(expr) => Some(self.eval_string(name, expr, bindings)?).filter(|s| !s.is_empty()),
             None => self
                 .trigger
@@ -1592,10 +1652,9 @@ impl EvalContext<'_> {
             LookupKey::Labels(expr) => {
                 let (value, selector) = self.eval_json(name, expr, bindings, None)?;
                 let Value::Object(selector) = selector else {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!("matchLabels must return a map, got {}", value.type_name()),
                     ));
                 };
@@ -1647,6 +1706,7 @@ impl EvalContext<'_> {
                 path: path(),
                 expression: None,
                 message: message.clone(),
+                location: None,
             });
             return Err(Stop::Block {
                 reason: "LookupTooLarge".into(),
@@ -1856,6 +1916,7 @@ impl EvalContext<'_> {
                 path: path.clone(),
                 expression: None,
                 message: message.clone(),
+                location: None,
             });
             return Err(Stop::Block {
                 reason: "ScopeViolation".into(),

@@ -249,9 +249,13 @@ pub struct Lookup {
     pub api_version: String,
     pub kind: String,
     /// CEL: the namespace to read in; default the trigger's namespace. `''` for
-    /// cluster-scoped kinds.
+    /// cluster-scoped kinds (or `clusterScoped: true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The kind is cluster-scoped: read without a namespace (the plain form of
+    /// `namespace: "''"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_scoped: bool,
     /// CEL: the object's name. The binding is the object, or null when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_name: Option<String>,

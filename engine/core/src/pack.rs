@@ -349,6 +349,38 @@ pub(crate) struct Expr {
     pub path: String,
     /// The cost limit the pack states for it (`maxCost`), below the pack's own.
     pub max_cost: Option<u64>,
+    /// Where it is written: a failure at run time names the file, line and column.
+    pub origin: Option<Arc<ExprOrigin>>,
+    /// How errors name it when the path does not say enough (`vars.replicas`).
+    pub label: Option<String>,
+}
+
+/// The scalar an expression was read from, to map a position in the expression to the file.
+pub(crate) struct ExprOrigin {
+    pub file: String,
+    pub text: Arc<str>,
+    pub node: Node,
+}
+
+impl ExprOrigin {
+    /// The file position of `line`:`column` of the expression, and the file's line there.
+    pub fn locate(&self, line: usize, column: usize) -> crate::evaluate::ErrorLocation {
+        let pos = yaml::value_position(&self.text, &self.node, line, column);
+        let source = self
+            .text
+            .strip_prefix('\u{feff}')
+            .unwrap_or(&self.text)
+            .lines()
+            .nth(pos.line.saturating_sub(1))
+            .unwrap_or("")
+            .to_string();
+        crate::evaluate::ErrorLocation {
+            file: self.file.clone(),
+            line: pos.line,
+            column: pos.column,
+            source,
+        }
+    }
 }
 
 impl Expr {
@@ -376,6 +408,8 @@ pub(crate) struct CompiledLookup {
     pub reason: String,
     /// The most objects a list lookup may find (`maxItems`).
     pub max_items: Option<u64>,
+    /// Read without a namespace (`clusterScoped: true`).
+    pub cluster_scoped: bool,
 }
 
 pub(crate) enum LookupKey {
@@ -457,6 +491,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         crds: &options.crds,
         diagnostics: Vec::new(),
         texts: BTreeMap::new(),
+        shared_texts: BTreeMap::new(),
         table_rows: BTreeMap::new(),
     };
     let pack = loader.load();
@@ -475,6 +510,8 @@ struct Loader<'a> {
     diagnostics: Vec<Diagnostic>,
     /// Displayed file name -> text, for mapping positions inside scalars back to the file.
     texts: BTreeMap<String, &'a str>,
+    /// The same texts, shared by the expressions compiled from them (their origins).
+    shared_texts: BTreeMap<String, Arc<str>>,
     /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
     table_rows: BTreeMap<String, u64>,
 }

@@ -50,7 +50,12 @@ impl Plan {
         let mut messages: Vec<String> = self
             .outcomes
             .iter()
-            .flat_map(|o| o.errors.iter().map(move |e| format!("{}: {e}", o.trigger)))
+            .flat_map(|o| {
+                o.errors.iter().map(move |e| match e.snippet() {
+                    Some(snippet) => format!("{}: {e}\n{snippet}", o.trigger),
+                    None => format!("{}: {e}", o.trigger),
+                })
+            })
             .collect();
         for c in &self.conflicts {
             messages.push(c.to_string());

@@ -270,10 +270,8 @@ fn evaluation_error_names_rule_and_expression() {
     let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
     assert_eq!(synced["reason"], "EvaluationError");
     assert!(
-        synced["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("rule `app`, spec.when[1].expression `self.spec.cities.size() <= 3`: "),
+        synced["message"].as_str().unwrap()
+            == "rule `app`, spec.when[1].expression at demo/rules/app.yaml:16:40: no matching overload for 'size' applied to (int)",
         "{synced}"
     );
 }
@@ -540,7 +538,7 @@ fn a_quadratic_expression_is_stopped_by_the_cost_budget_and_others_go_on() {
         synced["message"]
             .as_str()
             .unwrap()
-            .starts_with("rule `app`, spec.when[0].expression `self.spec.items.all(")
+            .starts_with("rule `app`, spec.when[0].expression at demo/rules/app.yaml:15:")
     );
 }
 
@@ -1067,5 +1065,105 @@ fn a_tables_size_is_known_to_the_cost_estimate() {
     assert!(
         warnings.iter().all(|w| !w.contains("tables.members")),
         "{warnings:#?}"
+    );
+}
+
+#[test]
+fn a_runtime_error_names_the_variable_and_points_at_the_failing_node() {
+    // A folded block with more-indented lines: they keep their indentation and newlines.
+    let rule = RULE.replace(
+        "  vars:\n",
+        "  vars:\n    - name: problems\n      expression: >-\n        [\n          dyn(self.spec.note) >= 3,\n          true\n        ]\n",
+    );
+    let pack = pack_with(&rule);
+    let w = world(&[team()]);
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &w);
+    let error = &outcome.errors[0];
+    assert_eq!(
+        error.to_string(),
+        "rule `app`, vars.problems at demo/rules/app.yaml:23:31: no matching overload for '_>=_' applied to (string, int)"
+    );
+    assert_eq!(
+        error.snippet().unwrap(),
+        "  |           dyn(self.spec.note) >= 3,\n  |                               ^"
+    );
+    // The Synced message is the same single line.
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["message"], error.to_string());
+}
+
+#[test]
+fn a_load_error_after_more_indented_lines_of_a_folded_block_points_at_its_line() {
+    let rule = RULE.replace(
+        "  vars:\n",
+        "  vars:\n    - name: problems\n      expression: >-\n        [\n          1,\n          2\n        ] + [vars.nope]\n",
+    );
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let errors: Vec<String> = load(&files)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "demo/rules/app.yaml:25:14: error[cel::unknown-variable]: unknown variable `vars.nope`\n  in rule `app`\n  |         ] + [vars.nope]\n  |              ^"
+        ]
+    );
+}
+
+#[test]
+fn a_cluster_scoped_lookup_has_a_plain_form() {
+    let rule = RULE.replace(
+        "      reason: TeamNotFound\n",
+        "      reason: TeamNotFound\n    - name: node\n      apiVersion: v1\n      kind: Node\n      clusterScoped: true\n      objectName: \"'n1'\"\n      required: true\n",
+    );
+    let pack = pack_with(&rule);
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &world(&[team(), node]));
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.desired.len(), 2);
+
+    let both = rule.replace(
+        "      clusterScoped: true\n",
+        "      clusterScoped: true\n      namespace: \"'x'\"\n",
+    );
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), both),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let errors: Vec<String> = load(&files)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "demo/rules/app.yaml:17:22: error[pack::invalid-value]: lookup `node` has both `namespace` and `clusterScoped`: a cluster-scoped kind has no namespace\n  in rule `app`"
+        ]
     );
 }

@@ -31,11 +31,28 @@ impl Loader<'_> {
         source: &str,
     ) -> Option<Expr> {
         match env.compile(source) {
-            Ok(program) => Some(Expr {
-                program,
-                path: path.to_string(),
-                max_cost: None,
-            }),
+            Ok(program) => {
+                let text = match self.shared_texts.get(file) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t: Arc<str> = Arc::from(self.texts.get(file).copied().unwrap_or(""));
+                        self.shared_texts.insert(file.to_string(), t.clone());
+                        t
+                    }
+                };
+                let origin = ExprOrigin {
+                    file: file.to_string(),
+                    text,
+                    node: node.closest(&yaml::parse_path(path)).clone(),
+                };
+                Some(Expr {
+                    program,
+                    path: path.to_string(),
+                    max_cost: None,
+                    origin: Some(Arc::new(origin)),
+                    label: None,
+                })
+            }
             Err(e) => {
                 let d = self.expression_diagnostic(
                     "cel::syntax",
@@ -254,6 +271,19 @@ impl Loader<'_> {
             let cluster_name = lookup.cluster_name.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.clusterName"), s)
             });
+            if lookup.cluster_scoped && lookup.namespace.is_some() {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "lookup `{}` has both `namespace` and `clusterScoped`: a cluster-scoped kind has no namespace",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.clusterScoped")))
+                    .in_rule(&rule),
+                );
+            }
             if lookup.cluster_name.is_some() && lookup.all_clusters {
                 self.error(
                     Diagnostic::error(
@@ -318,6 +348,7 @@ impl Loader<'_> {
                     (cap(namespace), cap(when), cap(cluster_name));
                 lookups.push(CompiledLookup {
                     max_items: lookup.max_items,
+                    cluster_scoped: lookup.cluster_scoped,
                     name: lookup.name.clone(),
                     cluster,
                     cluster_name,
@@ -399,10 +430,12 @@ impl Loader<'_> {
                 &format!("{base}.expression"),
                 &var.expression,
             ) {
+                let mut expr = expr.with_max_cost(var.max_cost);
+                expr.label = Some(format!("vars.{}", var.name));
                 vars.push(CompiledVar {
                     name: var.name.clone(),
                     key: Arc::from(var.name.as_str()),
-                    expr: expr.with_max_cost(var.max_cost),
+                    expr,
                 });
             }
         }
