@@ -45,9 +45,23 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
         "rules/kcp-karmada",
         "rules/resource-broker",
     ]);
+    let text = stdout(&shipped);
+    let summaries: Vec<&str> = text.lines().filter(|l| l.contains(": ok: ")).collect();
     assert_eq!(
-        stdout(&shipped),
-        "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)\nrules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)\n"
+        summaries,
+        [
+            "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)",
+            "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
+        ]
+    );
+    // Kinds without a schema are noted once each, not warned about.
+    let notes: Vec<&str> = text.lines().filter(|l| l.contains(": note[")).collect();
+    assert_eq!(
+        notes,
+        [
+            "rules/resource-broker/rules/consumer.yaml:62:13: note[cel::no-schema]: ConfigMap (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
+            "rules/resource-broker/rules/consumer.yaml:69:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
+        ]
     );
     assert_eq!(shipped.status.code(), Some(0));
 }

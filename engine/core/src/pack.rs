@@ -493,6 +493,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         texts: BTreeMap::new(),
         shared_texts: BTreeMap::new(),
         table_rows: BTreeMap::new(),
+        loosely_typed: BTreeSet::new(),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -514,6 +515,8 @@ struct Loader<'a> {
     shared_texts: BTreeMap<String, Arc<str>>,
     /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
     table_rows: BTreeMap<String, u64>,
+    /// Kinds read without a schema, noted once per pack.
+    loosely_typed: BTreeSet<(String, String)>,
 }
 
 /// A file's parsed YAML documents.
@@ -541,10 +544,13 @@ impl<'a> Loader<'a> {
                     .collect(),
             }),
             Err(e) => {
-                self.error(
+                let mut d =
                     Diagnostic::error("yaml::syntax", format!("invalid YAML: {}", e.message))
-                        .at(&file, e.pos),
-                );
+                        .at(&file, e.pos);
+                if let Some(help) = expression_yaml_help(text, &e.message, e.pos.line) {
+                    d = d.with_help(help);
+                }
+                self.error(d);
                 None
             }
         }
@@ -983,6 +989,44 @@ impl<'a> Loader<'a> {
             .filter(|d| d.severity == Severity::Error)
             .count()
     }
+}
+
+/// Keys whose values are CEL expressions.
+const EXPRESSION_KEYS: &[&str] = &[
+    "expression",
+    "messageExpression",
+    "when",
+    "forEach",
+    "clusterName",
+    "objectName",
+    "matchLabels",
+    "namespace",
+    "bindAs",
+    "status",
+    "reason",
+    "message",
+    "list",
+    "name",
+    "gates",
+    "timeout",
+];
+
+/// A hint for a YAML error inside a CEL expression written as a plain scalar: `: ` (a map
+/// literal, a ternary) or ` #` ends or splits a plain scalar in YAML.
+fn expression_yaml_help(text: &str, message: &str, line: usize) -> Option<String> {
+    if !message.contains("mapping values are not allowed") {
+        return None;
+    }
+    let source = text.lines().nth(line.checked_sub(1)?)?.trim_start();
+    let source = source.strip_prefix("- ").unwrap_or(source);
+    let key = source.split(':').next()?.trim();
+    let in_status_fields = !EXPRESSION_KEYS.contains(&key);
+    if in_status_fields && !text.lines().take(line).any(|l| l.trim() == "fields:") {
+        return None;
+    }
+    Some(format!(
+        "`{key}` holds a CEL expression containing `: `, which YAML reads as a new key: quote it (`{key}: \"...\"`) or write it as a block (`{key}: >-` with the expression on the next lines)"
+    ))
 }
 
 /// serde's message without the Rust type names it mentions (`expected struct Watch` ->

@@ -1167,3 +1167,53 @@ fn a_cluster_scoped_lookup_has_a_plain_form() {
         ]
     );
 }
+
+/// Every diagnostic of loading the demo pack with `rule`.
+fn diagnostics_of(rule: String) -> Vec<String> {
+    load(&PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.to_string(),
+            ),
+            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+        ]),
+        shared_partials: BTreeMap::new(),
+    })
+    .diagnostics
+    .iter()
+    .map(|d| d.to_string())
+    .collect()
+}
+
+#[test]
+fn a_plain_expression_with_a_colon_gets_a_yaml_hint() {
+    let rule = RULE.replace(
+        "      expression: \"'team-' + owner.metadata.name\"\n",
+        "      expression: self.spec.note == 'x' ? 'a' : 'b'\n",
+    );
+    assert_eq!(
+        diagnostics_of(rule),
+        [
+            "demo/rules/app.yaml:21:47: error[yaml::syntax]: invalid YAML: mapping values are not allowed in this context\n  help: `expression` holds a CEL expression containing `: `, which YAML reads as a new key: quote it (`expression: \"...\"`) or write it as a block (`expression: >-` with the expression on the next lines)"
+        ]
+    );
+}
+
+#[test]
+fn kinds_without_a_schema_are_noted_once_each() {
+    let notes: Vec<String> = diagnostics_of(RULE.to_string())
+        .into_iter()
+        .filter(|d| d.contains("note["))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "demo/rules/app.yaml:6:45: note[cel::no-schema]: App (example.com/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught\n  in rule `app`\n  help: give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+            "demo/rules/app.yaml:10:13: note[cel::no-schema]: Team (example.com/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught\n  in rule `app`\n  help: give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+        ]
+    );
+}

@@ -22,6 +22,38 @@ impl Loader<'_> {
         cost_limit: u64,
     ) {
         use cel::check::{Bounds, CostEstimate, ObjectType, Type, TypeEnv};
+        let kinds = std::iter::once((
+            &watch.api_version,
+            &watch.kind,
+            "spec.watch.kind".to_string(),
+        ))
+        .chain(
+            lookups
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (&l.api_version, &l.kind, format!("spec.lookups[{i}].kind"))),
+        );
+        for (api_version, kind, path) in kinds {
+            let known = cel::check::object_type_for_kind(self.crds, api_version, kind).is_some();
+            if !known
+                && self
+                    .loosely_typed
+                    .insert((api_version.clone(), kind.clone()))
+            {
+                let d = Diagnostic::note(
+                    "cel::no-schema",
+                    format!(
+                        "{kind} ({api_version}) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
+                    ),
+                )
+                .at(file, node.closest(&yaml::parse_path(&path)).pos)
+                .in_rule(rule)
+                .with_help(
+                    "give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+                );
+                self.error(d);
+            }
+        }
         let object_type = |api_version: &str, kind: &str| {
             cel::check::object_type_for_kind(self.crds, api_version, kind)
                 .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
