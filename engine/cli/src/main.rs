@@ -95,6 +95,8 @@ enum Command {
         /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// `yaml`: the objects as a multi-document stream, ready for `kubectl apply -f -`;
+        /// `json`: the objects with their clusters, status patches and errors.
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         format: RenderFormat,
         /// The evaluation clock (RFC 3339); default the current time.
@@ -109,6 +111,7 @@ enum Command {
     },
     /// Run the test cases of packs (default: every pack under ./rules).
     Test {
+        /// Pack folders; default every pack under ./rules.
         packs: Vec<PathBuf>,
         /// Write a JUnit XML report.
         #[arg(long)]
@@ -121,6 +124,7 @@ enum Command {
     },
     /// Validate packs: every error with file, line and column.
     Check {
+        /// Pack folders.
         #[arg(required = true)]
         packs: Vec<PathBuf>,
         /// Print diagnostics as JSON.
@@ -134,14 +138,20 @@ enum Command {
     },
     /// Compare what two versions of a pack render for the same inputs.
     Diff {
+        /// The pack folder before the change (a checkout of the target branch).
         #[arg(long)]
         base: PathBuf,
+        /// The pack folder after the change.
         #[arg(long)]
         head: PathBuf,
+        /// Input files or folders of Kubernetes YAML, rendered by both versions.
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// `text` (a unified diff per object), `markdown` (for a pull request comment) or
+        /// `json`.
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         format: DiffFormat,
+        /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
         /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
@@ -153,10 +163,13 @@ enum Command {
     },
     /// Trace why each rule did or did not fire for the input objects.
     Explain {
+        /// The pack folder.
         #[arg(long)]
         pack: PathBuf,
+        /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
         /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
@@ -169,8 +182,10 @@ enum Command {
     /// Step a pack through time without a cluster: evaluate, apply what it desires as the
     /// broker would, move the clock, evaluate again; print what changes at each step.
     Simulate {
+        /// The pack folder.
         #[arg(long)]
         pack: PathBuf,
+        /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
         /// Steps after the first evaluation.
@@ -205,6 +220,7 @@ enum Command {
     /// Print the JSON Schema of the pack format (`--broker-config`: of the broker's
     /// configuration file).
     Schema {
+        /// The schema of the broker's configuration file instead.
         #[arg(long)]
         broker_config: bool,
     },
