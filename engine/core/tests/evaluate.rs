@@ -1217,3 +1217,39 @@ fn kinds_without_a_schema_are_noted_once_each() {
         ]
     );
 }
+
+#[test]
+fn a_template_error_is_reported_once_with_a_suggestion() {
+    let rule = RULE.replace(
+        "    - name: city\n",
+        "    - name: again\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: more\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: city\n",
+    );
+    let files = PackFiles {
+        root: "demo".into(),
+        files: BTreeMap::from([
+            ("pack.yaml".to_string(), PACK.to_string()),
+            ("rules/app.yaml".to_string(), rule),
+            (
+                "templates/namespace.yaml.hbs".to_string(),
+                NAMESPACE.replace("vars.namespace", "vars.namespce"),
+            ),
+            (
+                "templates/city.yaml.hbs".to_string(),
+                CITY.replace("{{item}}-", "{{itme}}-"),
+            ),
+        ]),
+        shared_partials: BTreeMap::new(),
+    };
+    let errors: Vec<String> = load(&files)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.to_string())
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "demo/templates/namespace.yaml.hbs:4:9: error[template::unknown-variable]: variable `vars.namespce` is not defined (did you mean `vars.namespace`?) (template `namespace.yaml.hbs` used by outputs `namespace`, `again`, `more`)\n  in rule `app`",
+        ]
+    );
+}

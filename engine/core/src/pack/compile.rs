@@ -708,6 +708,8 @@ impl Loader<'_> {
                 template_outputs.extend(stage.outputs.iter().map(|o| (o, stage.from_data)));
             }
         }
+        // One diagnostic per place in a template, naming every output that uses it.
+        let mut unknown: BTreeMap<(String, usize, usize, String), Vec<&str>> = BTreeMap::new();
         for (output, stage_bound) in template_outputs {
             if !templates.has_template(&output.template) {
                 continue;
@@ -717,42 +719,73 @@ impl Loader<'_> {
                     continue;
                 };
                 reads_clusters |= root == "clusters";
+                let suggestion = |name: &str, known: Vec<String>| match cel::check::suggest(
+                    name,
+                    known.iter(),
+                ) {
+                    Some(s) => format!(" (did you mean `{s}`?)"),
+                    None => String::new(),
+                };
                 let problem = match root.as_str() {
                     "self" | "cluster" | "clusters" | "now" | "tables" => None,
                     "item" | "index" if output.for_each.is_some() => None,
                     "stage" if stage_bound => None,
                     "vars" => match reference.path.get(1) {
                         Some(var) if !var_names.contains(var) => {
-                            Some(format!("variable `vars.{var}` is not defined"))
+                            let known = var_names.iter().map(|v| format!("vars.{v}")).collect();
+                            let hint = suggestion(&format!("vars.{var}"), known);
+                            Some(format!("variable `vars.{var}` is not defined{hint}"))
                         }
                         _ => None,
                     },
                     name if lookup_names.contains(name) => None,
-                    name => Some(format!("variable `{name}` is not defined")),
+                    name => {
+                        let mut known: Vec<String> =
+                            ["self", "cluster", "clusters", "now", "tables", "vars"]
+                                .iter()
+                                .map(|s| s.to_string())
+                                .chain(lookup_names.iter().cloned())
+                                .collect();
+                        if output.for_each.is_some() {
+                            known.extend(["item".to_string(), "index".to_string()]);
+                        }
+                        let hint = suggestion(name, known);
+                        Some(format!("variable `{name}` is not defined{hint}"))
+                    }
                 };
                 if let Some(problem) = problem {
-                    let template_file = self
-                        .files
-                        .display(&format!("templates/{}", output.template));
-                    self.error(
-                        Diagnostic::error(
-                            "template::unknown-variable",
-                            format!(
-                                "{problem} (template `{}` used by output `{}`)",
-                                output.template, output.name
-                            ),
-                        )
-                        .at(
-                            &template_file,
-                            Pos {
-                                line: reference.line,
-                                column: reference.column,
-                            },
-                        )
-                        .in_rule(&rule),
-                    );
+                    unknown
+                        .entry((
+                            output.template.clone(),
+                            reference.line,
+                            reference.column,
+                            problem,
+                        ))
+                        .or_default()
+                        .push(&output.name);
                 }
             }
+        }
+        for ((template, line, column, problem), users) in unknown {
+            let template_file = self.files.display(&format!("templates/{template}"));
+            let used_by = match users.as_slice() {
+                [one] => format!("output `{one}`"),
+                many => format!(
+                    "outputs {}",
+                    many.iter()
+                        .map(|o| format!("`{o}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            self.error(
+                Diagnostic::error(
+                    "template::unknown-variable",
+                    format!("{problem} (template `{template}` used by {used_by})"),
+                )
+                .at(&template_file, Pos { line, column })
+                .in_rule(&rule),
+            );
         }
 
         let steps = match order_steps(&lookups, &guards, &vars) {
