@@ -177,7 +177,12 @@ pub fn render(
     Ok(report_errors(&plan))
 }
 
-pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8, CliError> {
+pub fn explain(
+    pack_dir: &Path,
+    inputs: &Inputs,
+    format: crate::ExplainFormat,
+    sources: &Sources,
+) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
     let plan = plan_for(
         &pack,
@@ -185,6 +190,28 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
         clock(inputs.clock.as_deref())?,
         plan::Tracing::On,
     )?;
+    if let crate::ExplainFormat::Json = format {
+        let triggers: Vec<serde_json::Value> = plan
+            .outcomes
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "trigger": o.trigger,
+                    "rules": o.rules,
+                    "trace": o.trace,
+                    "status": o.status,
+                    "outputs": o.desired.iter().map(|d| d.key.to_string()).collect::<Vec<_>>(),
+                    "errors": o.errors,
+                })
+            })
+            .collect();
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"triggers": triggers}))
+                .unwrap_or_default()
+        );
+        return Ok(report_errors(&plan));
+    }
     if plan.outcomes.is_empty() {
         let watched: Vec<String> = pack
             .watched_kinds()
@@ -196,18 +223,73 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
             watched.join(", ")
         );
     }
+    // Each rule's steps once, in the order first met, with every trigger's result below,
+    // triggers with the same result together.
+    type Results<'p> = Vec<(&'p str, Vec<String>)>;
+    type Steps<'p> = Vec<((&'p str, Option<&'p str>), Results<'p>)>;
+    let mut rules: Vec<(&str, Steps<'_>)> = Vec::new();
+    for outcome in &plan.outcomes {
+        for entry in &outcome.trace {
+            let r = match rules.iter().position(|(r, _)| *r == entry.rule) {
+                Some(i) => i,
+                None => {
+                    rules.push((&entry.rule, Vec::new()));
+                    rules.len() - 1
+                }
+            };
+            let steps = &mut rules[r].1;
+            let step = (entry.step.as_str(), entry.expression.as_deref());
+            let s = match steps.iter().position(|(s, _)| *s == step) {
+                Some(i) => i,
+                None => {
+                    steps.push((step, Vec::new()));
+                    steps.len() - 1
+                }
+            };
+            let results = &mut steps[s].1;
+            // A rule watches one kind: the trigger's namespace and name say which.
+            let key = &outcome.trigger;
+            let mut trigger = match &key.namespace {
+                Some(ns) => format!("{ns}/{}", key.name),
+                None => key.name.clone(),
+            };
+            if key.cluster.contains('/') {
+                trigger = format!("{} {trigger}", key.cluster);
+            }
+            match results.iter_mut().find(|(r, _)| *r == entry.result) {
+                Some((_, triggers)) => triggers.push(trigger),
+                None => results.push((&entry.result, vec![trigger])),
+            }
+        }
+    }
+    let several = plan.outcomes.len() > 1;
+    for (rule, steps) in &rules {
+        outln!("rule {rule}");
+        for ((step, expression), results) in steps {
+            match expression {
+                Some(e) if !e.contains('\n') => outln!("  {step}: {e}"),
+                Some(e) => {
+                    outln!("  {step}:");
+                    for line in e.lines() {
+                        outln!("      {line}");
+                    }
+                }
+                None => outln!("  {step}"),
+            }
+            for (result, triggers) in results {
+                if several {
+                    outln!("    => {result}  ({})", listed(triggers));
+                } else {
+                    outln!("    => {result}");
+                }
+            }
+        }
+    }
     for outcome in &plan.outcomes {
         outln!("{}", outcome.trigger);
-        for entry in &outcome.trace {
-            match &entry.expression {
-                Some(e) => outln!(
-                    "  [{}] {}: `{}` => {}",
-                    entry.rule,
-                    entry.step,
-                    e,
-                    entry.result
-                ),
-                None => outln!("  [{}] {}: {}", entry.rule, entry.step, entry.result),
+        if let Some(serde_json::Value::Object(status)) = &outcome.status {
+            for (field, value) in status.iter().filter(|(f, _)| *f != "conditions") {
+                outln!("  status.{field}: {}", compact_json(value));
             }
         }
         if let Some(conditions) = outcome
@@ -229,6 +311,25 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
         outln!("  outputs: {}", outcome.desired.len());
     }
     Ok(report_errors(&plan))
+}
+
+/// Trigger names, at most ten, then how many more.
+fn listed(triggers: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = triggers
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if triggers.len() > SHOWN {
+        text.push_str(&format!(" and {} more", triggers.len() - SHOWN));
+    }
+    text
+}
+
+fn compact_json(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 pub fn check(

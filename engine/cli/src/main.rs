@@ -79,6 +79,12 @@ pub enum RenderFormat {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub enum DiffFormat {
     Text,
     Markdown,
@@ -169,6 +175,10 @@ enum Command {
         /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// `text`: each rule's expressions once, with the result for each trigger below, then
+        /// each trigger's status; `json`: every trigger's trace, status and outputs.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        format: ExplainFormat,
         /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
@@ -320,12 +330,13 @@ fn main() -> ExitCode {
         Command::Explain {
             pack,
             inputs,
+            format,
             clock,
             clusters,
             sources,
         } => {
             let inputs = commands::Inputs::new(inputs, clusters, clock);
-            commands::explain(&pack, &inputs, &sources)
+            commands::explain(&pack, &inputs, format, &sources)
         }
         Command::Simulate {
             pack,

@@ -195,15 +195,53 @@ fn explain_traces_guards_lookups_and_outputs() {
     let out = switchyard(&args(&["explain", "--pack", "rules/kcp-karmada"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
+    // Each expression once, the triggers' results grouped below it.
+    assert!(text.starts_with("rule fleet-workload\n"), "{text}");
     assert!(
-        text.contains("source:FleetWorkload.platform.edge-portal.eu:default/web\n"),
+        text.contains(
+            "  vars.workspace: self.metadata.annotations['kcp.io/cluster']\n    => \"2vmzxwqzc9k1ajk0\"  (default/api, default/web)\n    => \"1x9k3m7p2q5w8z0a\"  (plant-a/batch, plant-a/cache)\n"
+        ),
         "{text}"
     );
-    assert!(text.contains("  [fleet-workload] lookup fleet: `self.spec.fleetRef.name` => platform.edge-portal.eu/v1alpha1 Fleet default/"), "{text}");
+    assert_eq!(
+        text.matches("  lookup fleet: self.spec.fleetRef.name\n")
+            .count(),
+        1
+    );
+    // Then each trigger's status: fields and conditions.
+    assert!(
+        text.contains("source:FleetWorkload.platform.edge-portal.eu:default/web\n  status.clusters: [{\"applied\":true,\"cluster\":\"edge-fra-1\",\"health\":\"Healthy\"},{\"applied\":true,\"cluster\":\"edge-ams-1\",\"health\":\"Healthy\"}]\n  status.observedGeneration: 3\n"),
+        "{text}"
+    );
     assert!(
         text.contains("  condition Synced=True (Synced): rendered by fleet-workload (4 outputs)"),
         "{text}"
     );
+
+    let out = switchyard(&args(&[
+        "explain",
+        "-o",
+        "json",
+        "--pack",
+        "rules/kcp-karmada",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let web = json["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trigger"]["name"] == "web" && t["trigger"]["namespace"] == "default")
+        .unwrap();
+    assert_eq!(web["status"]["observedGeneration"], 3);
+    assert!(
+        web["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["step"] == "vars.workspace" && e["result"] == "\"2vmzxwqzc9k1ajk0\"")
+    );
+    assert_eq!(web["outputs"].as_array().unwrap().len(), 4);
 }
 
 /// Copies a pack into a fresh temporary folder.
