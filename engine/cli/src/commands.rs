@@ -313,6 +313,9 @@ pub fn explain(
     Ok(report_errors(&plan))
 }
 
+/// The code of an example or fixture object its CRD refuses.
+const INVALID_INPUT: &str = "input::invalid";
+
 /// Trigger names, at most ten, then how many more.
 fn listed(triggers: &[String]) -> String {
     const SHOWN: usize = 10;
@@ -341,8 +344,15 @@ pub fn check(
     let mut failed = false;
     let mut all = Vec::new();
     for dir in packs {
-        let (files, result) = load_files(dir, sources)?;
-        failed |= result.has_errors();
+        let (files, mut result) = load_files(dir, sources)?;
+        // An example or fixture the API server would refuse fails the check, though the
+        // pack itself loads.
+        for d in &mut result.diagnostics {
+            if d.code == INVALID_INPUT {
+                d.severity = Severity::Error;
+            }
+        }
+        failed |= result.diagnostics.iter().any(|d| d.is_error());
         let errors = result
             .diagnostics
             .iter()
@@ -361,7 +371,7 @@ pub fn check(
                 outln!("{d}");
             }
             match &result.pack {
-                Some(pack) => outln!(
+                Some(pack) if errors == 0 => outln!(
                     "{}: ok: pack {} {} ({} rules, {} tables, {} warnings)",
                     files.root,
                     pack.name(),
@@ -370,7 +380,7 @@ pub fn check(
                     pack.tables().len(),
                     warnings
                 ),
-                None => outln!("{}: {errors} errors, {warnings} warnings", files.root),
+                _ => outln!("{}: {errors} errors, {warnings} warnings", files.root),
             }
         }
     }
@@ -406,6 +416,7 @@ pub fn test(
     let mut unfixed = 0;
     for dir in &packs {
         let pack = load_pack(dir, sources)?;
+        let mut warned: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut reports = testing::run_tests(&pack);
         if reports.is_empty() {
             outln!("{}: no test cases", dir.display());
@@ -425,6 +436,19 @@ pub fn test(
                         report.failures.push(message);
                     }
                 }
+            }
+            // A fixture many cases read is reported once, with the first case that read it.
+            for warning in report
+                .warnings
+                .iter()
+                .filter(|w| warned.insert((*w).clone()))
+            {
+                outln!(
+                    "WARN {} {}: {}: {warning}",
+                    pack.name(),
+                    report.suite,
+                    report.case
+                );
             }
             if report.passed() {
                 passed += 1;

@@ -550,3 +550,66 @@ fn cel_reports_evaluation_errors_at_the_failing_node() {
         "error: 1:13: no matching overload for '_+_' applied to (string, int)\n  | self.spec.x + 1\n  |             ^\n"
     );
 }
+
+/// Example and fixture objects of kinds with a CRD are checked as the API server would:
+/// `check` refuses an invalid one unless it is marked invalid on purpose, and refuses a mark
+/// on a valid one; `test` warns about invalid inputs of its cases.
+#[test]
+fn check_and_test_validate_inputs_against_their_crds() {
+    let dir = temp_dir("inputs-crds");
+    let pack = dir.join("kcp-karmada");
+    copy_pack("rules/kcp-karmada", &pack);
+    let fixtures = pack.join("fixtures/placement.yaml");
+    let text = std::fs::read_to_string(&fixtures).unwrap();
+    let mark = "    switchyard.dev/invalid: \"refused by the CRD; the pack stops on it (InvalidPlacementPolicy)\"\n";
+    let text = text.replacen(
+        &format!("  name: bad-weight\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n{mark}"),
+        "  name: bad-weight\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n",
+        1,
+    );
+    let text = text.replacen(
+        "  name: weighted\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n",
+        &format!("  name: weighted\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n{mark}"),
+        1,
+    );
+    std::fs::write(&fixtures, text).unwrap();
+    let sources = [
+        "--partials",
+        &root().join("templates").to_string_lossy(),
+        "--crds",
+        &root().join("config/crds").to_string_lossy(),
+    ]
+    .map(|s| s.to_string());
+    let mut args = vec!["check".to_string(), pack.to_string_lossy().into_owned()];
+    args.extend(sources.iter().cloned());
+    let out = switchyard(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(1));
+    let shown = fixtures.to_string_lossy().into_owned();
+    assert_eq!(
+        errors_only(&stdout(&out)),
+        format!(
+            "\
+{shown}:61:1: error[input::invalid]: PlacementPolicy `weighted` is marked `switchyard.dev/invalid` but its CRD accepts it
+{shown}:332:15: error[input::invalid]: PlacementPolicy `bad-weight` would be refused by the API server: spec.weights[0].weight: Invalid value: 0: spec.weights[0].weight in body should be greater than or equal to 1 (minimum)
+  help: fix the object, or mark an object that is invalid on purpose with the annotation `switchyard.dev/invalid: <why>`
+"
+        )
+    );
+
+    // The shipped pack's test of a weighted policy warns about the unmarked invalid fixture.
+    let mut args = vec!["test".to_string(), pack.to_string_lossy().into_owned()];
+    args.extend(sources.iter().cloned());
+    let out = switchyard(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = stdout(&out);
+    // Once, though every case that reads the fixture file has it.
+    assert_eq!(
+        text.matches("WARN kcp-karmada ").collect::<Vec<_>>().len(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("WARN kcp-karmada errors: missing Fleet: input PlacementPolicy `default/bad-weight` is invalid: spec.weights[0].weight: Invalid value: 0: spec.weights[0].weight in body should be greater than or equal to 1 (minimum)\n"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,6 +32,9 @@ pub const ANNOTATION_OWNERS: &str = "switchyard.dev/owners";
 /// Annotation on an input object naming its cluster, `ROLE` or `ROLE/NAME` (dry-run inputs
 /// only).
 pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";
+/// On a test input or fixture: the object is invalid on purpose (what a pack does with an
+/// object an older CRD let in); the value says why. Its CRD is not checked against it.
+pub const ANNOTATION_INVALID_INPUT: &str = "switchyard.dev/invalid";
 /// The condition type the engine manages on every trigger.
 pub const CONDITION_SYNCED: &str = "Synced";
 

@@ -757,6 +757,7 @@ impl<'a> Loader<'a> {
                 format!("{problem}: outputs of this kind are reported invalid where it applies"),
             ));
         }
+        self.validate_examples(&validator);
         Some(Pack {
             gates: std::sync::Mutex::new(BTreeMap::new()),
             validator: Arc::new(validator),
@@ -981,6 +982,75 @@ impl<'a> Loader<'a> {
             .at(file, pos)
             .in_rule(rule)
             .with_snippet(source_line, pos.column)
+    }
+
+    /// The pack's example and fixture objects of kinds with a CRD must be valid (what a
+    /// tenant could create); those marked `switchyard.dev/invalid` must be invalid. Warnings
+    /// here, since examples are not what a running pack needs; `check` makes them errors.
+    fn validate_examples(&mut self, validator: &crate::validate::Validator) {
+        let files: &'a PackFiles = self.files;
+        for (relative, text) in &files.files {
+            let example = (relative.starts_with("examples/") || relative.starts_with("fixtures/"))
+                && (relative.ends_with(".yaml") || relative.ends_with(".yml"));
+            if !example {
+                continue;
+            }
+            let file = files.display(relative);
+            // A file that does not parse is `render`'s and `test`'s to report.
+            let Ok(documents) = yaml::parse_documents(text) else {
+                continue;
+            };
+            for node in documents {
+                let object = node.to_json();
+                let (Some(api_version), Some(kind)) = (
+                    object.get("apiVersion").and_then(serde_json::Value::as_str),
+                    object.get("kind").and_then(serde_json::Value::as_str),
+                ) else {
+                    continue;
+                };
+                if !validator.has_crd(api_version, kind) {
+                    continue;
+                }
+                let name = object
+                    .pointer("/metadata/name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default();
+                let on_purpose = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(crate::evaluate::ANNOTATION_INVALID_INPUT))
+                    .is_some();
+                let violations = validator.validate(&object);
+                if on_purpose {
+                    if violations.is_empty() {
+                        self.error(
+                            Diagnostic::warning(
+                                "input::invalid",
+                                format!(
+                                    "{kind} `{name}` is marked `{}` but its CRD accepts it",
+                                    crate::evaluate::ANNOTATION_INVALID_INPUT
+                                ),
+                            )
+                            .at(&file, node.pos),
+                        );
+                    }
+                    continue;
+                }
+                for violation in violations {
+                    let at = node.closest(&yaml::parse_path(&violation.path)).pos;
+                    self.error(
+                        Diagnostic::warning(
+                            "input::invalid",
+                            format!("{kind} `{name}` would be refused by the API server: {violation}"),
+                        )
+                        .at(&file, at)
+                        .with_help(format!(
+                            "fix the object, or mark an object that is invalid on purpose with the annotation `{}: <why>`",
+                            crate::evaluate::ANNOTATION_INVALID_INPUT
+                        )),
+                    );
+                }
+            }
+        }
     }
 
     fn error_count(&self) -> usize {
