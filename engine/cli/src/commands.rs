@@ -637,3 +637,35 @@ pub fn schema(broker_config: bool) -> Result<u8, CliError> {
     );
     Ok(0)
 }
+
+/// `switchyard cel --pack DIR --rule NAME --input PATH... EXPR`: the expression evaluated in
+/// the rule's context for the first input object the rule watches.
+pub fn probe(
+    pack_dir: &Path,
+    rule: &str,
+    inputs: &Inputs,
+    expression: &str,
+    sources: &Sources,
+) -> Result<u8, CliError> {
+    let pack = load_pack(pack_dir, sources)?;
+    let now = clock(inputs.clock.as_deref())?;
+    let world = world_for(&pack, inputs)?;
+    let probe = switchyard_core::evaluate::probe_rule(&pack, rule, &world, now, expression)
+        .map_err(CliError::Input)?;
+    for note in &probe.notes {
+        eprintln!("note: {note}");
+    }
+    match probe.value {
+        Ok(value) => {
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(1)
+        }
+    }
+}

@@ -220,6 +220,23 @@ enum Command {
     /// Evaluate a CEL expression the way rules do (no expression: read one per line).
     Cel {
         expression: Option<String>,
+        /// Evaluate in a rule of this pack (with `--rule` and `--input`): `self` is the first
+        /// input object the rule watches, and the rule's lookups, `vars` and `tables` are
+        /// bound as evaluation binds them.
+        #[arg(long, requires_all = ["rule", "inputs"])]
+        pack: Option<PathBuf>,
+        /// The rule of `--pack` to evaluate in.
+        #[arg(long, requires = "pack")]
+        rule: Option<String>,
+        /// An input file or folder of Kubernetes YAML (repeatable): the trigger and what its
+        /// lookups read.
+        #[arg(long = "input", short = 'i', requires = "pack")]
+        inputs: Vec<PathBuf>,
+        /// The evaluation clock (RFC 3339), with `--pack`; default the current time.
+        #[arg(long, requires = "pack")]
+        clock: Option<String>,
+        #[command(flatten)]
+        sources: Sources,
         /// A YAML or JSON map from variable name to value.
         #[arg(long)]
         bindings: Option<PathBuf>,
@@ -353,8 +370,26 @@ fn main() -> ExitCode {
         }
         Command::Cel {
             expression,
+            pack: Some(pack),
+            rule: Some(rule),
+            inputs,
+            clock,
+            sources,
+            ..
+        } => {
+            let inputs = commands::Inputs::new(inputs, None, clock);
+            match expression {
+                Some(expression) => commands::probe(&pack, &rule, &inputs, &expression, &sources),
+                None => Err(CliError::Usage(
+                    "`cel --pack` evaluates one expression: give it".to_string(),
+                )),
+            }
+        }
+        Command::Cel {
+            expression,
             bindings,
             vars,
+            ..
         } => cel_command::run(expression.as_deref(), bindings.as_deref(), &vars),
         Command::Schema { broker_config } => commands::schema(broker_config),
         Command::Run(args) => run_command::run(args),

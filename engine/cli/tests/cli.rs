@@ -613,3 +613,86 @@ fn check_and_test_validate_inputs_against_their_crds() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `cel --pack --rule --input` evaluates in the rule's context: `self`, lookups and `vars`
+/// as evaluation binds them; what could not be bound is a note.
+#[test]
+fn cel_evaluates_in_a_rule_of_a_pack() {
+    let dir = temp_dir("cel-pack");
+    let input = dir.join("web.yaml");
+    std::fs::write(
+        &input,
+        "apiVersion: platform.edge-portal.eu/v1alpha1
+kind: FleetWorkload
+metadata: {name: web, namespace: default, annotations: {kcp.io/cluster: 2vmzxwqzc9k1ajk0}}
+spec:
+  fleetRef: {name: edge-eu}
+  template: {spec: {containers: [{name: web, image: \"nginx:1.27\"}]}}
+---
+apiVersion: platform.edge-portal.eu/v1alpha1
+kind: Fleet
+metadata: {name: edge-eu, namespace: default, annotations: {kcp.io/cluster: 2vmzxwqzc9k1ajk0}}
+spec: {clusterRefs: [{name: edge-fra-1}, {name: edge-ams-1}]}
+",
+    )
+    .unwrap();
+    let input = input.to_string_lossy().into_owned();
+    let cel = |expression: &str| {
+        switchyard(&[
+            "cel",
+            "--pack",
+            "rules/kcp-karmada",
+            "--rule",
+            "fleet-workload",
+            "--input",
+            &input,
+            expression,
+        ])
+    };
+    let out = cel(
+        "[vars.namespace, self.metadata.name, fleet.spec.clusterRefs.size(), vars.clusterNames]",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "[\n  \"kcp-50bdde6c6b56\",\n  \"web\",\n  2,\n  [\n    \"edge-fra-1\",\n    \"edge-ams-1\"\n  ]\n]\n"
+    );
+    // Every guard passes and every required lookup finds its object: nothing to note.
+    assert_eq!(stderr(&out), "");
+    // The binding lookup (not required) finds nothing: null, as in evaluation.
+    let out = cel("binding == null && tables.readiness.size() > 0");
+    assert_eq!(stdout(&out), "true\n", "{}", stderr(&out));
+
+    let out = cel("vars.nope");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "error: 1:5: no such key: nope\n");
+
+    // A false guard does not stop the binding: it is noted.
+    let text = std::fs::read_to_string(&input).unwrap();
+    let spoofed = text.replacen(
+        "template: {spec:",
+        "template: {metadata: {labels: {edge-connect.eu/source-name: x}}, spec:",
+        1,
+    );
+    std::fs::write(&input, spoofed).unwrap();
+    let out = cel("vars.namespace");
+    assert_eq!(stdout(&out), "\"kcp-50bdde6c6b56\"\n");
+    assert_eq!(stderr(&out), "note: guard spec.when[3] is false\n");
+
+    let out = switchyard(&[
+        "cel",
+        "--pack",
+        "rules/kcp-karmada",
+        "--rule",
+        "nope",
+        "--input",
+        &input,
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: the pack has no rule `nope` (its rules: fleet-workload)\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

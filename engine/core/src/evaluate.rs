@@ -351,7 +351,7 @@ fn evaluate_traced<'w>(
     traced: bool,
 ) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
-    let (role, member) = split_cluster(trigger.cluster);
+    let (role, _) = split_cluster(trigger.cluster);
     let trigger_labels = labels(trigger.object);
     let rules: Vec<&CompiledRule> = pack
         .rules
@@ -407,41 +407,17 @@ fn evaluate_traced<'w>(
         return Ok(outcome);
     }
 
-    let self_value = conversions.trigger(trigger.object);
-    let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let cluster_json = json!({"role": role, "name": member});
-    // Built only for rules that read it: it asks the world for every role's members.
-    let clusters_json: Map<String, Value> = if rules.iter().any(|r| r.reads_clusters) {
-        pack.spec()
-            .clusters
-            .iter()
-            .map(|c| (c.name.clone(), json!(world.members(&c.name))))
-            .collect()
-    } else {
-        Map::new()
-    };
-    let clusters_json = Value::Object(clusters_json);
-    let mut ctx = EvalContext {
+    let reads_clusters = rules.iter().any(|r| r.reads_clusters);
+    let mut ctx = EvalContext::new(
         pack,
+        trigger,
         world,
-        trigger: trigger.object,
-        trigger_cluster: trigger.cluster,
-        self_value,
-        cluster_cel: cel::Value::from_json(&cluster_json),
-        cluster_json,
-        clusters_cel: cel::Value::from_json(&clusters_json),
-        clusters_json,
-        now_cel: cel::Value::string(now_text.clone()),
-        now_text,
         now,
-        cost_used: 0,
-        cost_budget: pack.document.cost_per_object(),
         conversions,
-        outcome: &mut outcome,
-        missing_targets: Vec::new(),
-        rule_missing: Vec::new(),
+        &mut outcome,
+        reads_clusters,
         traced,
-    };
+    );
     let mut results = Vec::new();
     for rule in &rules {
         results.push(ctx.run_rule(rule));
@@ -516,6 +492,144 @@ fn evaluate_traced<'w>(
     Ok(outcome)
 }
 
+/// What [`probe_rule`] found: the expression's value, and what binding the rule's names
+/// said on the way (a false guard, a lookup that found nothing, a variable that failed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub value: Result<Value, String>,
+    pub notes: Vec<String>,
+}
+
+/// Evaluates `expression` as if it were written in rule `rule_name`, for the first object of
+/// `world` the rule watches (in key order): `self`,
+/// the rule's lookups, `vars`, `tables`, `cluster`, `clusters` and `now` are bound as
+/// evaluation binds them, so a guard can be debugged where it lives. Every lookup and
+/// variable the rule can compute is bound, whatever its guards say (a false guard is a
+/// note); one that fails is left out, with a note.
+pub fn probe_rule(
+    pack: &Pack,
+    rule_name: &str,
+    world: &crate::object::MemoryWorld,
+    now: DateTime<Utc>,
+    expression: &str,
+) -> Result<Probe, String> {
+    let rule = pack
+        .rules
+        .iter()
+        .find(|r| r.name == rule_name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = pack.rules.iter().map(|r| r.name.as_str()).collect();
+            format!(
+                "the pack has no rule `{rule_name}` (its rules: {})",
+                names.join(", ")
+            )
+        })?;
+    let program = pack
+        .env
+        .compile(expression)
+        .map_err(|e| format!("{}:{}: {}", e.line, e.column, e.message))?;
+    let (key, object) = world
+        .iter()
+        .find(|(k, o)| {
+            k.role() == rule.watch.cluster
+                && k.api_version == rule.watch.api_version
+                && k.kind == rule.watch.kind
+                && rule
+                    .watch
+                    .selector
+                    .as_ref()
+                    .is_none_or(|s| selector_matches(s, &labels(o)))
+        })
+        .ok_or_else(|| {
+            format!(
+                "no input object is watched by rule `{rule_name}`: it watches {} {} in cluster `{}`",
+                rule.watch.api_version, rule.watch.kind, rule.watch.cluster
+            )
+        })?;
+    let trigger = Trigger {
+        cluster: &key.cluster,
+        object,
+    };
+    let world: &dyn World = world;
+    let key = key.clone();
+    let mut outcome = Outcome {
+        trigger: key,
+        rules: vec![rule.name.clone()],
+        desired: Vec::new(),
+        status: None,
+        finalizer: None,
+        deleting: false,
+        reads: BTreeSet::new(),
+        errors: Vec::new(),
+        trace: Vec::new(),
+        requeue_after: None,
+        facts: TriggerFacts::default(),
+    };
+    let conversions = Conversions::default();
+    let mut ctx = EvalContext::new(
+        pack,
+        trigger,
+        world,
+        now,
+        &conversions,
+        &mut outcome,
+        true,
+        false,
+    );
+    let mut bindings = Bindings::new();
+    let mut notes = Vec::new();
+    for step in &rule.steps {
+        match *step {
+            Step::Guard(i) => {
+                let guard = &rule.guards[i];
+                let label = guard.expr.path.trim_end_matches(".expression");
+                match ctx.eval_bool(&rule.name, &guard.expr, &bindings, None) {
+                    Ok(true) => {}
+                    Ok(false) => notes.push(format!("guard {label} is false")),
+                    Err(_) => notes.push(format!("guard {label} fails")),
+                }
+            }
+            Step::Lookup(i) => {
+                let lookup = &rule.lookups[i];
+                if let Err(Stop::Block { message, .. }) = ctx.run_lookup(rule, i, &mut bindings) {
+                    notes.push(format!("lookup `{}`: {message}", lookup.name));
+                    // Bound as evaluation binds what it does not find.
+                    let by_labels = matches!(lookup.key, LookupKey::Labels(_));
+                    let empty = if by_labels || lookup.all_clusters {
+                        json!([])
+                    } else {
+                        Value::Null
+                    };
+                    bindings
+                        .lookups
+                        .entry(lookup.name.clone())
+                        .or_insert_with(|| (cel::Value::from_json(&empty), empty));
+                }
+            }
+            Step::Var(i) => {
+                let var = &rule.vars[i];
+                match ctx.eval_json(&rule.name, &var.expr, &bindings, None) {
+                    Ok((value, json)) => bindings.add_var(var.key.clone(), value, json),
+                    Err(_) => notes.push(format!("vars.{} fails: it is left out", var.name)),
+                }
+            }
+        }
+    }
+    // The errors the notes above summarise.
+    for error in &ctx.outcome.errors {
+        notes.push(error.to_string());
+    }
+    let activation = ctx.activation(&pack.env, &bindings, None);
+    let value = program
+        .eval(&activation)
+        .map_err(|e| match e.line.zip(e.column) {
+            Some((line, column)) => format!("{line}:{column}: {}", e.message),
+            None => e.message,
+        })
+        .and_then(|v| v.to_json().map_err(|e| e.message));
+    Ok(Probe { value, notes })
+}
+
 /// What happened to one rule.
 enum RuleResult {
     Fired {
@@ -574,6 +688,58 @@ fn synced_condition(results: &[RuleResult], missing_targets: &[String]) -> Value
     }
     json!({"type": CONDITION_SYNCED, "status": "True", "reason": "Synced",
            "message": format!("rendered by {}", fired.join(", "))})
+}
+
+impl<'a> EvalContext<'a> {
+    /// The context of one trigger's evaluation: what every expression may read.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        pack: &'a Pack,
+        trigger: Trigger<'a>,
+        world: &'a dyn World,
+        now: DateTime<Utc>,
+        conversions: &'a Conversions<'a>,
+        outcome: &'a mut Outcome,
+        reads_clusters: bool,
+        traced: bool,
+    ) -> Self {
+        let (role, member) = split_cluster(trigger.cluster);
+        let self_value = conversions.trigger(trigger.object);
+        let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+        let cluster_json = json!({"role": role, "name": member});
+        // Built only for rules that read it: it asks the world for every role's members.
+        let clusters_json: Map<String, Value> = if reads_clusters {
+            pack.spec()
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), json!(world.members(&c.name))))
+                .collect()
+        } else {
+            Map::new()
+        };
+        let clusters_json = Value::Object(clusters_json);
+        EvalContext {
+            pack,
+            world,
+            trigger: trigger.object,
+            trigger_cluster: trigger.cluster,
+            self_value,
+            cluster_cel: cel::Value::from_json(&cluster_json),
+            cluster_json,
+            clusters_cel: cel::Value::from_json(&clusters_json),
+            clusters_json,
+            now_cel: cel::Value::string(now_text.clone()),
+            now_text,
+            now,
+            cost_used: 0,
+            cost_budget: pack.document.cost_per_object(),
+            conversions,
+            outcome,
+            missing_targets: Vec::new(),
+            rule_missing: Vec::new(),
+            traced,
+        }
+    }
 }
 
 struct EvalContext<'a> {
