@@ -2069,14 +2069,31 @@ impl EvalContext<'_> {
             &key.kind,
             key.namespace.as_deref(),
         ) {
-            let where_ = match &key.namespace {
-                Some(ns) => format!("namespace `{ns}`"),
-                None => "cluster scope".to_string(),
+            // A namespaced kind without a namespace is a mistake of the template, not a
+            // tenant reaching outside the scope: say so.
+            let namespaced = key.namespace.is_none()
+                && self.pack.spec().scope.iter().any(|entry| {
+                    entry.cluster == key.role()
+                        && entry.kinds.iter().any(|k| {
+                            k.api_version == key.api_version
+                                && k.kind == key.kind
+                                && !k.cluster_scoped
+                        })
+                });
+            let message = match &key.namespace {
+                None if namespaced => format!(
+                    "{} {} `{}` has no namespace, but the pack's scope has {} as namespaced in cluster `{cluster}`: set metadata.namespace in the template",
+                    key.api_version, key.kind, key.name, key.kind
+                ),
+                Some(ns) => format!(
+                    "{} {} `{}` in namespace `{ns}` of cluster `{cluster}` is outside the pack's scope",
+                    key.api_version, key.kind, key.name
+                ),
+                None => format!(
+                    "{} {} `{}` in cluster scope of cluster `{cluster}` is outside the pack's scope",
+                    key.api_version, key.kind, key.name
+                ),
             };
-            let message = format!(
-                "{} {} `{}` in {where_} of cluster `{cluster}` is outside the pack's scope",
-                key.api_version, key.kind, key.name
-            );
             if self.traced {
                 self.trace(name, &path, None, format!("refused: {message}"));
             }

@@ -1253,3 +1253,23 @@ fn a_template_error_is_reported_once_with_a_suggestion() {
         ]
     );
 }
+
+#[test]
+fn a_namespaced_kind_without_a_namespace_is_an_error_naming_the_output() {
+    let city = CITY.replace("  namespace: {{vars.namespace}}\n", "");
+    let pack = pack_with_files(RULE, &[("templates/city.yaml.hbs", &city)]);
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &world(&[team()]));
+    assert_eq!(
+        outcome
+            .errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>(),
+        [
+            "rule `app`, output `city`: v1 ConfigMap `web-ber` has no namespace, but the pack's scope has ConfigMap as namespaced in cluster `edge`: set metadata.namespace in the template"
+        ]
+    );
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["reason"], "ScopeViolation");
+    assert!(outcome.desired.is_empty());
+}
