@@ -70,8 +70,8 @@ fn pack_with(rule: &str) -> Pack {
     pack_with_files(rule, &[])
 }
 
-/// The demo pack with `rule`, plus files that replace or add to the default ones.
-fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
+/// Loads the demo pack with `rule`, plus files that replace or add to the default ones.
+fn load_demo(rule: &str, extra: &[(&str, &str)]) -> switchyard_core::LoadResult {
     let mut files = BTreeMap::from([
         ("pack.yaml".to_string(), PACK.to_string()),
         ("rules/app.yaml".to_string(), rule.to_string()),
@@ -84,12 +84,16 @@ fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
     for (path, text) in extra {
         files.insert((*path).to_string(), (*text).to_string());
     }
-    let files = PackFiles {
+    load(&PackFiles {
         root: "demo".into(),
         files,
         shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
+    })
+}
+
+/// The demo pack with `rule`, plus files that replace or add to the default ones.
+fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
+    let result = load_demo(rule, extra);
     let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
     result
         .pack
@@ -600,20 +604,7 @@ fn check_warns_where_the_cost_of_an_expression_cannot_be_bounded() {
         "  when:\n",
         "  when:\n    - expression: self.spec.items.all(x, x > 0)\n",
     );
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
+    let result = load_demo(&rule, &[]);
     assert!(result.pack.is_some(), "warnings do not stop loading");
     let warnings: Vec<String> = result
         .diagnostics
@@ -773,20 +764,7 @@ fn an_on_stop_mapping_that_fails_reports_its_error_and_keeps_the_stop() {
 #[test]
 fn on_stop_expressions_may_read_stop_and_nothing_unknown() {
     let rule = rule_with_on_stop().replace("stop.reason + ': ' + stop.message", "stopp.reason");
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
+    let result = load_demo(&rule, &[]);
     let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
     assert!(result.pack.is_none());
     assert!(
@@ -797,19 +775,7 @@ fn on_stop_expressions_may_read_stop_and_nothing_unknown() {
     );
     // `stop` is not bound outside onStop.
     let rule = RULE.replace("cities: self.spec.cities.size()", "cities: stop.reason");
-    let result = load(&PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    });
+    let result = load_demo(&rule, &[]);
     let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
     assert!(
         messages
@@ -950,28 +916,12 @@ fn a_conflict_is_won_by_the_trigger_that_desired_the_object_first() {
 
 /// The `cel::cost` diagnostics of loading the demo pack with `rule` and extra files.
 fn cost_warnings(rule: String, extra: &[(&str, &str)]) -> Vec<String> {
-    let mut files = BTreeMap::from([
-        ("pack.yaml".to_string(), PACK.to_string()),
-        ("rules/app.yaml".to_string(), rule),
-        (
-            "templates/namespace.yaml.hbs".to_string(),
-            NAMESPACE.to_string(),
-        ),
-        ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-    ]);
-    for (path, text) in extra {
-        files.insert((*path).to_string(), (*text).to_string());
-    }
-    load(&PackFiles {
-        root: "demo".into(),
-        files,
-        shared_partials: BTreeMap::new(),
-    })
-    .diagnostics
-    .iter()
-    .filter(|d| d.code == "cel::cost")
-    .map(|d| d.to_string())
-    .collect()
+    load_demo(&rule, extra)
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "cel::cost")
+        .map(|d| d.to_string())
+        .collect()
 }
 
 #[test]
@@ -1098,20 +1048,7 @@ fn a_load_error_after_more_indented_lines_of_a_folded_block_points_at_its_line()
         "  vars:\n",
         "  vars:\n    - name: problems\n      expression: >-\n        [\n          1,\n          2\n        ] + [vars.nope]\n",
     );
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let errors: Vec<String> = load(&files)
+    let errors: Vec<String> = load_demo(&rule, &[])
         .diagnostics
         .iter()
         .filter(|d| d.is_error())
@@ -1141,20 +1078,7 @@ fn a_cluster_scoped_lookup_has_a_plain_form() {
         "      clusterScoped: true\n",
         "      clusterScoped: true\n      namespace: \"'x'\"\n",
     );
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), both),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let errors: Vec<String> = load(&files)
+    let errors: Vec<String> = load_demo(&both, &[])
         .diagnostics
         .iter()
         .filter(|d| d.is_error())
@@ -1170,23 +1094,11 @@ fn a_cluster_scoped_lookup_has_a_plain_form() {
 
 /// Every diagnostic of loading the demo pack with `rule`.
 fn diagnostics_of(rule: String) -> Vec<String> {
-    load(&PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    })
-    .diagnostics
-    .iter()
-    .map(|d| d.to_string())
-    .collect()
+    load_demo(&rule, &[])
+        .diagnostics
+        .iter()
+        .map(|d| d.to_string())
+        .collect()
 }
 
 #[test]
@@ -1224,23 +1136,8 @@ fn a_template_error_is_reported_once_with_a_suggestion() {
         "    - name: city\n",
         "    - name: again\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: more\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: city\n",
     );
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.replace("vars.namespace", "vars.namespce"),
-            ),
-            (
-                "templates/city.yaml.hbs".to_string(),
-                CITY.replace("{{item}}-", "{{itme}}-"),
-            ),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let errors: Vec<String> = load(&files)
+    let namespace = NAMESPACE.replace("vars.namespace", "vars.namespce");
+    let errors: Vec<String> = load_demo(&rule, &[("templates/namespace.yaml.hbs", &namespace)])
         .diagnostics
         .iter()
         .filter(|d| d.is_error())
