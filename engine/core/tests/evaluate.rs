@@ -91,6 +91,16 @@ fn load_demo(rule: &str, extra: &[(&str, &str)]) -> switchyard_core::LoadResult 
     })
 }
 
+/// The errors of loading the demo pack with `rule` and `extra` files.
+fn load_errors(rule: &str, extra: &[(&str, &str)]) -> Vec<String> {
+    load_demo(rule, extra)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.to_string())
+        .collect()
+}
+
 /// The demo pack with `rule`, plus files that replace or add to the default ones.
 fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
     let result = load_demo(rule, extra);
@@ -1048,12 +1058,7 @@ fn a_load_error_after_more_indented_lines_of_a_folded_block_points_at_its_line()
         "  vars:\n",
         "  vars:\n    - name: problems\n      expression: >-\n        [\n          1,\n          2\n        ] + [vars.nope]\n",
     );
-    let errors: Vec<String> = load_demo(&rule, &[])
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| d.to_string())
-        .collect();
+    let errors: Vec<String> = load_errors(&rule, &[]);
     assert_eq!(
         errors,
         [
@@ -1078,12 +1083,7 @@ fn a_cluster_scoped_lookup_has_a_plain_form() {
         "      clusterScoped: true\n",
         "      clusterScoped: true\n      namespace: \"'x'\"\n",
     );
-    let errors: Vec<String> = load_demo(&both, &[])
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| d.to_string())
-        .collect();
+    let errors: Vec<String> = load_errors(&both, &[]);
     assert_eq!(
         errors,
         [
@@ -1137,12 +1137,7 @@ fn a_template_error_is_reported_once_with_a_suggestion() {
         "    - name: again\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: more\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: city\n",
     );
     let namespace = NAMESPACE.replace("vars.namespace", "vars.namespce");
-    let errors: Vec<String> = load_demo(&rule, &[("templates/namespace.yaml.hbs", &namespace)])
-        .diagnostics
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| d.to_string())
-        .collect();
+    let errors: Vec<String> = load_errors(&rule, &[("templates/namespace.yaml.hbs", &namespace)]);
     assert_eq!(
         errors,
         [
