@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11's render figure: `switchyard render` (release build) of N generated FleetWorkloads
+# The render figure: `switchyard render` (release build) of N generated FleetWorkloads
 # (default 10000; FleetWorkload app-<i> in namespace ns<i % 100> of workspace ws<i % 100>, one
 # Fleet `f` per namespace), printing wall time and peak RSS (/usr/bin/time -v) and the
 # output's SHA-256. RUNS runs (default 3).

@@ -1,4 +1,4 @@
-//! The render figure of issue 11 on its own: generates the input (FleetWorkload `app-<i>`
+//! The render figure on its own: generates the input (FleetWorkload `app-<i>`
 //! in namespace `ns<i % 100>` of workspace `ws<i % 100>`, one Fleet `f` per namespace),
 //! builds the release `switchyard` binary and runs `switchyard render` on it under
 //! `/usr/bin/time -v`, printing wall time, peak RSS and the output's SHA-256.

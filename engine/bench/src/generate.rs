@@ -368,7 +368,7 @@ fn resource_binding(i: usize, name: &str, namespace: &str) -> Value {
 /// Workspaces (and kcp namespaces) of [`fleet_workloads_yaml`].
 pub const RENDER_WORKSPACES: usize = 100;
 
-/// The input file of the render benchmark (issue 11) as YAML text: `n` FleetWorkloads
+/// The input file of the render benchmark as YAML text: `n` FleetWorkloads
 /// `app-<i>` in namespace `ns<i % 100>` of workspace `ws<i % 100>` (annotation
 /// `kcp.io/cluster`), each with `spec.fleetRef.name: f`, `replicas: 2` and a pod template of
 /// one labelled container with one port, then one Fleet `f` with two clusterRefs per

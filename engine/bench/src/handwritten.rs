@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use switchyard_core::evaluate::Precedence;
 use switchyard_core::plan::Conflict;
 use switchyard_core::{MemoryWorld, ObjectKey, World};
 
@@ -83,7 +84,18 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
         BTreeMap::new();
     let mut conflicts = Vec::new();
     let mut triggers = Vec::new();
-    for fw in world.list(SOURCE, PORTAL, "FleetWorkload", None) {
+    // In the order FleetWorkloads claim an object they render differently: the one that
+    // desired it first (oldest creationTimestamp, then uid, then key) keeps it.
+    let mut workloads: Vec<(Precedence, ObjectKey, std::sync::Arc<Value>)> = world
+        .list(SOURCE, PORTAL, "FleetWorkload", None)
+        .into_iter()
+        .filter_map(|fw| {
+            let key = ObjectKey::of(SOURCE, &fw).ok()?;
+            Some((Precedence::of(&fw), key, fw))
+        })
+        .collect();
+    workloads.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    for (_, _, fw) in &workloads {
         let fw = fw.as_ref();
         let Some(name) = fw.pointer("/metadata/name").and_then(Value::as_str) else {
             continue;
@@ -113,8 +125,9 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
         let owner = owner_of(namespace, name);
         let (synced, rule_status) = match fleet_workload(world, fw) {
             Ok(fired) => {
-                let synced = json!({"type": "Synced", "status": "True", "reason": "Synced",
+                let mut synced = json!({"type": "Synced", "status": "True", "reason": "Synced",
                     "message": format!("rendered by {RULE} ({} outputs)", fired.outputs.len())});
+                let mut refused: Option<String> = None;
                 for (key, output, object) in fired.outputs {
                     match merged.get_mut(&key) {
                         None => {
@@ -132,14 +145,20 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
                                 sources.insert(output);
                                 owners.insert(owner.clone());
                             } else {
-                                conflicts.push(Conflict {
+                                let conflict = Conflict {
                                     key,
                                     kept: owners.iter().cloned().collect(),
                                     refused: BTreeSet::from([owner.clone()]),
-                                });
+                                };
+                                refused.get_or_insert_with(|| conflict.refused_message());
+                                conflicts.push(conflict);
                             }
                         }
                     }
+                }
+                if let Some(message) = refused {
+                    synced = json!({"type": "Synced", "status": "False", "reason": "Conflict",
+                        "message": message});
                 }
                 (synced, Some((fired.fields, fired.ready)))
             }
@@ -155,6 +174,7 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
         });
     }
 
+    triggers.sort_by(|a, b| a.trigger.cmp(&b.trigger));
     let mut cluster_scoped = Vec::new();
     let mut namespaced = Vec::new();
     for (key, (mut object, sources, owners)) in merged {

@@ -1,4 +1,4 @@
-//! The render figure of issue 11: `switchyard render` (the release binary) of
+//! The render figure: `switchyard render` (the release binary) of
 //! [`crate::fleet_workloads_yaml`], its wall time and peak RSS as `/usr/bin/time -v` reports
 //! them.
 

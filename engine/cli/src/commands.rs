@@ -198,7 +198,12 @@ pub fn render(
     Ok(report(errors))
 }
 
-pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8, CliError> {
+pub fn explain(
+    pack_dir: &Path,
+    inputs: &Inputs,
+    format: crate::ExplainFormat,
+    sources: &Sources,
+) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
     let plan = plan_for(
         &pack,
@@ -206,6 +211,28 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
         clock(inputs.clock.as_deref())?,
         plan::Tracing::On,
     )?;
+    if let crate::ExplainFormat::Json = format {
+        let triggers: Vec<serde_json::Value> = plan
+            .outcomes
+            .iter()
+            .map(|o| {
+                serde_json::json!({
+                    "trigger": o.trigger,
+                    "rules": o.rules,
+                    "trace": o.trace,
+                    "status": o.status,
+                    "outputs": o.desired.iter().map(|d| d.key.to_string()).collect::<Vec<_>>(),
+                    "errors": o.errors,
+                })
+            })
+            .collect();
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"triggers": triggers}))
+                .unwrap_or_default()
+        );
+        return Ok(report_errors(&plan));
+    }
     if plan.outcomes.is_empty() {
         let watched: Vec<String> = pack
             .watched_kinds()
@@ -217,18 +244,73 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
             watched.join(", ")
         );
     }
+    // Each rule's steps once, in the order first met, with every trigger's result below,
+    // triggers with the same result together.
+    type Results<'p> = Vec<(&'p str, Vec<String>)>;
+    type Steps<'p> = Vec<((&'p str, Option<&'p str>), Results<'p>)>;
+    let mut rules: Vec<(&str, Steps<'_>)> = Vec::new();
+    for outcome in &plan.outcomes {
+        for entry in &outcome.trace {
+            let r = match rules.iter().position(|(r, _)| *r == entry.rule) {
+                Some(i) => i,
+                None => {
+                    rules.push((&entry.rule, Vec::new()));
+                    rules.len() - 1
+                }
+            };
+            let steps = &mut rules[r].1;
+            let step = (entry.step.as_str(), entry.expression.as_deref());
+            let s = match steps.iter().position(|(s, _)| *s == step) {
+                Some(i) => i,
+                None => {
+                    steps.push((step, Vec::new()));
+                    steps.len() - 1
+                }
+            };
+            let results = &mut steps[s].1;
+            // A rule watches one kind: the trigger's namespace and name say which.
+            let key = &outcome.trigger;
+            let mut trigger = match &key.namespace {
+                Some(ns) => format!("{ns}/{}", key.name),
+                None => key.name.clone(),
+            };
+            if key.cluster.contains('/') {
+                trigger = format!("{} {trigger}", key.cluster);
+            }
+            match results.iter_mut().find(|(r, _)| *r == entry.result) {
+                Some((_, triggers)) => triggers.push(trigger),
+                None => results.push((&entry.result, vec![trigger])),
+            }
+        }
+    }
+    let several = plan.outcomes.len() > 1;
+    for (rule, steps) in &rules {
+        outln!("rule {rule}");
+        for ((step, expression), results) in steps {
+            match expression {
+                Some(e) if !e.contains('\n') => outln!("  {step}: {e}"),
+                Some(e) => {
+                    outln!("  {step}:");
+                    for line in e.lines() {
+                        outln!("      {line}");
+                    }
+                }
+                None => outln!("  {step}"),
+            }
+            for (result, triggers) in results {
+                if several {
+                    outln!("    => {result}  ({})", listed(triggers));
+                } else {
+                    outln!("    => {result}");
+                }
+            }
+        }
+    }
     for outcome in &plan.outcomes {
         outln!("{}", outcome.trigger);
-        for entry in &outcome.trace {
-            match &entry.expression {
-                Some(e) => outln!(
-                    "  [{}] {}: `{}` => {}",
-                    entry.rule,
-                    entry.step,
-                    e,
-                    entry.result
-                ),
-                None => outln!("  [{}] {}: {}", entry.rule, entry.step, entry.result),
+        if let Some(serde_json::Value::Object(status)) = &outcome.status {
+            for (field, value) in status.iter().filter(|(f, _)| *f != "conditions") {
+                outln!("  status.{field}: {}", compact_json(value));
             }
         }
         if let Some(conditions) = outcome
@@ -252,18 +334,57 @@ pub fn explain(pack_dir: &Path, inputs: &Inputs, sources: &Sources) -> Result<u8
     Ok(report_errors(&plan))
 }
 
-pub fn check(packs: &[PathBuf], json: bool, sources: &Sources) -> Result<u8, CliError> {
+/// The code of an example or fixture object its CRD refuses.
+const INVALID_INPUT: &str = "input::invalid";
+
+/// Trigger names, at most ten, then how many more.
+fn listed(triggers: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text = triggers
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if triggers.len() > SHOWN {
+        text.push_str(&format!(" and {} more", triggers.len() - SHOWN));
+    }
+    text
+}
+
+fn compact_json(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+pub fn check(
+    packs: &[PathBuf],
+    json: bool,
+    strict: bool,
+    sources: &Sources,
+) -> Result<u8, CliError> {
     let mut failed = false;
     let mut all = Vec::new();
     for dir in packs {
-        let (files, result) = load_files(dir, sources)?;
-        failed |= result.has_errors();
+        let (files, mut result) = load_files(dir, sources)?;
+        // An example or fixture the API server would refuse fails the check, though the
+        // pack itself loads.
+        for d in &mut result.diagnostics {
+            if d.code == INVALID_INPUT {
+                d.severity = Severity::Error;
+            }
+        }
+        failed |= result.diagnostics.iter().any(|d| d.is_error());
         let errors = result
             .diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count();
-        let warnings = result.diagnostics.len() - errors;
+        let warnings = result
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .count();
+        failed |= strict && warnings > 0;
         if json {
             all.extend(result.diagnostics);
         } else {
@@ -271,7 +392,7 @@ pub fn check(packs: &[PathBuf], json: bool, sources: &Sources) -> Result<u8, Cli
                 outln!("{d}");
             }
             match &result.pack {
-                Some(pack) => outln!(
+                Some(pack) if errors == 0 => outln!(
                     "{}: ok: pack {} {} ({} rules, {} tables, {} warnings)",
                     files.root,
                     pack.name(),
@@ -280,7 +401,7 @@ pub fn check(packs: &[PathBuf], json: bool, sources: &Sources) -> Result<u8, Cli
                     pack.tables().len(),
                     warnings
                 ),
-                None => outln!("{}: {errors} errors, {warnings} warnings", files.root),
+                _ => outln!("{}: {errors} errors, {warnings} warnings", files.root),
             }
         }
     }
@@ -316,6 +437,7 @@ pub fn test(
     let mut unfixed = 0;
     for dir in &packs {
         let pack = load_pack(dir, sources)?;
+        let mut warned: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         let mut reports = testing::run_tests(&pack);
         if reports.is_empty() {
             outln!("{}: no test cases", dir.display());
@@ -335,6 +457,19 @@ pub fn test(
                         report.failures.push(message);
                     }
                 }
+            }
+            // A fixture many cases read is reported once, with the first case that read it.
+            for warning in report
+                .warnings
+                .iter()
+                .filter(|w| warned.insert((*w).clone()))
+            {
+                outln!(
+                    "WARN {} {}: {}: {warning}",
+                    pack.name(),
+                    report.suite,
+                    report.case
+                );
             }
             if report.passed() {
                 passed += 1;
@@ -522,4 +657,36 @@ pub fn schema(broker_config: bool) -> Result<u8, CliError> {
         serde_json::to_string_pretty(&schema).unwrap_or_default()
     );
     Ok(0)
+}
+
+/// `switchyard cel --pack DIR --rule NAME --input PATH... EXPR`: the expression evaluated in
+/// the rule's context for the first input object the rule watches.
+pub fn probe(
+    pack_dir: &Path,
+    rule: &str,
+    inputs: &Inputs,
+    expression: &str,
+    sources: &Sources,
+) -> Result<u8, CliError> {
+    let pack = load_pack(pack_dir, sources)?;
+    let now = clock(inputs.clock.as_deref())?;
+    let world = world_for(&pack, inputs)?;
+    let probe = switchyard_core::evaluate::probe_rule(&pack, rule, &world, now, expression)
+        .map_err(CliError::Input)?;
+    for note in &probe.notes {
+        eprintln!("note: {note}");
+    }
+    match probe.value {
+        Ok(value) => {
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Ok(1)
+        }
+    }
 }

@@ -79,6 +79,12 @@ pub enum RenderFormat {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 pub enum DiffFormat {
     Text,
     Markdown,
@@ -95,6 +101,8 @@ enum Command {
         /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// `yaml`: the objects as a multi-document stream, ready for `kubectl apply -f -`;
+        /// `json`: the objects with their clusters, status patches and errors.
         #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
         format: RenderFormat,
         /// The evaluation clock (RFC 3339); default the current time.
@@ -109,6 +117,7 @@ enum Command {
     },
     /// Run the test cases of packs (default: every pack under ./rules).
     Test {
+        /// Pack folders; default every pack under ./rules.
         packs: Vec<PathBuf>,
         /// Write a JUnit XML report.
         #[arg(long)]
@@ -121,24 +130,34 @@ enum Command {
     },
     /// Validate packs: every error with file, line and column.
     Check {
+        /// Pack folders.
         #[arg(required = true)]
         packs: Vec<PathBuf>,
         /// Print diagnostics as JSON.
         #[arg(long)]
         json: bool,
+        /// Fail (exit 1) on warnings too, as CI should.
+        #[arg(long)]
+        strict: bool,
         #[command(flatten)]
         sources: Sources,
     },
     /// Compare what two versions of a pack render for the same inputs.
     Diff {
+        /// The pack folder before the change (a checkout of the target branch).
         #[arg(long)]
         base: PathBuf,
+        /// The pack folder after the change.
         #[arg(long)]
         head: PathBuf,
+        /// Input files or folders of Kubernetes YAML, rendered by both versions.
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// `text` (a unified diff per object), `markdown` (for a pull request comment) or
+        /// `json`.
         #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
         format: DiffFormat,
+        /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
         /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
@@ -150,10 +169,17 @@ enum Command {
     },
     /// Trace why each rule did or did not fire for the input objects.
     Explain {
+        /// The pack folder.
         #[arg(long)]
         pack: PathBuf,
+        /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
+        /// `text`: each rule's expressions once, with the result for each trigger below, then
+        /// each trigger's status; `json`: every trigger's trace, status and outputs.
+        #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+        format: ExplainFormat,
+        /// The evaluation clock (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
         /// A YAML list of member clusters (`ROLE/NAME`) besides those the inputs' annotation
@@ -166,8 +192,10 @@ enum Command {
     /// Step a pack through time without a cluster: evaluate, apply what it desires as the
     /// broker would, move the clock, evaluate again; print what changes at each step.
     Simulate {
+        /// The pack folder.
         #[arg(long)]
         pack: PathBuf,
+        /// Input files or folders of Kubernetes YAML (multi-document).
         #[arg(long = "input", short = 'i', required = true, num_args = 1..)]
         inputs: Vec<PathBuf>,
         /// Steps after the first evaluation.
@@ -194,6 +222,23 @@ enum Command {
         /// May start with `-` (`-7 % 3`).
         #[arg(allow_hyphen_values = true)]
         expression: Option<String>,
+        /// Evaluate in a rule of this pack (with `--rule` and `--input`): `self` is the first
+        /// input object the rule watches, and the rule's lookups, `vars` and `tables` are
+        /// bound as evaluation binds them.
+        #[arg(long, requires_all = ["rule", "inputs"])]
+        pack: Option<PathBuf>,
+        /// The rule of `--pack` to evaluate in.
+        #[arg(long, requires = "pack")]
+        rule: Option<String>,
+        /// An input file or folder of Kubernetes YAML (repeatable): the trigger and what its
+        /// lookups read.
+        #[arg(long = "input", short = 'i', requires = "pack")]
+        inputs: Vec<PathBuf>,
+        /// The evaluation clock (RFC 3339), with `--pack`; default the current time.
+        #[arg(long, requires = "pack")]
+        clock: Option<String>,
+        #[command(flatten)]
+        sources: Sources,
         /// A YAML or JSON map from variable name to value.
         #[arg(long)]
         bindings: Option<PathBuf>,
@@ -212,6 +257,7 @@ enum Command {
     /// Print the JSON Schema of the pack format (`--broker-config`: of the broker's
     /// configuration file).
     Schema {
+        /// The schema of the broker's configuration file instead.
         #[arg(long)]
         broker_config: bool,
     },
@@ -293,8 +339,9 @@ fn main() -> ExitCode {
         Command::Check {
             packs,
             json,
+            strict,
             sources,
-        } => commands::check(&packs, json, &sources),
+        } => commands::check(&packs, json, strict, &sources),
         Command::Diff {
             base,
             head,
@@ -310,12 +357,13 @@ fn main() -> ExitCode {
         Command::Explain {
             pack,
             inputs,
+            format,
             clock,
             clusters,
             sources,
         } => {
             let inputs = commands::Inputs::new(inputs, clusters, clock);
-            commands::explain(&pack, &inputs, &sources)
+            commands::explain(&pack, &inputs, format, &sources)
         }
         Command::Simulate {
             pack,
@@ -332,10 +380,28 @@ fn main() -> ExitCode {
         }
         Command::Cel {
             expression,
+            pack: Some(pack),
+            rule: Some(rule),
+            inputs,
+            clock,
+            sources,
+            ..
+        } => {
+            let inputs = commands::Inputs::new(inputs, None, clock);
+            match expression {
+                Some(expression) => commands::probe(&pack, &rule, &inputs, &expression, &sources),
+                None => Err(CliError::Usage(
+                    "`cel --pack` evaluates one expression: give it".to_string(),
+                )),
+            }
+        }
+        Command::Cel {
+            expression,
             bindings,
             vars,
             kubernetes,
             extensions,
+            ..
         } => cel_command::run(
             expression.as_deref(),
             bindings.as_deref(),

@@ -19,13 +19,51 @@ tests/fixtures/packs/broken/rules/config.yaml:11:39: error[cel::syntax]: invalid
   in rule `config`
   |     - expression: self.spec.replicas >
   |                                       ^
-tests/fixtures/packs/broken/rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected `name` or `expression` at `spec.vars[0].replicsa`
+tests/fixtures/packs/broken/rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected one of `name`, `expression`, `maxCost` at `spec.vars[0].replicsa`
 tests/fixtures/packs/broken/tables/sizes.yaml:17:7: error[table::lint]: rows 1 and 2 overlap: both match replicas=3
 tests/fixtures/packs/broken/templates/config.yaml.hbs:8:9: error[template::unknown-variable]: variable `vars.size` is not defined (template `config.yaml.hbs` used by output `config`)
   in rule `config`
 tests/fixtures/packs/broken: 4 errors, 0 warnings
 "
     );
+}
+
+#[test]
+fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
+    let pack = "tests/fixtures/packs/data-stages";
+    assert_eq!(switchyard(&["check", pack]).status.code(), Some(0));
+    let strict = switchyard(&["check", "--strict", pack]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        stdout(&strict).ends_with("tests/fixtures/packs/data-stages: ok: pack data-stages 0.1.0 (1 rules, 0 tables, 1 warnings)\n"),
+        "{}",
+        stdout(&strict)
+    );
+    let shipped = switchyard(&[
+        "check",
+        "--strict",
+        "rules/kcp-karmada",
+        "rules/resource-broker",
+    ]);
+    let text = stdout(&shipped);
+    let summaries: Vec<&str> = text.lines().filter(|l| l.contains(": ok: ")).collect();
+    assert_eq!(
+        summaries,
+        [
+            "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)",
+            "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
+        ]
+    );
+    // Kinds without a schema are noted once each, not warned about.
+    let notes: Vec<&str> = text.lines().filter(|l| l.contains(": note[")).collect();
+    assert_eq!(
+        notes,
+        [
+            "rules/resource-broker/rules/consumer.yaml:62:13: note[cel::no-schema]: ConfigMap (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
+            "rules/resource-broker/rules/consumer.yaml:69:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
+        ]
+    );
+    assert_eq!(shipped.status.code(), Some(0));
 }
 
 #[test]
@@ -157,15 +195,53 @@ fn explain_traces_guards_lookups_and_outputs() {
     let out = switchyard(&args(&["explain", "--pack", "rules/kcp-karmada"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
+    // Each expression once, the triggers' results grouped below it.
+    assert!(text.starts_with("rule fleet-workload\n"), "{text}");
     assert!(
-        text.contains("source:FleetWorkload.platform.edge-portal.eu:default/web\n"),
+        text.contains(
+            "  vars.workspace: self.metadata.annotations['kcp.io/cluster']\n    => \"2vmzxwqzc9k1ajk0\"  (default/api, default/web)\n    => \"1x9k3m7p2q5w8z0a\"  (plant-a/batch, plant-a/cache)\n"
+        ),
         "{text}"
     );
-    assert!(text.contains("  [fleet-workload] lookup fleet: `self.spec.fleetRef.name` => platform.edge-portal.eu/v1alpha1 Fleet default/"), "{text}");
+    assert_eq!(
+        text.matches("  lookup fleet: self.spec.fleetRef.name\n")
+            .count(),
+        1
+    );
+    // Then each trigger's status: fields and conditions.
+    assert!(
+        text.contains("source:FleetWorkload.platform.edge-portal.eu:default/web\n  status.clusters: [{\"applied\":true,\"cluster\":\"edge-fra-1\",\"health\":\"Healthy\"},{\"applied\":true,\"cluster\":\"edge-ams-1\",\"health\":\"Healthy\"}]\n  status.observedGeneration: 3\n"),
+        "{text}"
+    );
     assert!(
         text.contains("  condition Synced=True (Synced): rendered by fleet-workload (4 outputs)"),
         "{text}"
     );
+
+    let out = switchyard(&args(&[
+        "explain",
+        "-o",
+        "json",
+        "--pack",
+        "rules/kcp-karmada",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let web = json["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["trigger"]["name"] == "web" && t["trigger"]["namespace"] == "default")
+        .unwrap();
+    assert_eq!(web["status"]["observedGeneration"], 3);
+    assert!(
+        web["trace"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["step"] == "vars.workspace" && e["result"] == "\"2vmzxwqzc9k1ajk0\"")
+    );
+    assert_eq!(web["outputs"].as_array().unwrap().len(), 4);
 }
 
 /// Copies a pack into a fresh temporary folder.
@@ -478,10 +554,10 @@ fn check_type_checks_guards_against_the_crds() {
   in rule `fleet-workload`
   |         && self.spec.replicas == 'three' && (size(self.spec.?service.?ports.orValue([])) == 0
   |                               ^
-{shown}:43:34: error[cel::type]: undefined field 'nmae' (did you mean 'name'?)
+{shown}:43:30: error[cel::type]: undefined field 'nmae' (did you mean 'name'?)
   in rule `fleet-workload`
   |             || self.metadata.nmae.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))
-  |                                  ^
+  |                              ^
 ",
         )
     );
@@ -560,4 +636,150 @@ fn cel_reports_type_errors_with_a_caret_before_evaluating() {
         "error: 1:3: found no matching overload for '_==_' applied to '(int, double)'\n  \
          | 1 == 1.0\n  |   ^\n"
     );
+}
+
+/// Example and fixture objects of kinds with a CRD are checked as the API server would:
+/// `check` refuses an invalid one unless it is marked invalid on purpose, and refuses a mark
+/// on a valid one; `test` warns about invalid inputs of its cases.
+#[test]
+fn check_and_test_validate_inputs_against_their_crds() {
+    let dir = temp_dir("inputs-crds");
+    let pack = dir.join("kcp-karmada");
+    copy_pack("rules/kcp-karmada", &pack);
+    let fixtures = pack.join("fixtures/placement.yaml");
+    let text = std::fs::read_to_string(&fixtures).unwrap();
+    let mark = "    switchyard.dev/invalid: \"refused by the CRD; the pack stops on it (InvalidPlacementPolicy)\"\n";
+    let text = text.replacen(
+        &format!("  name: bad-weight\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n{mark}"),
+        "  name: bad-weight\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n",
+        1,
+    );
+    let text = text.replacen(
+        "  name: weighted\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n",
+        &format!("  name: weighted\n  namespace: default\n  annotations:\n    kcp.io/cluster: 2vmzxwqzc9k1ajk0\n{mark}"),
+        1,
+    );
+    std::fs::write(&fixtures, text).unwrap();
+    let sources = [
+        "--partials",
+        &root().join("templates").to_string_lossy(),
+        "--crds",
+        &root().join("config/crds").to_string_lossy(),
+    ]
+    .map(|s| s.to_string());
+    let mut args = vec!["check".to_string(), pack.to_string_lossy().into_owned()];
+    args.extend(sources.iter().cloned());
+    let out = switchyard(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(1));
+    let shown = fixtures.to_string_lossy().into_owned();
+    assert_eq!(
+        errors_only(&stdout(&out)),
+        format!(
+            "\
+{shown}:61:1: error[input::invalid]: PlacementPolicy `weighted` is marked `switchyard.dev/invalid` but its CRD accepts it
+{shown}:332:15: error[input::invalid]: PlacementPolicy `bad-weight` would be refused by the API server: spec.weights[0].weight: Invalid value: 0: spec.weights[0].weight in body should be greater than or equal to 1 (minimum)
+  help: fix the object, or mark an object that is invalid on purpose with the annotation `switchyard.dev/invalid: <why>`
+"
+        )
+    );
+
+    // The shipped pack's test of a weighted policy warns about the unmarked invalid fixture.
+    let mut args = vec!["test".to_string(), pack.to_string_lossy().into_owned()];
+    args.extend(sources.iter().cloned());
+    let out = switchyard(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = stdout(&out);
+    // Once, though every case that reads the fixture file has it.
+    assert_eq!(
+        text.matches("WARN kcp-karmada ").collect::<Vec<_>>().len(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("WARN kcp-karmada errors: missing Fleet: input PlacementPolicy `default/bad-weight` is invalid: spec.weights[0].weight: Invalid value: 0: spec.weights[0].weight in body should be greater than or equal to 1 (minimum)\n"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `cel --pack --rule --input` evaluates in the rule's context: `self`, lookups and `vars`
+/// as evaluation binds them; what could not be bound is a note.
+#[test]
+fn cel_evaluates_in_a_rule_of_a_pack() {
+    let dir = temp_dir("cel-pack");
+    let input = dir.join("web.yaml");
+    std::fs::write(
+        &input,
+        "apiVersion: platform.edge-portal.eu/v1alpha1
+kind: FleetWorkload
+metadata: {name: web, namespace: default, annotations: {kcp.io/cluster: 2vmzxwqzc9k1ajk0}}
+spec:
+  fleetRef: {name: edge-eu}
+  template: {spec: {containers: [{name: web, image: \"nginx:1.27\"}]}}
+---
+apiVersion: platform.edge-portal.eu/v1alpha1
+kind: Fleet
+metadata: {name: edge-eu, namespace: default, annotations: {kcp.io/cluster: 2vmzxwqzc9k1ajk0}}
+spec: {clusterRefs: [{name: edge-fra-1}, {name: edge-ams-1}]}
+",
+    )
+    .unwrap();
+    let input = input.to_string_lossy().into_owned();
+    let cel = |expression: &str| {
+        switchyard(&[
+            "cel",
+            "--pack",
+            "rules/kcp-karmada",
+            "--rule",
+            "fleet-workload",
+            "--input",
+            &input,
+            expression,
+        ])
+    };
+    let out = cel(
+        "[vars.namespace, self.metadata.name, fleet.spec.clusterRefs.size(), vars.clusterNames]",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "[\n  \"kcp-50bdde6c6b56\",\n  \"web\",\n  2,\n  [\n    \"edge-fra-1\",\n    \"edge-ams-1\"\n  ]\n]\n"
+    );
+    // Every guard passes and every required lookup finds its object: nothing to note.
+    assert_eq!(stderr(&out), "");
+    // The binding lookup (not required) finds nothing: null, as in evaluation.
+    let out = cel("binding == null && tables.readiness.size() > 0");
+    assert_eq!(stdout(&out), "true\n", "{}", stderr(&out));
+
+    let out = cel("vars.nope");
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr(&out), "error: 1:5: no such key: nope\n");
+
+    // A false guard does not stop the binding: it is noted.
+    let text = std::fs::read_to_string(&input).unwrap();
+    let spoofed = text.replacen(
+        "template: {spec:",
+        "template: {metadata: {labels: {edge-connect.eu/source-name: x}}, spec:",
+        1,
+    );
+    std::fs::write(&input, spoofed).unwrap();
+    let out = cel("vars.namespace");
+    assert_eq!(stdout(&out), "\"kcp-50bdde6c6b56\"\n");
+    assert_eq!(stderr(&out), "note: guard spec.when[3] is false\n");
+
+    let out = switchyard(&[
+        "cel",
+        "--pack",
+        "rules/kcp-karmada",
+        "--rule",
+        "nope",
+        "--input",
+        &input,
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: the pack has no rule `nope` (its rules: fleet-workload)\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

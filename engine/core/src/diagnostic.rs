@@ -15,6 +15,8 @@ use crate::yaml::Pos;
 pub enum Severity {
     Error,
     Warning,
+    /// Worth knowing, nothing to fix (`check --strict` does not fail on it).
+    Note,
 }
 
 /// A source line with a caret under a column.
@@ -41,6 +43,9 @@ pub struct Diagnostic {
     pub rule: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<Snippet>,
+    /// How to fix it, when the message alone does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
 }
 
 impl Diagnostic {
@@ -54,7 +59,21 @@ impl Diagnostic {
             column: None,
             rule: None,
             snippet: None,
+            help: None,
         }
+    }
+
+    pub fn note(code: &'static str, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Note,
+            ..Diagnostic::error(code, message)
+        }
+    }
+
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
     }
 
     pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
@@ -115,6 +134,7 @@ impl fmt::Display for Diagnostic {
         let severity = match self.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Note => "note",
         };
         if let Some(location) = self.location() {
             write!(f, "{location}: ")?;
@@ -130,6 +150,9 @@ impl fmt::Display for Diagnostic {
                 snippet.text,
                 " ".repeat(snippet.column - 1)
             )?;
+        }
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
         }
         Ok(())
     }

@@ -32,6 +32,9 @@ pub const ANNOTATION_OWNERS: &str = "switchyard.dev/owners";
 /// Annotation on an input object naming its cluster, `ROLE` or `ROLE/NAME` (dry-run inputs
 /// only).
 pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";
+/// On a test input or fixture: the object is invalid on purpose (what a pack does with an
+/// object an older CRD let in); the value says why. Its CRD is not checked against it.
+pub const ANNOTATION_INVALID_INPUT: &str = "switchyard.dev/invalid";
 /// The condition type the engine manages on every trigger.
 pub const CONDITION_SYNCED: &str = "Synced";
 
@@ -74,13 +77,44 @@ pub struct RuleError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expression: Option<String>,
     pub message: String,
+    /// Where in the pack's files the failing part of the expression is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<ErrorLocation>,
+}
+
+/// A position in a pack file, and that line of the file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorLocation {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// The file's line, for a caret under the column.
+    #[serde(skip)]
+    pub source: String,
+}
+
+impl RuleError {
+    /// The file's line with a caret under the failing part, when the error has a location.
+    pub fn snippet(&self) -> Option<String> {
+        let l = self.location.as_ref()?;
+        let pad: String = l
+            .source
+            .chars()
+            .take(l.column.saturating_sub(1))
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        Some(format!("  | {}\n  | {pad}^", l.source))
+    }
 }
 
 impl std::fmt::Display for RuleError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "rule `{}`, {}", self.rule, self.path)?;
-        if let Some(e) = &self.expression {
-            write!(f, " `{e}`")?;
+        match (&self.location, &self.expression) {
+            // The position says where; a long expression would only bury the message.
+            (Some(l), _) => write!(f, " at {}:{}:{}", l.file, l.line, l.column)?,
+            (None, Some(e)) => write!(f, " `{e}`")?,
+            (None, None) => {}
         }
         write!(f, ": {}", self.message)
     }
@@ -338,7 +372,7 @@ fn evaluate_traced<'w>(
     traced: bool,
 ) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
-    let (role, member) = split_cluster(trigger.cluster);
+    let (role, _) = split_cluster(trigger.cluster);
     let trigger_labels = labels(trigger.object);
     let rules: Vec<&CompiledRule> = pack
         .rules
@@ -394,41 +428,17 @@ fn evaluate_traced<'w>(
         return Ok(outcome);
     }
 
-    let self_value = conversions.trigger(trigger.object);
-    let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let cluster_json = json!({"role": role, "name": member});
-    // Built only for rules that read it: it asks the world for every role's members.
-    let clusters_json: Map<String, Value> = if rules.iter().any(|r| r.reads_clusters) {
-        pack.spec()
-            .clusters
-            .iter()
-            .map(|c| (c.name.clone(), json!(world.members(&c.name))))
-            .collect()
-    } else {
-        Map::new()
-    };
-    let clusters_json = Value::Object(clusters_json);
-    let mut ctx = EvalContext {
+    let reads_clusters = rules.iter().any(|r| r.reads_clusters);
+    let mut ctx = EvalContext::new(
         pack,
+        trigger,
         world,
-        trigger: trigger.object,
-        trigger_cluster: trigger.cluster,
-        self_value,
-        cluster_cel: cel::Value::from_json(&cluster_json),
-        cluster_json,
-        clusters_cel: cel::Value::from_json(&clusters_json),
-        clusters_json,
-        now_cel: cel::Value::string(now_text.clone()),
-        now_text,
         now,
-        cost_used: 0,
-        cost_budget: pack.document.cost_per_object(),
         conversions,
-        outcome: &mut outcome,
-        missing_targets: Vec::new(),
-        rule_missing: Vec::new(),
+        &mut outcome,
+        reads_clusters,
         traced,
-    };
+    );
     let mut results = Vec::new();
     for rule in &rules {
         results.push(ctx.run_rule(rule));
@@ -503,6 +513,144 @@ fn evaluate_traced<'w>(
     Ok(outcome)
 }
 
+/// What [`probe_rule`] found: the expression's value, and what binding the rule's names
+/// said on the way (a false guard, a lookup that found nothing, a variable that failed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    pub value: Result<Value, String>,
+    pub notes: Vec<String>,
+}
+
+/// Evaluates `expression` as if it were written in rule `rule_name`, for the first object of
+/// `world` the rule watches (in key order): `self`,
+/// the rule's lookups, `vars`, `tables`, `cluster`, `clusters` and `now` are bound as
+/// evaluation binds them, so a guard can be debugged where it lives. Every lookup and
+/// variable the rule can compute is bound, whatever its guards say (a false guard is a
+/// note); one that fails is left out, with a note.
+pub fn probe_rule(
+    pack: &Pack,
+    rule_name: &str,
+    world: &crate::object::MemoryWorld,
+    now: DateTime<Utc>,
+    expression: &str,
+) -> Result<Probe, String> {
+    let rule = pack
+        .rules
+        .iter()
+        .find(|r| r.name == rule_name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = pack.rules.iter().map(|r| r.name.as_str()).collect();
+            format!(
+                "the pack has no rule `{rule_name}` (its rules: {})",
+                names.join(", ")
+            )
+        })?;
+    let program = pack
+        .env
+        .compile(expression)
+        .map_err(|e| format!("{}:{}: {}", e.line, e.column, e.message))?;
+    let (key, object) = world
+        .iter()
+        .find(|(k, o)| {
+            k.role() == rule.watch.cluster
+                && k.api_version == rule.watch.api_version
+                && k.kind == rule.watch.kind
+                && rule
+                    .watch
+                    .selector
+                    .as_ref()
+                    .is_none_or(|s| selector_matches(s, &labels(o)))
+        })
+        .ok_or_else(|| {
+            format!(
+                "no input object is watched by rule `{rule_name}`: it watches {} {} in cluster `{}`",
+                rule.watch.api_version, rule.watch.kind, rule.watch.cluster
+            )
+        })?;
+    let trigger = Trigger {
+        cluster: &key.cluster,
+        object,
+    };
+    let world: &dyn World = world;
+    let key = key.clone();
+    let mut outcome = Outcome {
+        trigger: key,
+        rules: vec![rule.name.clone()],
+        desired: Vec::new(),
+        status: None,
+        finalizer: None,
+        deleting: false,
+        reads: BTreeSet::new(),
+        errors: Vec::new(),
+        trace: Vec::new(),
+        requeue_after: None,
+        facts: TriggerFacts::default(),
+    };
+    let conversions = Conversions::default();
+    let mut ctx = EvalContext::new(
+        pack,
+        trigger,
+        world,
+        now,
+        &conversions,
+        &mut outcome,
+        true,
+        false,
+    );
+    let mut bindings = Bindings::new();
+    let mut notes = Vec::new();
+    for step in &rule.steps {
+        match *step {
+            Step::Guard(i) => {
+                let guard = &rule.guards[i];
+                let label = guard.expr.path.trim_end_matches(".expression");
+                match ctx.eval_bool(&rule.name, &guard.expr, &bindings, None) {
+                    Ok(true) => {}
+                    Ok(false) => notes.push(format!("guard {label} is false")),
+                    Err(_) => notes.push(format!("guard {label} fails")),
+                }
+            }
+            Step::Lookup(i) => {
+                let lookup = &rule.lookups[i];
+                if let Err(Stop::Block { message, .. }) = ctx.run_lookup(rule, i, &mut bindings) {
+                    notes.push(format!("lookup `{}`: {message}", lookup.name));
+                    // Bound as evaluation binds what it does not find.
+                    let by_labels = matches!(lookup.key, LookupKey::Labels(_));
+                    let empty = if by_labels || lookup.all_clusters {
+                        json!([])
+                    } else {
+                        Value::Null
+                    };
+                    bindings
+                        .lookups
+                        .entry(lookup.name.clone())
+                        .or_insert_with(|| (cel::Value::from_json(&empty), empty));
+                }
+            }
+            Step::Var(i) => {
+                let var = &rule.vars[i];
+                match ctx.eval_json(&rule.name, &var.expr, &bindings, None) {
+                    Ok((value, json)) => bindings.add_var(var.key.clone(), value, json),
+                    Err(_) => notes.push(format!("vars.{} fails: it is left out", var.name)),
+                }
+            }
+        }
+    }
+    // The errors the notes above summarise.
+    for error in &ctx.outcome.errors {
+        notes.push(error.to_string());
+    }
+    let activation = ctx.activation(&pack.env, &bindings, None);
+    let value = program
+        .eval(&activation)
+        .map_err(|e| match e.line.zip(e.column) {
+            Some((line, column)) => format!("{line}:{column}: {}", e.message),
+            None => e.message,
+        })
+        .and_then(|v| v.to_json().map_err(|e| e.message));
+    Ok(Probe { value, notes })
+}
+
 /// What happened to one rule.
 enum RuleResult {
     Fired {
@@ -561,6 +709,58 @@ fn synced_condition(results: &[RuleResult], missing_targets: &[String]) -> Value
     }
     json!({"type": CONDITION_SYNCED, "status": "True", "reason": "Synced",
            "message": format!("rendered by {}", fired.join(", "))})
+}
+
+impl<'a> EvalContext<'a> {
+    /// The context of one trigger's evaluation: what every expression may read.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        pack: &'a Pack,
+        trigger: Trigger<'a>,
+        world: &'a dyn World,
+        now: DateTime<Utc>,
+        conversions: &'a Conversions<'a>,
+        outcome: &'a mut Outcome,
+        reads_clusters: bool,
+        traced: bool,
+    ) -> Self {
+        let (role, member) = split_cluster(trigger.cluster);
+        let self_value = conversions.trigger(trigger.object);
+        let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+        let cluster_json = json!({"role": role, "name": member});
+        // Built only for rules that read it: it asks the world for every role's members.
+        let clusters_json: Map<String, Value> = if reads_clusters {
+            pack.spec()
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), json!(world.members(&c.name))))
+                .collect()
+        } else {
+            Map::new()
+        };
+        let clusters_json = Value::Object(clusters_json);
+        EvalContext {
+            pack,
+            world,
+            trigger: trigger.object,
+            trigger_cluster: trigger.cluster,
+            self_value,
+            cluster_cel: cel::Value::from_json(&cluster_json),
+            cluster_json,
+            clusters_cel: cel::Value::from_json(&clusters_json),
+            clusters_json,
+            now_cel: cel::Value::string(now_text.clone()),
+            now_text,
+            now,
+            cost_used: 0,
+            cost_budget: pack.document.cost_per_object(),
+            conversions,
+            outcome,
+            missing_targets: Vec::new(),
+            rule_missing: Vec::new(),
+            traced,
+        }
+    }
 }
 
 struct EvalContext<'a> {
@@ -723,7 +923,8 @@ impl EvalContext<'_> {
         // Each expression may spend up to its own limit, and all of them together up to
         // the object's budget: one tenant's huge object cannot starve the others.
         let remaining = self.cost_budget.saturating_sub(self.cost_used);
-        let per_expression = self.pack.document.cost_per_expression();
+        let pack_limit = self.pack.document.cost_per_expression();
+        let per_expression = expr.max_cost.map_or(pack_limit, |m| m.min(pack_limit));
         let object_bound = remaining < per_expression;
         activation.with_budget(remaining.min(per_expression));
         match expr.program.eval_with_cost(&activation) {
@@ -732,11 +933,17 @@ impl EvalContext<'_> {
                 Ok(v)
             }
             Err(e) => {
+                let at = e.line.zip(e.column);
                 let message = if e.message.starts_with("cost limit exceeded") {
                     if object_bound {
                         format!(
                             "{}: the trigger's cost budget (spec.limits.celCostPerObject = {}) is spent",
                             e.message, self.cost_budget
+                        )
+                    } else if per_expression < pack_limit {
+                        format!(
+                            "{} (the maxCost {per_expression} the rule states for it)",
+                            e.message
                         )
                     } else {
                         format!("{} (spec.limits.celCostPerExpression)", e.message)
@@ -744,17 +951,48 @@ impl EvalContext<'_> {
                 } else {
                     e.message
                 };
-                Err(self.fail(rule, &expr.path, Some(expr.source()), message))
+                Err(self.fail_at(rule, expr, message, at))
             }
         }
     }
 
     fn fail(&mut self, rule: &str, path: &str, expression: Option<&str>, message: String) -> Stop {
+        self.fail_located(rule, path, expression, message, None)
+    }
+
+    /// An expression failed: the error names where it is written.
+    fn fail_expr(&mut self, rule: &str, expr: &Expr, message: String) -> Stop {
+        self.fail_at(rule, expr, message, None)
+    }
+
+    /// [`Self::fail_expr`] at `at` (line, column) of the expression, its start otherwise.
+    fn fail_at(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        message: String,
+        at: Option<(usize, usize)>,
+    ) -> Stop {
+        let (line, column) = at.unwrap_or((1, 1));
+        let location = expr.origin.as_ref().map(|o| o.locate(line, column));
+        let path = expr.label.as_deref().unwrap_or(&expr.path);
+        self.fail_located(rule, path, Some(expr.source()), message, location)
+    }
+
+    fn fail_located(
+        &mut self,
+        rule: &str,
+        path: &str,
+        expression: Option<&str>,
+        message: String,
+        location: Option<ErrorLocation>,
+    ) -> Stop {
         let error = RuleError {
             rule: rule.to_string(),
             path: path.to_string(),
             expression: expression.map(str::to_string),
             message,
+            location,
         };
         let text = error.to_string();
         if self.traced {
@@ -777,10 +1015,9 @@ impl EvalContext<'_> {
         let value = self.eval(rule, expr, bindings, item)?;
         match value.as_bool() {
             Some(b) => Ok(b),
-            None => Err(self.fail(
+            None => Err(self.fail_expr(
                 rule,
-                &expr.path,
-                Some(expr.source()),
+                expr,
                 format!("expected a bool, got {}", value.type_name()),
             )),
         }
@@ -796,7 +1033,7 @@ impl EvalContext<'_> {
         let value = self.eval(rule, expr, bindings, item)?;
         match value.to_json() {
             Ok(json) => Ok((value, json)),
-            Err(e) => Err(self.fail(rule, &expr.path, Some(expr.source()), e.message)),
+            Err(e) => Err(self.fail_expr(rule, expr, e.message)),
         }
     }
 
@@ -820,10 +1057,9 @@ impl EvalContext<'_> {
         let (value, json) = self.eval_json(rule, expr, bindings, item)?;
         match json {
             Value::String(s) => Ok(s),
-            _ => Err(self.fail(
+            _ => Err(self.fail_expr(
                 rule,
-                &expr.path,
-                Some(expr.source()),
+                expr,
                 format!("expected a string, got {}", value.type_name()),
             )),
         }
@@ -861,6 +1097,7 @@ impl EvalContext<'_> {
                 path: "spec.outputs".into(),
                 expression: None,
                 message: message.clone(),
+                location: None,
             });
             conflict.get_or_insert(RuleResult::Blocked {
                 reason: REASON_CONFLICT.into(),
@@ -931,10 +1168,9 @@ impl EvalContext<'_> {
                 Value::Bool(false) => "False".to_string(),
                 Value::String(s) if ["True", "False", "Unknown"].contains(&s.as_str()) => s,
                 other => {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &c.status.path,
-                        Some(c.status.source()),
+                        &c.status,
                         format!(
                             "condition status must be True, False or Unknown, got {}",
                             compact(&other)
@@ -1209,10 +1445,9 @@ impl EvalContext<'_> {
         };
         let (value, list) = self.eval_json(name, &from.list, bindings, None)?;
         let Value::Array(elements) = list else {
-            return Err(self.fail(
+            return Err(self.fail_expr(
                 name,
-                &from.list.path,
-                Some(from.list.source()),
+                &from.list,
                 format!("expected a list of stages, got {}", value.type_name()),
             ));
         };
@@ -1243,10 +1478,9 @@ impl EvalContext<'_> {
                 Value::Null => Vec::new(),
                 Value::Array(items) => items,
                 _ => {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!(
                             "expected a list of CEL expressions, got {}",
                             value.type_name()
@@ -1268,7 +1502,13 @@ impl EvalContext<'_> {
                     ));
                 };
                 match self.pack.gate(source) {
-                    Ok(program) => gates.push(Expr { program, path }),
+                    Ok(program) => gates.push(Expr {
+                        program,
+                        path,
+                        max_cost: None,
+                        origin: None,
+                        label: None,
+                    }),
                     Err(e) => {
                         return Err(self.fail(
                             name,
@@ -1287,14 +1527,13 @@ impl EvalContext<'_> {
                 (_, Value::String(text)) => match crate::duration::parse_duration(&text) {
                     Ok(t) => Some(t),
                     Err(e) => {
-                        return Err(self.fail(name, &expr.path, Some(expr.source()), e));
+                        return Err(self.fail_expr(name, expr, e));
                     }
                 },
                 (value, _) => {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!(
                             "expected a duration string or null, got {}",
                             value.type_name()
@@ -1456,10 +1695,9 @@ impl EvalContext<'_> {
             Some(expr) => {
                 let (value, json) = self.eval_json(name, expr, bindings, None)?;
                 let Value::Array(elements) = json else {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!("forEach must return a list, got {}", value.type_name()),
                     ));
                 };
@@ -1548,6 +1786,7 @@ impl EvalContext<'_> {
             return Ok(());
         }
         let namespace = match &lookup.namespace {
+            _ if lookup.cluster_scoped => None,
             Some(expr) => Some(self.eval_string(name, expr, bindings)?).filter(|s| !s.is_empty()),
             None => self
                 .trigger
@@ -1603,10 +1842,9 @@ impl EvalContext<'_> {
             LookupKey::Labels(expr) => {
                 let (value, selector) = self.eval_json(name, expr, bindings, None)?;
                 let Value::Object(selector) = selector else {
-                    return Err(self.fail(
+                    return Err(self.fail_expr(
                         name,
-                        &expr.path,
-                        Some(expr.source()),
+                        expr,
                         format!("matchLabels must return a map, got {}", value.type_name()),
                     ));
                 };
@@ -1644,6 +1882,27 @@ impl EvalContext<'_> {
                 (Sought::Labels(selector), expr)
             }
         };
+        if let Some(max) = lookup.max_items
+            && found.len() as u64 > max
+        {
+            let message = format!(
+                "lookup `{}` found {} {} objects, more than its maxItems {max}",
+                lookup.name,
+                found.len(),
+                lookup.kind
+            );
+            self.outcome.errors.push(RuleError {
+                rule: name.to_string(),
+                path: path(),
+                expression: None,
+                message: message.clone(),
+                location: None,
+            });
+            return Err(Stop::Block {
+                reason: "LookupTooLarge".into(),
+                message,
+            });
+        }
         let searched = || {
             if lookup.all_clusters {
                 format!("any cluster of role `{}`", lookup.cluster)
@@ -1831,14 +2090,31 @@ impl EvalContext<'_> {
             &key.kind,
             key.namespace.as_deref(),
         ) {
-            let where_ = match &key.namespace {
-                Some(ns) => format!("namespace `{ns}`"),
-                None => "cluster scope".to_string(),
+            // A namespaced kind without a namespace is a mistake of the template, not a
+            // tenant reaching outside the scope: say so.
+            let namespaced = key.namespace.is_none()
+                && self.pack.spec().scope.iter().any(|entry| {
+                    entry.cluster == key.role()
+                        && entry.kinds.iter().any(|k| {
+                            k.api_version == key.api_version
+                                && k.kind == key.kind
+                                && !k.cluster_scoped
+                        })
+                });
+            let message = match &key.namespace {
+                None if namespaced => format!(
+                    "{} {} `{}` has no namespace, but the pack's scope has {} as namespaced in cluster `{cluster}`: set metadata.namespace in the template",
+                    key.api_version, key.kind, key.name, key.kind
+                ),
+                Some(ns) => format!(
+                    "{} {} `{}` in namespace `{ns}` of cluster `{cluster}` is outside the pack's scope",
+                    key.api_version, key.kind, key.name
+                ),
+                None => format!(
+                    "{} {} `{}` in cluster scope of cluster `{cluster}` is outside the pack's scope",
+                    key.api_version, key.kind, key.name
+                ),
             };
-            let message = format!(
-                "{} {} `{}` in {where_} of cluster `{cluster}` is outside the pack's scope",
-                key.api_version, key.kind, key.name
-            );
             if self.traced {
                 self.trace(name, &path, None, format!("refused: {message}"));
             }
@@ -1847,6 +2123,7 @@ impl EvalContext<'_> {
                 path: path.clone(),
                 expression: None,
                 message: message.clone(),
+                location: None,
             });
             return Err(Stop::Block {
                 reason: "ScopeViolation".into(),

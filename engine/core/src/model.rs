@@ -290,9 +290,13 @@ pub struct Lookup {
     pub api_version: String,
     pub kind: String,
     /// CEL: the namespace to read in; default the trigger's namespace. `''` for
-    /// cluster-scoped kinds.
+    /// cluster-scoped kinds (or `clusterScoped: true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The kind is cluster-scoped: read without a namespace (the plain form of
+    /// `namespace: "''"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_scoped: bool,
     /// CEL: the object's name. The binding is the object, or null when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_name: Option<String>,
@@ -310,6 +314,17 @@ pub struct Lookup {
     /// The condition reason when a required lookup finds nothing (default `LookupNotFound`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The most objects a lookup by labels or of `allClusters` may find: `check` bounds
+    /// the cost of what reads the list with it, and a lookup that finds more stops the
+    /// rule (`Synced=False`, reason `LookupTooLarge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -327,6 +342,12 @@ pub struct Guard {
     /// CEL returning the condition message (wins over `message`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_expression: Option<String>,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -335,6 +356,12 @@ pub struct Variable {
     pub name: String,
     /// CEL; may read `self`, lookups, `tables`, `cluster`, `now` and other variables.
     pub expression: String,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -369,6 +396,12 @@ pub struct Output {
     /// its position as `index`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub for_each: Option<String>,
+    /// The most each CEL expression here may cost at run time (in CEL cost units), stated
+    /// where `check` cannot bound it from the schemas (a field of a kind without
+    /// `maxItems`, a value of type `dyn`): enforced as the expression's cost limit, and
+    /// `check` then does not warn that the cost is unbounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<u64>,
 }
 
 /// A rule's stages: written in the pack (`items`) or computed from data (`from`).

@@ -347,9 +347,48 @@ pub(crate) struct Expr {
     pub program: cel::Program,
     /// `spec.vars[2].expression`
     pub path: String,
+    /// The cost limit the pack states for it (`maxCost`), below the pack's own.
+    pub max_cost: Option<u64>,
+    /// Where it is written: a failure at run time names the file, line and column.
+    pub origin: Option<Arc<ExprOrigin>>,
+    /// How errors name it when the path does not say enough (`vars.replicas`).
+    pub label: Option<String>,
+}
+
+/// The scalar an expression was read from, to map a position in the expression to the file.
+pub(crate) struct ExprOrigin {
+    pub file: String,
+    pub text: Arc<str>,
+    pub node: Node,
+}
+
+impl ExprOrigin {
+    /// The file position of `line`:`column` of the expression, and the file's line there.
+    pub fn locate(&self, line: usize, column: usize) -> crate::evaluate::ErrorLocation {
+        let pos = yaml::value_position(&self.text, &self.node, line, column);
+        let source = self
+            .text
+            .strip_prefix('\u{feff}')
+            .unwrap_or(&self.text)
+            .lines()
+            .nth(pos.line.saturating_sub(1))
+            .unwrap_or("")
+            .to_string();
+        crate::evaluate::ErrorLocation {
+            file: self.file.clone(),
+            line: pos.line,
+            column: pos.column,
+            source,
+        }
+    }
 }
 
 impl Expr {
+    pub fn with_max_cost(mut self, max_cost: Option<u64>) -> Expr {
+        self.max_cost = max_cost;
+        self
+    }
+
     pub fn source(&self) -> &str {
         self.program.source()
     }
@@ -367,6 +406,10 @@ pub(crate) struct CompiledLookup {
     pub when: Option<Expr>,
     pub required: bool,
     pub reason: String,
+    /// The most objects a list lookup may find (`maxItems`).
+    pub max_items: Option<u64>,
+    /// Read without a namespace (`clusterScoped: true`).
+    pub cluster_scoped: bool,
 }
 
 pub(crate) enum LookupKey {
@@ -448,6 +491,9 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         crds: &options.crds,
         diagnostics: Vec::new(),
         texts: BTreeMap::new(),
+        shared_texts: BTreeMap::new(),
+        table_rows: BTreeMap::new(),
+        loosely_typed: BTreeSet::new(),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -465,6 +511,12 @@ struct Loader<'a> {
     diagnostics: Vec<Diagnostic>,
     /// Displayed file name -> text, for mapping positions inside scalars back to the file.
     texts: BTreeMap<String, &'a str>,
+    /// The same texts, shared by the expressions compiled from them (their origins).
+    shared_texts: BTreeMap<String, Arc<str>>,
+    /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
+    table_rows: BTreeMap<String, u64>,
+    /// Kinds read without a schema, noted once per pack.
+    loosely_typed: BTreeSet<(String, String)>,
 }
 
 /// A file's parsed YAML documents.
@@ -492,10 +544,13 @@ impl<'a> Loader<'a> {
                     .collect(),
             }),
             Err(e) => {
-                self.error(
+                let mut d =
                     Diagnostic::error("yaml::syntax", format!("invalid YAML: {}", e.message))
-                        .at(&file, e.pos),
-                );
+                        .at(&file, e.pos);
+                if let Some(help) = expression_yaml_help(text, &e.message, e.pos.line) {
+                    d = d.with_help(help);
+                }
+                self.error(d);
                 None
             }
         }
@@ -583,6 +638,10 @@ impl<'a> Loader<'a> {
         let environment = self.cel_environment(&document, &parsed.file, node);
 
         let tables = self.load_tables();
+        self.table_rows = tables
+            .iter()
+            .map(|(name, t)| (name.clone(), t.row_count() as u64))
+            .collect();
         let tables = Arc::new(tables);
         let decide_tables = tables.clone();
         let decider: Decider = Arc::new(move |name, inputs| decide(&decide_tables, name, inputs));
@@ -703,6 +762,7 @@ impl<'a> Loader<'a> {
                 format!("{problem}: outputs of this kind are reported invalid where it applies"),
             ));
         }
+        self.validate_examples(&validator);
         Some(Pack {
             gates: std::sync::Mutex::new(BTreeMap::new()),
             validator: Arc::new(validator),
@@ -970,12 +1030,119 @@ impl<'a> Loader<'a> {
             .with_snippet(source_line, pos.column)
     }
 
+    /// The pack's example and fixture objects of kinds with a CRD must be valid (what a
+    /// tenant could create); those marked `switchyard.dev/invalid` must be invalid. Warnings
+    /// here, since examples are not what a running pack needs; `check` makes them errors.
+    fn validate_examples(&mut self, validator: &crate::validate::Validator) {
+        let files: &'a PackFiles = self.files;
+        for (relative, text) in &files.files {
+            let example = (relative.starts_with("examples/") || relative.starts_with("fixtures/"))
+                && (relative.ends_with(".yaml") || relative.ends_with(".yml"));
+            if !example {
+                continue;
+            }
+            let file = files.display(relative);
+            // A file that does not parse is `render`'s and `test`'s to report.
+            let Ok(documents) = yaml::parse_documents(text) else {
+                continue;
+            };
+            for node in documents {
+                let object = node.to_json();
+                let (Some(api_version), Some(kind)) = (
+                    object.get("apiVersion").and_then(serde_json::Value::as_str),
+                    object.get("kind").and_then(serde_json::Value::as_str),
+                ) else {
+                    continue;
+                };
+                if !validator.has_crd(api_version, kind) {
+                    continue;
+                }
+                let name = object
+                    .pointer("/metadata/name")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default();
+                let on_purpose = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(crate::evaluate::ANNOTATION_INVALID_INPUT))
+                    .is_some();
+                let violations = validator.validate(&object);
+                if on_purpose {
+                    if violations.is_empty() {
+                        self.error(
+                            Diagnostic::warning(
+                                "input::invalid",
+                                format!(
+                                    "{kind} `{name}` is marked `{}` but its CRD accepts it",
+                                    crate::evaluate::ANNOTATION_INVALID_INPUT
+                                ),
+                            )
+                            .at(&file, node.pos),
+                        );
+                    }
+                    continue;
+                }
+                for violation in violations {
+                    let at = node.closest(&yaml::parse_path(&violation.path)).pos;
+                    self.error(
+                        Diagnostic::warning(
+                            "input::invalid",
+                            format!("{kind} `{name}` would be refused by the API server: {violation}"),
+                        )
+                        .at(&file, at)
+                        .with_help(format!(
+                            "fix the object, or mark an object that is invalid on purpose with the annotation `{}: <why>`",
+                            crate::evaluate::ANNOTATION_INVALID_INPUT
+                        )),
+                    );
+                }
+            }
+        }
+    }
+
     fn error_count(&self) -> usize {
         self.diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
             .count()
     }
+}
+
+/// Keys whose values are CEL expressions.
+const EXPRESSION_KEYS: &[&str] = &[
+    "expression",
+    "messageExpression",
+    "when",
+    "forEach",
+    "clusterName",
+    "objectName",
+    "matchLabels",
+    "namespace",
+    "bindAs",
+    "status",
+    "reason",
+    "message",
+    "list",
+    "name",
+    "gates",
+    "timeout",
+];
+
+/// A hint for a YAML error inside a CEL expression written as a plain scalar: `: ` (a map
+/// literal, a ternary) or ` #` ends or splits a plain scalar in YAML.
+fn expression_yaml_help(text: &str, message: &str, line: usize) -> Option<String> {
+    if !message.contains("mapping values are not allowed") {
+        return None;
+    }
+    let source = text.lines().nth(line.checked_sub(1)?)?.trim_start();
+    let source = source.strip_prefix("- ").unwrap_or(source);
+    let key = source.split(':').next()?.trim();
+    let in_status_fields = !EXPRESSION_KEYS.contains(&key);
+    if in_status_fields && !text.lines().take(line).any(|l| l.trim() == "fields:") {
+        return None;
+    }
+    Some(format!(
+        "`{key}` holds a CEL expression containing `: `, which YAML reads as a new key: quote it (`{key}: \"...\"`) or write it as a block (`{key}: >-` with the expression on the next lines)"
+    ))
 }
 
 /// serde's message without the Rust type names it mentions (`expected struct Watch` ->

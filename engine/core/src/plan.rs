@@ -52,7 +52,12 @@ impl Plan {
         let mut messages: Vec<String> = self
             .outcomes
             .iter()
-            .flat_map(|o| o.errors.iter().map(move |e| format!("{}: {e}", o.trigger)))
+            .flat_map(|o| {
+                o.errors.iter().map(move |e| match e.snippet() {
+                    Some(snippet) => format!("{}: {e}\n{snippet}", o.trigger),
+                    None => format!("{}: {e}", o.trigger),
+                })
+            })
             .collect();
         for c in &self.conflicts {
             messages.push(c.to_string());
@@ -387,9 +392,10 @@ pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
     }
 }
 
-/// Turns `Synced` False on every trigger whose version of an object the merge refused.
+/// Turns `Synced` False on every trigger whose version of an object the merge refused,
+/// naming the first such object (in reverse, the first is written last).
 fn restate_conflicts(outcomes: &mut [Outcome], conflicts: &[Conflict]) {
-    for conflict in conflicts {
+    for conflict in conflicts.iter().rev() {
         for outcome in outcomes
             .iter_mut()
             .filter(|o| conflict.refused.contains(&o.trigger.to_string()))
@@ -399,15 +405,7 @@ fn restate_conflicts(outcomes: &mut [Outcome], conflicts: &[Conflict]) {
     }
 }
 
-/// Outcomes in the order their triggers claim contested outputs.
-pub fn by_precedence(outcomes: &[Outcome]) -> Vec<&Outcome> {
-    let mut ordered: Vec<&Outcome> = outcomes.iter().collect();
-    ordered
-        .sort_by(|a, b| (&a.facts.precedence, &a.trigger).cmp(&(&b.facts.precedence, &b.trigger)));
-    ordered
-}
-
-/// The indexes of `outcomes` in [`by_precedence`] order.
+/// The indexes of `outcomes` in the order their triggers claim contested outputs.
 fn precedence_order(outcomes: &[Outcome]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..outcomes.len()).collect();
     order.sort_by(|&a, &b| {

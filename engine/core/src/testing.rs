@@ -28,6 +28,9 @@ pub struct CaseReport {
     /// The golden file and the text it should hold, when the case has one and it differs
     /// (so `--update` can write it).
     pub golden_update: Option<(String, String)>,
+    /// Inputs the API server would refuse (their kind's CRD says so): the case still runs,
+    /// but a tenant could never create such an object.
+    pub warnings: Vec<String>,
 }
 
 impl CaseReport {
@@ -59,6 +62,7 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
         case: case.name.clone(),
         failures: Vec::new(),
         golden_update: None,
+        warnings: Vec::new(),
     };
     let now = match DateTime::parse_from_rfc3339(clock) {
         Ok(t) => t.with_timezone(&Utc),
@@ -105,6 +109,7 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
     if !report.failures.is_empty() {
         return report;
     }
+    report.warnings = invalid_inputs(pack, &objects);
     let world = match world_of(&objects, &case.clusters) {
         Ok(w) => w,
         Err(e) => {
@@ -138,6 +143,41 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
         }
     }
     report
+}
+
+/// What the CRDs of the inputs' kinds refuse in them, one message per problem.
+pub fn invalid_inputs(pack: &Pack, objects: &[(String, Value)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (_, object) in objects {
+        let (Some(api_version), Some(kind)) = (
+            object.get("apiVersion").and_then(Value::as_str),
+            object.get("kind").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let on_purpose = object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::evaluate::ANNOTATION_INVALID_INPUT))
+            .is_some();
+        if on_purpose || !pack.validator.has_crd(api_version, kind) {
+            continue;
+        }
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str);
+        let who = match namespace {
+            Some(ns) => format!("{kind} `{ns}/{name}`"),
+            None => format!("{kind} `{name}`"),
+        };
+        for violation in pack.validator.validate(object) {
+            found.push(format!("input {who} is invalid: {violation}"));
+        }
+    }
+    found
 }
 
 /// A step's changes to the world and the clock.

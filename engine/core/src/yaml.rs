@@ -214,7 +214,12 @@ pub fn value_position(text: &str, node: &Node, line: usize, column: usize) -> Po
             if !trimmed.is_empty() && !block && lead < indent.min(1) {
                 break;
             }
-            (lead + 1, trimmed.to_string())
+            if block && lead > indent {
+                // A more-indented line of a folded scalar keeps its extra indentation.
+                (indent + 1, raw.chars().skip(indent).collect::<String>())
+            } else {
+                (lead + 1, trimmed.to_string())
+            }
         };
         let content = content.trim_end().to_string();
         if content.is_empty() && i + 1 != node.pos.line {

@@ -70,8 +70,8 @@ fn pack_with(rule: &str) -> Pack {
     pack_with_files(rule, &[])
 }
 
-/// The demo pack with `rule`, plus files that replace or add to the default ones.
-fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
+/// Loads the demo pack with `rule`, plus files that replace or add to the default ones.
+fn load_demo(rule: &str, extra: &[(&str, &str)]) -> switchyard_core::LoadResult {
     let mut files = BTreeMap::from([
         ("pack.yaml".to_string(), PACK.to_string()),
         ("rules/app.yaml".to_string(), rule.to_string()),
@@ -84,12 +84,26 @@ fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
     for (path, text) in extra {
         files.insert((*path).to_string(), (*text).to_string());
     }
-    let files = PackFiles {
+    load(&PackFiles {
         root: "demo".into(),
         files,
         shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
+    })
+}
+
+/// The errors of loading the demo pack with `rule` and `extra` files.
+fn load_errors(rule: &str, extra: &[(&str, &str)]) -> Vec<String> {
+    load_demo(rule, extra)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| d.to_string())
+        .collect()
+}
+
+/// The demo pack with `rule`, plus files that replace or add to the default ones.
+fn pack_with_files(rule: &str, extra: &[(&str, &str)]) -> Pack {
+    let result = load_demo(rule, extra);
     let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
     result
         .pack
@@ -270,10 +284,8 @@ fn evaluation_error_names_rule_and_expression() {
     let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
     assert_eq!(synced["reason"], "EvaluationError");
     assert!(
-        synced["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("rule `app`, spec.when[1].expression `self.spec.cities.size() <= 3`: "),
+        synced["message"].as_str().unwrap()
+            == "rule `app`, spec.when[1].expression at demo/rules/app.yaml:16:40: no matching overload for 'size' applied to (int)",
         "{synced}"
     );
 }
@@ -540,7 +552,7 @@ fn a_quadratic_expression_is_stopped_by_the_cost_budget_and_others_go_on() {
         synced["message"]
             .as_str()
             .unwrap()
-            .starts_with("rule `app`, spec.when[0].expression `self.spec.items.all(")
+            .starts_with("rule `app`, spec.when[0].expression at demo/rules/app.yaml:15:")
     );
 }
 
@@ -602,20 +614,7 @@ fn check_warns_where_the_cost_of_an_expression_cannot_be_bounded() {
         "  when:\n",
         "  when:\n    - expression: self.spec.items.all(x, x > 0)\n",
     );
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
+    let result = load_demo(&rule, &[]);
     assert!(result.pack.is_some(), "warnings do not stop loading");
     let warnings: Vec<String> = result
         .diagnostics
@@ -775,20 +774,7 @@ fn an_on_stop_mapping_that_fails_reports_its_error_and_keeps_the_stop() {
 #[test]
 fn on_stop_expressions_may_read_stop_and_nothing_unknown() {
     let rule = rule_with_on_stop().replace("stop.reason + ': ' + stop.message", "stopp.reason");
-    let files = PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    };
-    let result = load(&files);
+    let result = load_demo(&rule, &[]);
     let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
     assert!(result.pack.is_none());
     assert!(
@@ -799,19 +785,7 @@ fn on_stop_expressions_may_read_stop_and_nothing_unknown() {
     );
     // `stop` is not bound outside onStop.
     let rule = RULE.replace("cities: self.spec.cities.size()", "cities: stop.reason");
-    let result = load(&PackFiles {
-        root: "demo".into(),
-        files: BTreeMap::from([
-            ("pack.yaml".to_string(), PACK.to_string()),
-            ("rules/app.yaml".to_string(), rule),
-            (
-                "templates/namespace.yaml.hbs".to_string(),
-                NAMESPACE.to_string(),
-            ),
-            ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
-        ]),
-        shared_partials: BTreeMap::new(),
-    });
+    let result = load_demo(&rule, &[]);
     let messages: Vec<String> = result.diagnostics.iter().map(|d| d.to_string()).collect();
     assert!(
         messages
@@ -948,4 +922,246 @@ fn a_conflict_is_won_by_the_trigger_that_desired_the_object_first() {
         (&synced["reason"], &synced["lastTransitionTime"]),
         (&json!("Conflict"), &json!("2025-12-24T00:00:00Z"))
     );
+}
+
+/// The `cel::cost` diagnostics of loading the demo pack with `rule` and extra files.
+fn cost_warnings(rule: String, extra: &[(&str, &str)]) -> Vec<String> {
+    load_demo(&rule, extra)
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == "cel::cost")
+        .map(|d| d.to_string())
+        .collect()
+}
+
+#[test]
+fn a_stated_max_cost_silences_check_and_is_enforced() {
+    let rule = RULE
+        .replace(
+            "  when:\n",
+            "  when:\n    - expression: self.spec.items.all(x, self.spec.items.exists(y, y == x))\n      maxCost: 5000\n",
+        )
+        .replace(
+            "      expression: \"'team-' + owner.metadata.name\"\n",
+            "      expression: \"'team-' + owner.metadata.name\"\n      maxCost: 1000\n",
+        );
+    assert_eq!(cost_warnings(rule.clone(), &[]), Vec::<String>::new());
+
+    let pack = pack_with(&rule);
+    let mut big = app("big", &["ber"], "n");
+    big["spec"]["items"] = json!((0..200).collect::<Vec<i64>>());
+    let mut small = app("small", &["ber"], "n");
+    small["spec"]["items"] = json!([1, 2, 3]);
+    let w = world(&[team()]);
+    let outcome = run(&pack, &big, &w);
+    let error = &outcome.errors[0];
+    assert_eq!(error.path, "spec.when[0].expression");
+    assert!(
+        error.message.starts_with("cost limit exceeded: ")
+            && error
+                .message
+                .ends_with(" > 5000 (the maxCost 5000 the rule states for it)"),
+        "{}",
+        error.message
+    );
+    assert!(run(&pack, &small, &w).errors.is_empty());
+}
+
+#[test]
+fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
+    let rule = RULE
+        .replace(
+            "      reason: TeamNotFound\n",
+            "      reason: TeamNotFound\n    - name: peers\n      apiVersion: example.com/v1\n      kind: App\n      matchLabels: \"{}\"\n      maxItems: 2\n",
+        )
+        .replace(
+            "  vars:\n",
+            "  vars:\n    - name: peerNames\n      expression: peers.map(p, p.metadata.name)\n",
+        );
+    let warnings = cost_warnings(rule.clone(), &[]);
+    assert!(
+        warnings.iter().all(|w| !w.contains("peers")),
+        "{warnings:#?}"
+    );
+    let unbounded = cost_warnings(rule.replace("      maxItems: 2\n", ""), &[]);
+    assert!(
+        unbounded
+            .iter()
+            .any(|w| w.contains("`peers` has no maxItems")),
+        "{unbounded:#?}"
+    );
+
+    let pack = pack_with(&rule);
+    let a = app("a", &["ber"], "n");
+    let w = world(&[team(), a.clone(), app("b", &["ber"], "n")]);
+    assert!(run(&pack, &a, &w).errors.is_empty());
+    let w = world(&[
+        team(),
+        a.clone(),
+        app("b", &["x"], "n"),
+        app("c", &["y"], "n"),
+    ]);
+    let outcome = run(&pack, &a, &w);
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(
+        (&synced["status"], &synced["reason"], &synced["message"]),
+        (
+            &json!("False"),
+            &json!("LookupTooLarge"),
+            &json!("lookup `peers` found 3 App objects, more than its maxItems 2")
+        )
+    );
+    assert!(outcome.desired.is_empty());
+}
+
+#[test]
+fn a_tables_size_is_known_to_the_cost_estimate() {
+    let table = "apiVersion: switchyard.dev/v1alpha1\nkind: DecisionTable\nmetadata: {name: members}\nspec:\n  hitPolicy: collect\n  inputs: []\n  outputs: [{name: city, type: string}]\n  rows:\n    - then: {city: ber}\n    - then: {city: muc}\n    - then: {city: par}\n";
+    let rule = RULE.replace(
+        "  when:\n",
+        "  when:\n    - expression: tables.members.all(m, m.city != 'x')\n",
+    );
+    let warnings = cost_warnings(rule, &[("tables/members.yaml", table)]);
+    assert!(
+        warnings.iter().all(|w| !w.contains("tables.members")),
+        "{warnings:#?}"
+    );
+}
+
+#[test]
+fn a_runtime_error_names_the_variable_and_points_at_the_failing_node() {
+    // A folded block with more-indented lines: they keep their indentation and newlines.
+    let rule = RULE.replace(
+        "  vars:\n",
+        "  vars:\n    - name: problems\n      expression: >-\n        [\n          dyn(self.spec.note) >= 3,\n          true\n        ]\n",
+    );
+    let pack = pack_with(&rule);
+    let w = world(&[team()]);
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &w);
+    let error = &outcome.errors[0];
+    assert_eq!(
+        error.to_string(),
+        "rule `app`, vars.problems at demo/rules/app.yaml:23:31: no matching overload for '_>=_' applied to (string, int)"
+    );
+    assert_eq!(
+        error.snippet().unwrap(),
+        "  |           dyn(self.spec.note) >= 3,\n  |                               ^"
+    );
+    // The Synced message is the same single line.
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["message"], error.to_string());
+}
+
+#[test]
+fn a_load_error_after_more_indented_lines_of_a_folded_block_points_at_its_line() {
+    let rule = RULE.replace(
+        "  vars:\n",
+        "  vars:\n    - name: problems\n      expression: >-\n        [\n          1,\n          2\n        ] + [vars.nope]\n",
+    );
+    let errors: Vec<String> = load_errors(&rule, &[]);
+    assert_eq!(
+        errors,
+        [
+            "demo/rules/app.yaml:25:14: error[cel::unknown-variable]: unknown variable `vars.nope`\n  in rule `app`\n  |         ] + [vars.nope]\n  |              ^"
+        ]
+    );
+}
+
+#[test]
+fn a_cluster_scoped_lookup_has_a_plain_form() {
+    let rule = RULE.replace(
+        "      reason: TeamNotFound\n",
+        "      reason: TeamNotFound\n    - name: node\n      apiVersion: v1\n      kind: Node\n      clusterScoped: true\n      objectName: \"'n1'\"\n      required: true\n",
+    );
+    let pack = pack_with(&rule);
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}});
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &world(&[team(), node]));
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.desired.len(), 2);
+
+    let both = rule.replace(
+        "      clusterScoped: true\n",
+        "      clusterScoped: true\n      namespace: \"'x'\"\n",
+    );
+    let errors: Vec<String> = load_errors(&both, &[]);
+    assert_eq!(
+        errors,
+        [
+            "demo/rules/app.yaml:17:22: error[pack::invalid-value]: lookup `node` has both `namespace` and `clusterScoped`: a cluster-scoped kind has no namespace\n  in rule `app`"
+        ]
+    );
+}
+
+/// Every diagnostic of loading the demo pack with `rule`.
+fn diagnostics_of(rule: String) -> Vec<String> {
+    load_demo(&rule, &[])
+        .diagnostics
+        .iter()
+        .map(|d| d.to_string())
+        .collect()
+}
+
+#[test]
+fn a_plain_expression_with_a_colon_gets_a_yaml_hint() {
+    let rule = RULE.replace(
+        "      expression: \"'team-' + owner.metadata.name\"\n",
+        "      expression: self.spec.note == 'x' ? 'a' : 'b'\n",
+    );
+    assert_eq!(
+        diagnostics_of(rule),
+        [
+            "demo/rules/app.yaml:21:47: error[yaml::syntax]: invalid YAML: mapping values are not allowed in this context\n  help: `expression` holds a CEL expression containing `: `, which YAML reads as a new key: quote it (`expression: \"...\"`) or write it as a block (`expression: >-` with the expression on the next lines)"
+        ]
+    );
+}
+
+#[test]
+fn kinds_without_a_schema_are_noted_once_each() {
+    let notes: Vec<String> = diagnostics_of(RULE.to_string())
+        .into_iter()
+        .filter(|d| d.contains("note["))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "demo/rules/app.yaml:6:45: note[cel::no-schema]: App (example.com/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught\n  in rule `app`\n  help: give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+            "demo/rules/app.yaml:10:13: note[cel::no-schema]: Team (example.com/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught\n  in rule `app`\n  help: give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+        ]
+    );
+}
+
+#[test]
+fn a_template_error_is_reported_once_with_a_suggestion() {
+    let rule = RULE.replace(
+        "    - name: city\n",
+        "    - name: again\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: more\n      cluster: edge\n      template: namespace.yaml.hbs\n      when: \"false\"\n    - name: city\n",
+    );
+    let namespace = NAMESPACE.replace("vars.namespace", "vars.namespce");
+    let errors: Vec<String> = load_errors(&rule, &[("templates/namespace.yaml.hbs", &namespace)]);
+    assert_eq!(
+        errors,
+        [
+            "demo/templates/namespace.yaml.hbs:4:9: error[template::unknown-variable]: variable `vars.namespce` is not defined (did you mean `vars.namespace`?) (template `namespace.yaml.hbs` used by outputs `namespace`, `again`, `more`)\n  in rule `app`",
+        ]
+    );
+}
+
+#[test]
+fn a_namespaced_kind_without_a_namespace_is_an_error_naming_the_output() {
+    let city = CITY.replace("  namespace: {{vars.namespace}}\n", "");
+    let pack = pack_with_files(RULE, &[("templates/city.yaml.hbs", &city)]);
+    let outcome = run(&pack, &app("web", &["ber"], "n"), &world(&[team()]));
+    assert_eq!(
+        outcome
+            .errors
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>(),
+        [
+            "rule `app`, output `city`: v1 ConfigMap `web-ber` has no namespace, but the pack's scope has ConfigMap as namespaced in cluster `edge`: set metadata.namespace in the template"
+        ]
+    );
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(synced["reason"], "ScopeViolation");
+    assert!(outcome.desired.is_empty());
 }

@@ -598,14 +598,14 @@ async fn kcp_karmada_through_the_broker() {
     drop(plane);
 }
 
-/// An output the API server refuses: the trigger says why (`Synced=False/ApplyFailed` naming
-/// the object), the work is retried with backoff, nothing is pruned, and a fixed pack
-/// converges.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_apply_is_reported_and_retried() {
-    if switchyard_testenv::external_kubeconfig().is_some() {
-        return; // The scenario above covers a real cluster.
-    }
+/// Source and karmada API servers of their own, with the CRDs installed, and their
+/// kubeconfigs by role: for scenarios that need a clean slate.
+async fn local_clusters() -> (
+    ControlPlane,
+    Cluster,
+    Cluster,
+    Vec<(&'static str, std::path::PathBuf)>,
+) {
     let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
     let source = Cluster::new(plane.cluster("source").unwrap().client().await.unwrap());
     let karmada = Cluster::new(plane.cluster("karmada").unwrap().client().await.unwrap());
@@ -615,6 +615,21 @@ async fn a_refused_apply_is_reported_and_retried() {
     switchyard_testenv::install_crds(&karmada.client, &karmada_crds())
         .await
         .unwrap();
+    let kubeconfigs = ["source", "karmada"]
+        .map(|r| (r, plane.cluster(r).unwrap().kubeconfig_path().to_path_buf()))
+        .to_vec();
+    (plane, source, karmada, kubeconfigs)
+}
+
+/// An output the API server refuses: the trigger says why (`Synced=False/ApplyFailed` naming
+/// the object), the work is retried with backoff, nothing is pruned, and a fixed pack
+/// converges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_apply_is_reported_and_retried() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return; // The scenario above covers a real cluster.
+    }
+    let (_plane, source, karmada, kubeconfigs) = local_clusters().await;
     let clusters: BTreeMap<&str, Cluster> =
         [("source", source.clone()), ("karmada", karmada.clone())].into();
     let fleet = json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "Fleet",
@@ -634,24 +649,6 @@ async fn a_refused_apply_is_reported_and_retried() {
     packs.edit("templates/deployment.yaml.hbs", |t| {
         t.replacen("spec:\n", "spec:\n  minReadySeconds: -5\n", 1)
     });
-    let kubeconfigs: Vec<(&str, std::path::PathBuf)> = vec![
-        (
-            "source",
-            plane
-                .cluster("source")
-                .unwrap()
-                .kubeconfig_path()
-                .to_path_buf(),
-        ),
-        (
-            "karmada",
-            plane
-                .cluster("karmada")
-                .unwrap()
-                .kubeconfig_path()
-                .to_path_buf(),
-        ),
-    ];
     let kubeconfigs: Vec<(&str, &std::path::Path)> =
         kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
@@ -704,15 +701,7 @@ async fn a_conflict_is_won_by_the_older_trigger_and_reported_by_the_other() {
     if switchyard_testenv::external_kubeconfig().is_some() {
         return; // Cluster-wide fixtures of its own; the scenarios above cover a real cluster.
     }
-    let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
-    let source = Cluster::new(plane.cluster("source").unwrap().client().await.unwrap());
-    let karmada = Cluster::new(plane.cluster("karmada").unwrap().client().await.unwrap());
-    switchyard_testenv::install_crds(&source.client, &source_crds())
-        .await
-        .unwrap();
-    switchyard_testenv::install_crds(&karmada.client, &karmada_crds())
-        .await
-        .unwrap();
+    let (_plane, source, karmada, kubeconfigs) = local_clusters().await;
     source
         .put(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}))
         .await;
@@ -737,15 +726,6 @@ async fn a_conflict_is_won_by_the_older_trigger_and_reported_by_the_other() {
         .await;
 
     let packs = PackDir::new();
-    let kubeconfigs: Vec<(&str, std::path::PathBuf)> = ["source", "karmada"]
-        .iter()
-        .map(|r| {
-            (
-                *r,
-                plane.cluster(r).unwrap().kubeconfig_path().to_path_buf(),
-            )
-        })
-        .collect();
     let kubeconfigs: Vec<(&str, &std::path::Path)> =
         kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;

@@ -318,7 +318,7 @@ fn errors_list_every_diagnostic_as_check_prints_them() {
         "  in rule `config`",
         "  |     - expression: self.spec.replicas >",
         "  |                                       ^",
-        "rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected `name` or `expression` at `spec.vars[0].replicsa`",
+        "rules/config.yaml:15:7: error[pack::unknown-field]: unknown field `replicsa`, expected one of `name`, `expression`, `maxCost` at `spec.vars[0].replicsa`",
         "tables/sizes.yaml:17:7: error[table::lint]: rows 1 and 2 overlap: both match replicas=3",
         "templates/config.yaml.hbs:8:9: error[template::unknown-variable]: variable `vars.size` is not defined (template `config.yaml.hbs` used by output `config`)",
         "  in rule `config`",

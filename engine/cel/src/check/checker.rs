@@ -1031,7 +1031,7 @@ fn equivalent(a: &Type, b: &Type) -> bool {
 }
 
 /// The field closest to `field` within an edit distance of 2 (and less than its length).
-fn suggest<'f>(field: &str, fields: impl Iterator<Item = &'f String>) -> Option<&'f str> {
+pub fn suggest<'f>(field: &str, fields: impl Iterator<Item = &'f String>) -> Option<&'f str> {
     let length = field.chars().count();
     fields
         .map(|f| (edit_distance(field, f), f))

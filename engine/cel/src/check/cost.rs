@@ -652,6 +652,9 @@ impl Label {
     }
 }
 
+/// The largest request body the API server accepts (3 MiB): no string of an object is longer.
+const MAX_REQUEST_BYTES: u64 = 3 * 1024 * 1024;
+
 /// The shape of a value of type `ty` with the size bounds `bounds`, named `label`, at `at`.
 fn from_type(ty: &Type, bounds: Option<&Bounds>, label: &Label, at: usize) -> Shape {
     let max = bounds.and_then(|b| b.max);
@@ -687,7 +690,14 @@ fn from_type(ty: &Type, bounds: Option<&Bounds>, label: &Label, at: usize) -> Sh
                 &label.part("values"),
                 at,
             ))),
-            key: Some(Rc::new(from_type(key, keys, &label.part("keys"), at))),
+            key: Some(Rc::new(match keys {
+                Some(keys) => from_type(key, Some(keys), &label.part("keys"), at),
+                // A schema cannot bound a map's keys: like Kubernetes' estimator, take the
+                // largest request the API server accepts, rather than warn about what no
+                // pack or CRD author can state.
+                None if **key == Type::String => Shape::string(Ok(MAX_REQUEST_BYTES)),
+                None => from_type(key, None, &label.part("keys"), at),
+            })),
             never: false,
         },
         Type::Object(object) => object_shape(ty, object, max, label, at),

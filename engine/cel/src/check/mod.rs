@@ -88,6 +88,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::LazyLock;
 
+pub use checker::suggest;
 pub use cost::{CostEstimate, Estimate, estimate, estimate_cost};
 pub use openapi::{
     CrdKind, bounded_type_from_openapi, crd_kinds, custom_resource_meta, object_meta,

@@ -31,10 +31,28 @@ impl Loader<'_> {
         source: &str,
     ) -> Option<Expr> {
         match env.compile(source) {
-            Ok(program) => Some(Expr {
-                program,
-                path: path.to_string(),
-            }),
+            Ok(program) => {
+                let text = match self.shared_texts.get(file) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let t: Arc<str> = Arc::from(self.texts.get(file).copied().unwrap_or(""));
+                        self.shared_texts.insert(file.to_string(), t.clone());
+                        t
+                    }
+                };
+                let origin = ExprOrigin {
+                    file: file.to_string(),
+                    text,
+                    node: node.closest(&yaml::parse_path(path)).clone(),
+                };
+                Some(Expr {
+                    program,
+                    path: path.to_string(),
+                    max_cost: None,
+                    origin: Some(Arc::new(origin)),
+                    label: None,
+                })
+            }
             Err(e) => {
                 let d = self.expression_diagnostic(
                     "cel::syntax",
@@ -253,6 +271,19 @@ impl Loader<'_> {
             let cluster_name = lookup.cluster_name.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.clusterName"), s)
             });
+            if lookup.cluster_scoped && lookup.namespace.is_some() {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "lookup `{}` has both `namespace` and `clusterScoped`: a cluster-scoped kind has no namespace",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.clusterScoped")))
+                    .in_rule(&rule),
+                );
+            }
             if lookup.cluster_name.is_some() && lookup.all_clusters {
                 self.error(
                     Diagnostic::error(
@@ -295,8 +326,29 @@ impl Loader<'_> {
                     None
                 }
             };
+            if lookup.max_items.is_some() && lookup.object_name.is_some() && !lookup.all_clusters {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "lookup `{}`: `maxItems` bounds a list; a lookup by `objectName` finds one object",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.maxItems")))
+                    .in_rule(&rule),
+                );
+            }
             if let Some(key) = key {
+                let mut key = key;
+                let (LookupKey::Name(e) | LookupKey::Labels(e)) = &mut key;
+                e.max_cost = lookup.max_cost;
+                let cap = |e: Option<Expr>| e.map(|e| e.with_max_cost(lookup.max_cost));
+                let (namespace, when, cluster_name) =
+                    (cap(namespace), cap(when), cap(cluster_name));
                 lookups.push(CompiledLookup {
+                    max_items: lookup.max_items,
+                    cluster_scoped: lookup.cluster_scoped,
                     name: lookup.name.clone(),
                     cluster,
                     cluster_name,
@@ -338,10 +390,10 @@ impl Loader<'_> {
             });
             if let Some(expr) = expr {
                 guards.push(CompiledGuard {
-                    expr,
+                    expr: expr.with_max_cost(guard.max_cost),
                     reason: guard.reason.clone(),
                     message: guard.message.clone(),
-                    message_expr,
+                    message_expr: message_expr.map(|e| e.with_max_cost(guard.max_cost)),
                 });
             }
         }
@@ -378,6 +430,8 @@ impl Loader<'_> {
                 &format!("{base}.expression"),
                 &var.expression,
             ) {
+                let mut expr = expr.with_max_cost(var.max_cost);
+                expr.label = Some(format!("vars.{}", var.name));
                 vars.push(CompiledVar {
                     name: var.name.clone(),
                     key: Arc::from(var.name.as_str()),
@@ -461,11 +515,13 @@ impl Loader<'_> {
                     .in_rule(&rule),
                 );
             }
+            let cap = |e: Option<Expr>| e.map(|e| e.with_max_cost(output.max_cost));
+            let (when, for_each) = (cap(when), cap(for_each));
             outputs.push(CompiledOutput {
                 name: output.name.clone(),
                 cluster: output.cluster.clone(),
-                cluster_name,
-                bind_as,
+                cluster_name: cap(cluster_name),
+                bind_as: cap(bind_as),
                 mode: output.mode,
                 template: output.template.clone(),
                 when,
@@ -652,6 +708,8 @@ impl Loader<'_> {
                 template_outputs.extend(stage.outputs.iter().map(|o| (o, stage.from_data)));
             }
         }
+        // One diagnostic per place in a template, naming every output that uses it.
+        let mut unknown: BTreeMap<(String, usize, usize, String), Vec<&str>> = BTreeMap::new();
         for (output, stage_bound) in template_outputs {
             if !templates.has_template(&output.template) {
                 continue;
@@ -661,42 +719,73 @@ impl Loader<'_> {
                     continue;
                 };
                 reads_clusters |= root == "clusters";
+                let suggestion = |name: &str, known: Vec<String>| match cel::check::suggest(
+                    name,
+                    known.iter(),
+                ) {
+                    Some(s) => format!(" (did you mean `{s}`?)"),
+                    None => String::new(),
+                };
                 let problem = match root.as_str() {
                     "self" | "cluster" | "clusters" | "now" | "tables" => None,
                     "item" | "index" if output.for_each.is_some() => None,
                     "stage" if stage_bound => None,
                     "vars" => match reference.path.get(1) {
                         Some(var) if !var_names.contains(var) => {
-                            Some(format!("variable `vars.{var}` is not defined"))
+                            let known = var_names.iter().map(|v| format!("vars.{v}")).collect();
+                            let hint = suggestion(&format!("vars.{var}"), known);
+                            Some(format!("variable `vars.{var}` is not defined{hint}"))
                         }
                         _ => None,
                     },
                     name if lookup_names.contains(name) => None,
-                    name => Some(format!("variable `{name}` is not defined")),
+                    name => {
+                        let mut known: Vec<String> =
+                            ["self", "cluster", "clusters", "now", "tables", "vars"]
+                                .iter()
+                                .map(|s| s.to_string())
+                                .chain(lookup_names.iter().cloned())
+                                .collect();
+                        if output.for_each.is_some() {
+                            known.extend(["item".to_string(), "index".to_string()]);
+                        }
+                        let hint = suggestion(name, known);
+                        Some(format!("variable `{name}` is not defined{hint}"))
+                    }
                 };
                 if let Some(problem) = problem {
-                    let template_file = self
-                        .files
-                        .display(&format!("templates/{}", output.template));
-                    self.error(
-                        Diagnostic::error(
-                            "template::unknown-variable",
-                            format!(
-                                "{problem} (template `{}` used by output `{}`)",
-                                output.template, output.name
-                            ),
-                        )
-                        .at(
-                            &template_file,
-                            Pos {
-                                line: reference.line,
-                                column: reference.column,
-                            },
-                        )
-                        .in_rule(&rule),
-                    );
+                    unknown
+                        .entry((
+                            output.template.clone(),
+                            reference.line,
+                            reference.column,
+                            problem,
+                        ))
+                        .or_default()
+                        .push(&output.name);
                 }
             }
+        }
+        for ((template, line, column, problem), users) in unknown {
+            let template_file = self.files.display(&format!("templates/{template}"));
+            let used_by = match users.as_slice() {
+                [one] => format!("output `{one}`"),
+                many => format!(
+                    "outputs {}",
+                    many.iter()
+                        .map(|o| format!("`{o}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            self.error(
+                Diagnostic::error(
+                    "template::unknown-variable",
+                    format!("{problem} (template `{template}` used by {used_by})"),
+                )
+                .at(&template_file, Pos { line, column })
+                .in_rule(&rule),
+            );
         }
 
         let steps = match order_steps(&lookups, &guards, &vars) {

@@ -22,15 +22,55 @@ impl Loader<'_> {
         cost_limit: u64,
     ) {
         use cel::check::{Bounds, CostEstimate, ObjectType, Type, TypeEnv};
+        let kinds = std::iter::once((
+            &watch.api_version,
+            &watch.kind,
+            "spec.watch.kind".to_string(),
+        ))
+        .chain(
+            lookups
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (&l.api_version, &l.kind, format!("spec.lookups[{i}].kind"))),
+        );
+        for (api_version, kind, path) in kinds {
+            let known = cel::check::object_type_for_kind(self.crds, api_version, kind).is_some();
+            if !known
+                && self
+                    .loosely_typed
+                    .insert((api_version.clone(), kind.clone()))
+            {
+                let d = Diagnostic::note(
+                    "cel::no-schema",
+                    format!(
+                        "{kind} ({api_version}) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
+                    ),
+                )
+                .at(file, node.closest(&yaml::parse_path(&path)).pos)
+                .in_rule(rule)
+                .with_help(
+                    "give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+                );
+                self.error(d);
+            }
+        }
         let object_type = |api_version: &str, kind: &str| {
             cel::check::object_type_for_kind(self.crds, api_version, kind)
                 .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
         };
+        // A role is a DNS label; a member name at most 253 bytes (`check_cluster_id`).
         let cluster_type = Type::object(
             ObjectType::new("cluster")
-                .with_field("role", Type::String)
-                .with_field("name", Type::String),
+                .with_bounded_field("role", Type::String, Bounds::max(63))
+                .with_bounded_field("name", Type::String, Bounds::max(253)),
         );
+        // `tables.<name>` is the list of a table's rows: its size is known.
+        let tables_type = Type::object(self.table_rows.iter().fold(
+            ObjectType::new("tables"),
+            |t, (name, rows)| {
+                t.with_bounded_field(name.clone(), Type::list(Type::Dyn), Bounds::max(*rows))
+            },
+        ));
         let mut env = TypeEnv::new()
             .with_function("decide")
             .with_function("stripClusterMetadata")
@@ -43,7 +83,7 @@ impl Loader<'_> {
                 Type::map(Type::String, Type::list(Type::String)),
             )
             .with_variable("now", Type::String)
-            .with_variable("tables", Type::map(Type::String, Type::list(Type::Dyn)));
+            .with_variable("tables", tables_type);
         for lookup in lookups {
             let ty = object_type(&lookup.api_version, &lookup.kind);
             let ty = match (&lookup.key, lookup.all_clusters) {
@@ -56,7 +96,13 @@ impl Loader<'_> {
                         .with_field("object", ty),
                 )),
             };
-            env.add_variable(&lookup.name, ty);
+            match lookup.max_items {
+                // The pack states the most it finds; evaluation enforces it.
+                Some(max) if !matches!(lookup.key, LookupKey::Name(_)) || lookup.all_clusters => {
+                    env.add_bounded_variable(&lookup.name, ty, Bounds::max(max));
+                }
+                _ => env.add_variable(&lookup.name, ty),
+            }
         }
         let mut vars_type = ObjectType::new("vars");
         env.add_variable("vars", Type::object(vars_type.clone()));
@@ -80,6 +126,8 @@ impl Loader<'_> {
             }
             let estimate = cel::check::estimate(&expr.program, env);
             match &estimate.cost {
+                // The rule states the most it may cost; evaluation enforces it.
+                CostEstimate::Unbounded { .. } if expr.max_cost.is_some() => {}
                 CostEstimate::Unbounded {
                     reason,
                     line,
