@@ -221,9 +221,9 @@ fn nested(val: &Value) -> Result<String, String> {
             (if *d > 0.0 { "\"+Inf\"" } else { "\"-Inf\"" }).to_owned()
         }
         Value::Double(d) => format!("{d:.DEFAULT_PRECISION$}"),
-        Value::String(s) => go_quote(s),
+        Value::String(s) => crate::k8s::go::quote(s),
         Value::Bytes(b) => match std::str::from_utf8(b) {
-            Ok(s) => format!("b{}", go_quote(s)),
+            Ok(s) => format!("b{}", crate::k8s::go::quote(s)),
             Err(_) => {
                 return Err(
                     "could not convert argument \"invalid UTF-8 in bytes, cannot convert to string\" to string"
@@ -267,51 +267,6 @@ fn nested(val: &Value) -> Result<String, String> {
             return Err(format!("no formatting function for {}", val.type_name()));
         }
     })
-}
-
-/// `s` quoted as Go's `strconv.Quote` quotes it: `\"` and `\\` escaped, the usual
-/// escapes for control characters, `\xNN` for other ASCII ones, `\uNNNN` (`\UNNNNNNNN`)
-/// for characters that are not printable.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if go_printable(c) => out.push(c),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `unicode.IsPrint`, near enough: not a control, format or separator character (the
-/// ASCII space is printable), nor a private-use or noncharacter code point.
-fn go_printable(c: char) -> bool {
-    let n = c as u32;
-    if c == ' ' {
-        return true;
-    }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(n, 0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e)
-        || matches!(n, 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0x2066..=0x206f)
-        || matches!(n, 0xfeff | 0xfff9..=0xfffb | 0xe000..=0xf8ff | 0xfdd0..=0xfdef)
-        || n & 0xfffe == 0xfffe
-        || n >= 0xf0000)
 }
 
 /// A list can hold the same long string many times: the result is bounded as it is

@@ -114,18 +114,10 @@ pub fn plan_checked(
     tracing: Tracing,
     check: &mut dyn FnMut(usize) -> Result<(), String>,
 ) -> Result<Plan, String> {
-    let watched = pack.watched_kinds();
     let conversions = Conversions::default();
     let mut outcomes = Vec::new();
     let mut triggers = 0;
-    for (key, object) in world.iter() {
-        if !watched.contains(&(
-            key.role().to_string(),
-            key.api_version.clone(),
-            key.kind.clone(),
-        )) {
-            continue;
-        }
+    for (key, object) in watched_objects(pack, world) {
         check(triggers)?;
         triggers += 1;
         let trigger = Trigger {
@@ -146,6 +138,21 @@ pub fn plan_checked(
     Ok(merge(pack, outcomes))
 }
 
+/// The objects of `world` a rule of `pack` watches, in key order: the triggers of a plan.
+fn watched_objects<'w>(
+    pack: &Pack,
+    world: &'w MemoryWorld,
+) -> impl Iterator<Item = (ObjectKey, &'w std::sync::Arc<Value>)> {
+    let watched = pack.watched_kinds();
+    world.iter().filter(move |(key, _)| {
+        watched.contains(&(
+            key.role().to_string(),
+            key.api_version.clone(),
+            key.kind.clone(),
+        ))
+    })
+}
+
 /// [`plan_checked`] for a caller that prints the merged objects and each trigger's status
 /// and errors, and nothing else of the evaluations (`render`): untraced, each outcome's
 /// `reads` dropped and its desired objects moved into a compact form as soon as it is
@@ -159,20 +166,12 @@ pub fn plan_compact(
     now: DateTime<Utc>,
     check: &mut dyn FnMut(usize) -> Result<(), String>,
 ) -> Result<CompactPlan, String> {
-    let watched = pack.watched_kinds();
     let conversions = Conversions::forgetting_triggers();
     let mut outcomes = Vec::new();
     let mut rendered: Vec<Vec<Compact>> = Vec::new();
     let mut statuses: Vec<Option<Vec<u8>>> = Vec::new();
     let mut triggers = 0;
-    for (key, object) in world.iter() {
-        if !watched.contains(&(
-            key.role().to_string(),
-            key.api_version.clone(),
-            key.kind.clone(),
-        )) {
-            continue;
-        }
+    for (key, object) in watched_objects(pack, world) {
         check(triggers)?;
         triggers += 1;
         let trigger = Trigger {
