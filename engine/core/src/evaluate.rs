@@ -211,16 +211,11 @@ impl Outcome {
     /// unless the condition had this state before, so restating an unchanged failure writes
     /// nothing new.
     pub fn set_synced(&mut self, state: &str, reason: &str, message: &str) {
-        let before = self.facts.synced_before.as_ref();
-        let transition = match before {
-            Some(b)
-                if b.get("status").and_then(Value::as_str) == Some(state)
-                    && b.get("lastTransitionTime").is_some() =>
-            {
-                b["lastTransitionTime"].clone()
-            }
-            _ => Value::String(self.facts.now.to_rfc3339_opts(SecondsFormat::Secs, true)),
-        };
+        let transition = transition_time(
+            self.facts.synced_before.as_ref(),
+            &Value::String(state.into()),
+            self.facts.now,
+        );
         let Some(conditions) = self
             .status
             .as_mut()
@@ -482,15 +477,7 @@ fn evaluate_traced<'w>(
         .into_iter()
         .map(|mut c| {
             let before = previous.iter().find(|p| p.get("type") == c.get("type"));
-            let transition = match before {
-                Some(p)
-                    if p.get("status") == c.get("status")
-                        && p.get("lastTransitionTime").is_some() =>
-                {
-                    p["lastTransitionTime"].clone()
-                }
-                _ => Value::String(now.to_rfc3339_opts(SecondsFormat::Secs, true)),
-            };
+            let transition = transition_time(before, &c["status"], now);
             if let Value::Object(m) = &mut c {
                 m.insert("lastTransitionTime".into(), transition);
                 if let Some(g) = &generation {
@@ -615,12 +602,7 @@ pub fn probe_rule(
                 if let Err(Stop::Block { message, .. }) = ctx.run_lookup(rule, i, &mut bindings) {
                     notes.push(format!("lookup `{}`: {message}", lookup.name));
                     // Bound as evaluation binds what it does not find.
-                    let by_labels = matches!(lookup.key, LookupKey::Labels(_));
-                    let empty = if by_labels || lookup.all_clusters {
-                        json!([])
-                    } else {
-                        Value::Null
-                    };
+                    let empty = lookup.empty_binding();
                     bindings
                         .lookups
                         .entry(lookup.name.clone())
@@ -649,6 +631,17 @@ pub fn probe_rule(
         })
         .and_then(|v| v.to_json().map_err(|e| e.message));
     Ok(Probe { value, notes })
+}
+
+/// A condition's `lastTransitionTime`: the one it had while its status stays `status`,
+/// else the clock.
+fn transition_time(before: Option<&Value>, status: &Value, now: DateTime<Utc>) -> Value {
+    match before {
+        Some(b) if b.get("status") == Some(status) && b.get("lastTransitionTime").is_some() => {
+            b["lastTransitionTime"].clone()
+        }
+        _ => Value::String(now.to_rfc3339_opts(SecondsFormat::Secs, true)),
+    }
 }
 
 /// What happened to one rule.
@@ -1772,11 +1765,7 @@ impl EvalContext<'_> {
         let name = rule.name.as_str();
         let lookup = &rule.lookups[i];
         let by_labels = matches!(lookup.key, LookupKey::Labels(_));
-        let empty = if by_labels || lookup.all_clusters {
-            json!([])
-        } else {
-            Value::Null
-        };
+        let empty = lookup.empty_binding();
         if !self.when_holds(name, lookup.when.as_ref(), bindings, || {
             format!("lookup {}", lookup.name)
         })? {

@@ -18,6 +18,7 @@ use crate::model::{
 };
 use crate::table::{Table, TableLocation};
 use crate::template::{Decider, TemplateSet};
+use crate::validate::InputCheck;
 use crate::yaml::{self, Node, NodeValue, PathSegment, Pos};
 
 /// The engine's version, checked against a pack's `spec.engine` requirement.
@@ -417,6 +418,22 @@ pub(crate) enum LookupKey {
     Labels(Expr),
 }
 
+impl CompiledLookup {
+    /// Whether the binding is a list (by labels, or of every member) rather than one object.
+    pub fn finds_list(&self) -> bool {
+        matches!(self.key, LookupKey::Labels(_)) || self.all_clusters
+    }
+
+    /// The binding when the lookup does not run or finds nothing: `[]` or `null`.
+    pub fn empty_binding(&self) -> serde_json::Value {
+        if self.finds_list() {
+            serde_json::json!([])
+        } else {
+            serde_json::Value::Null
+        }
+    }
+}
+
 pub(crate) struct CompiledGuard {
     pub expr: Expr,
     pub reason: Option<String>,
@@ -491,7 +508,6 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         crds: &options.crds,
         diagnostics: Vec::new(),
         texts: BTreeMap::new(),
-        shared_texts: BTreeMap::new(),
         table_rows: BTreeMap::new(),
         loosely_typed: BTreeSet::new(),
     };
@@ -510,9 +526,8 @@ struct Loader<'a> {
     crds: &'a [serde_json::Value],
     diagnostics: Vec<Diagnostic>,
     /// Displayed file name -> text, for mapping positions inside scalars back to the file.
-    texts: BTreeMap<String, &'a str>,
-    /// The same texts, shared by the expressions compiled from them (their origins).
-    shared_texts: BTreeMap<String, Arc<str>>,
+    /// Shared with the expressions compiled from them (their origins).
+    texts: BTreeMap<String, Arc<str>>,
     /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
     table_rows: BTreeMap<String, u64>,
     /// Kinds read without a schema, noted once per pack.
@@ -534,7 +549,7 @@ impl<'a> Loader<'a> {
         let file = self.files.display(relative);
         let files: &'a PackFiles = self.files;
         let text = files.files.get(relative)?;
-        self.texts.insert(file.clone(), text.as_str());
+        self.texts.insert(file.clone(), Arc::from(text.as_str()));
         match yaml::parse_documents(text) {
             Ok(nodes) => Some(Parsed {
                 file,
@@ -1021,7 +1036,7 @@ impl<'a> Loader<'a> {
         column: usize,
     ) -> Diagnostic {
         let at = node.closest(&yaml::parse_path(path));
-        let text = self.texts.get(file).copied().unwrap_or("");
+        let text = self.texts.get(file).map_or("", |t| &**t);
         let pos = yaml::value_position(text, at, line, column);
         let source_line = text.lines().nth(pos.line.saturating_sub(1)).unwrap_or("");
         Diagnostic::error(code, message)
@@ -1048,45 +1063,42 @@ impl<'a> Loader<'a> {
             };
             for node in documents {
                 let object = node.to_json();
-                let (Some(api_version), Some(kind)) = (
-                    object.get("apiVersion").and_then(serde_json::Value::as_str),
-                    object.get("kind").and_then(serde_json::Value::as_str),
-                ) else {
-                    continue;
-                };
-                if !validator.has_crd(api_version, kind) {
-                    continue;
-                }
+                let check = validator.check_input(&object);
+                let kind = object.get("kind").and_then(serde_json::Value::as_str);
                 let name = object
                     .pointer("/metadata/name")
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or_default();
-                let on_purpose = object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(crate::evaluate::ANNOTATION_INVALID_INPUT))
-                    .is_some();
-                let violations = validator.validate(&object);
-                if on_purpose {
-                    if violations.is_empty() {
-                        self.error(
-                            Diagnostic::warning(
-                                "input::invalid",
-                                format!(
-                                    "{kind} `{name}` is marked `{}` but its CRD accepts it",
-                                    crate::evaluate::ANNOTATION_INVALID_INPUT
-                                ),
-                            )
-                            .at(&file, node.pos),
-                        );
+                let violations = match check {
+                    InputCheck::NoCrd => continue,
+                    // The mark must not go stale: its CRD has to refuse the object.
+                    InputCheck::InvalidOnPurpose => {
+                        if validator.validate(&object).is_empty() {
+                            self.error(
+                                Diagnostic::warning(
+                                    "input::invalid",
+                                    format!(
+                                        "{} `{name}` is marked `{}` but its CRD accepts it",
+                                        kind.unwrap_or_default(),
+                                        crate::evaluate::ANNOTATION_INVALID_INPUT
+                                    ),
+                                )
+                                .at(&file, node.pos),
+                            );
+                        }
+                        continue;
                     }
-                    continue;
-                }
+                    InputCheck::Checked(violations) => violations,
+                };
                 for violation in violations {
                     let at = node.closest(&yaml::parse_path(&violation.path)).pos;
                     self.error(
                         Diagnostic::warning(
                             "input::invalid",
-                            format!("{kind} `{name}` would be refused by the API server: {violation}"),
+                            format!(
+                                "{} `{name}` would be refused by the API server: {violation}",
+                                kind.unwrap_or_default()
+                            ),
                         )
                         .at(&file, at)
                         .with_help(format!(

@@ -11,6 +11,7 @@ use crate::object::World;
 use crate::pack::Pack;
 use crate::plan::{Plan, parse_inputs, plan, to_yaml, world_of};
 use crate::simulate::Simulation;
+use crate::validate::InputCheck;
 use crate::yaml;
 
 /// The default clock of test cases.
@@ -149,31 +150,25 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
 pub fn invalid_inputs(pack: &Pack, objects: &[(String, Value)]) -> Vec<String> {
     let mut found = Vec::new();
     for (_, object) in objects {
-        let (Some(api_version), Some(kind)) = (
-            object.get("apiVersion").and_then(Value::as_str),
-            object.get("kind").and_then(Value::as_str),
-        ) else {
+        let InputCheck::Checked(violations) = pack.validator.check_input(object) else {
             continue;
         };
-        let on_purpose = object
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(crate::evaluate::ANNOTATION_INVALID_INPUT))
-            .is_some();
-        if on_purpose || !pack.validator.has_crd(api_version, kind) {
-            continue;
-        }
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let namespace = object
+        let who = match object
             .pointer("/metadata/namespace")
-            .and_then(Value::as_str);
-        let who = match namespace {
+            .and_then(Value::as_str)
+        {
             Some(ns) => format!("{kind} `{ns}/{name}`"),
             None => format!("{kind} `{name}`"),
         };
-        for violation in pack.validator.validate(object) {
+        for violation in violations {
             found.push(format!("input {who} is invalid: {violation}"));
         }
     }

@@ -111,6 +111,17 @@ impl fmt::Display for Violation {
     }
 }
 
+/// What [`Validator::check_input`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputCheck {
+    /// No CRD for the object's kind (or no kind): nothing to check against.
+    NoCrd,
+    /// Marked `switchyard.dev/invalid`: left unchecked.
+    InvalidOnPurpose,
+    /// Every violation; none when the object is valid.
+    Checked(Vec<Violation>),
+}
+
 /// A part of a CRD that could not be compiled (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrdProblem {
@@ -347,6 +358,29 @@ impl Validator {
     pub fn has_crd(&self, api_version: &str, kind: &str) -> bool {
         self.kinds
             .contains_key(&(group_of(api_version).to_string(), kind.to_string()))
+    }
+
+    /// An input object (a test input, an example) as the API server would take it: not
+    /// checked when its kind has no CRD or it is marked invalid on purpose
+    /// (`switchyard.dev/invalid`), else every violation.
+    pub fn check_input(&self, object: &Value) -> InputCheck {
+        let (Some(api_version), Some(kind)) = (
+            object.get("apiVersion").and_then(Value::as_str),
+            object.get("kind").and_then(Value::as_str),
+        ) else {
+            return InputCheck::NoCrd;
+        };
+        if !self.has_crd(api_version, kind) {
+            return InputCheck::NoCrd;
+        }
+        let on_purpose = object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::evaluate::ANNOTATION_INVALID_INPUT))
+            .is_some();
+        if on_purpose {
+            return InputCheck::InvalidOnPurpose;
+        }
+        InputCheck::Checked(self.validate(object))
     }
 
     /// The labels and annotations check alone: what applies to a partial object (a patch).

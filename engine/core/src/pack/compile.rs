@@ -32,14 +32,11 @@ impl Loader<'_> {
     ) -> Option<Expr> {
         match env.compile(source) {
             Ok(program) => {
-                let text = match self.shared_texts.get(file) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t: Arc<str> = Arc::from(self.texts.get(file).copied().unwrap_or(""));
-                        self.shared_texts.insert(file.to_string(), t.clone());
-                        t
-                    }
-                };
+                let text = self
+                    .texts
+                    .get(file)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::from(""));
                 let origin = ExprOrigin {
                     file: file.to_string(),
                     text,

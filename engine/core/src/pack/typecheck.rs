@@ -33,29 +33,40 @@ impl Loader<'_> {
                 .enumerate()
                 .map(|(i, l)| (&l.api_version, &l.kind, format!("spec.lookups[{i}].kind"))),
         );
+        // Each kind's type, built once from its CRD; a kind without one is noted once per
+        // pack and typed loosely.
+        let mut types: BTreeMap<(String, String), Type> = BTreeMap::new();
         for (api_version, kind, path) in kinds {
-            let known = cel::check::object_type_for_kind(self.crds, api_version, kind).is_some();
-            if !known
-                && self
-                    .loosely_typed
-                    .insert((api_version.clone(), kind.clone()))
-            {
-                let d = Diagnostic::note(
-                    "cel::no-schema",
-                    format!(
-                        "{kind} ({api_version}) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
-                    ),
-                )
-                .at(file, node.closest(&yaml::parse_path(&path)).pos)
-                .in_rule(rule)
-                .with_help(
-                    "give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
-                );
-                self.error(d);
+            let key = (api_version.clone(), kind.clone());
+            if types.contains_key(&key) {
+                continue;
             }
+            let ty = match cel::check::object_type_for_kind(self.crds, api_version, kind) {
+                Some(ty) => ty,
+                None => {
+                    if self.loosely_typed.insert(key.clone()) {
+                        let d = Diagnostic::note(
+                            "cel::no-schema",
+                            format!(
+                                "{kind} ({api_version}) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
+                            ),
+                        )
+                        .at(file, node.closest(&yaml::parse_path(&path)).pos)
+                        .in_rule(rule)
+                        .with_help(
+                            "give its schema as a CRD in a `config/crds/` folder above the pack or with `--crds DIR` (for a built-in kind, a CRD-shaped file holding its OpenAPI schema)",
+                        );
+                        self.error(d);
+                    }
+                    cel::check::object_type_without_schema(kind)
+                }
+            };
+            types.insert(key, ty);
         }
         let object_type = |api_version: &str, kind: &str| {
-            cel::check::object_type_for_kind(self.crds, api_version, kind)
+            types
+                .get(&(api_version.to_string(), kind.to_string()))
+                .cloned()
                 .unwrap_or_else(|| cel::check::object_type_without_schema(kind))
         };
         // A role is a DNS label; a member name at most 253 bytes (`check_cluster_id`).
@@ -98,7 +109,7 @@ impl Loader<'_> {
             };
             match lookup.max_items {
                 // The pack states the most it finds; evaluation enforces it.
-                Some(max) if !matches!(lookup.key, LookupKey::Name(_)) || lookup.all_clusters => {
+                Some(max) if lookup.finds_list() => {
                     env.add_bounded_variable(&lookup.name, ty, Bounds::max(max));
                 }
                 _ => env.add_variable(&lookup.name, ty),
