@@ -17,6 +17,10 @@ use sha2::{Digest, Sha256};
 use switchyard_bench::{generate, handwritten, load_pack, measure_render, release_cli};
 use switchyard_core::plan::plan;
 
+// Both sides run in this process, so both use it; mimalloc as in the CLI.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const FLEET_WORKLOADS: usize = 10_000;
 
 fn clock() -> DateTime<Utc> {

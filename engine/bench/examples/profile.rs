@@ -16,8 +16,13 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use switchyard_bench::{generate, handwritten, load_pack};
+use switchyard_core::evaluate::{Conversions, evaluate_in_untraced};
 use switchyard_core::plan::{merge, plan};
-use switchyard_core::{Trigger, World, evaluate};
+use switchyard_core::{Trigger, World};
+
+// The allocator of the benchmark and the CLI.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -41,6 +46,8 @@ fn main() {
             }
             "phases" => {
                 let t = Instant::now();
+                // As `plan` evaluates: untraced, objects converted once per round.
+                let conversions = Conversions::forgetting_triggers();
                 let outcomes: Vec<_> = world
                     .iter()
                     .filter(|(k, _)| k.cluster == "source" && k.kind == "FleetWorkload")
@@ -49,9 +56,17 @@ fn main() {
                             cluster: &k.cluster,
                             object,
                         };
-                        evaluate(&pack, trigger, &world as &dyn World, now).unwrap()
+                        evaluate_in_untraced(
+                            &pack,
+                            trigger,
+                            &world as &dyn World,
+                            now,
+                            &conversions,
+                        )
+                        .unwrap()
                     })
                     .collect();
+                drop(conversions);
                 evaluating += t.elapsed();
                 let t = Instant::now();
                 black_box(merge(&pack, outcomes));

@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, LazyLock};
@@ -574,7 +575,16 @@ impl Program {
     /// environment's [`Limits::per_expression`]. When the cost passes it the evaluation
     /// stops at once with the error `cost limit exceeded: <cost> > <limit>`.
     pub fn eval_with_cost(&self, activation: &Activation) -> Result<(Value, u64), EvalError> {
-        let limit = activation.budget.unwrap_or(self.limit);
+        self.eval_within(activation, activation.budget.unwrap_or(self.limit))
+    }
+
+    /// [`Program::eval_with_cost`] with the cost limit `limit`, whatever the activation's
+    /// budget: one activation can serve expressions with different limits.
+    pub fn eval_within(
+        &self,
+        activation: &Activation,
+        limit: u64,
+    ) -> Result<(Value, u64), EvalError> {
         let plan = &*self.plan;
         let run = || {
             stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
@@ -613,20 +623,28 @@ impl Program {
 }
 
 /// The variables of one evaluation.
+#[derive(Clone)]
 pub struct Activation<'e> {
     /// The environment the activation is for. A program evaluates with the functions of the
     /// environment that compiled it.
     #[allow(dead_code)]
     env: &'e Env,
-    variables: Vec<(String, Value)>,
+    /// Names are borrowed where the caller can lend them for `'e`: an activation is built
+    /// per evaluation, and copying every name each time showed up in profiles.
+    variables: Vec<(Cow<'e, str>, Value)>,
     budget: Option<u64>,
 }
 
 impl<'e> Activation<'e> {
     pub fn new(env: &'e Env) -> Self {
+        Self::with_capacity(env, 0)
+    }
+
+    /// An activation with room for `n` variables.
+    pub fn with_capacity(env: &'e Env, n: usize) -> Self {
         Activation {
             env,
-            variables: Vec::new(),
+            variables: Vec::with_capacity(n),
             budget: None,
         }
     }
@@ -637,10 +655,32 @@ impl<'e> Activation<'e> {
     /// variable `a`: the longest dotted name bound wins (`a.b.c` reads `a.b` then selects
     /// `c`, when `a.b.c` is not bound).
     pub fn bind(&mut self, name: &str, value: Value) {
-        if let Some(slot) = self.variables.iter_mut().find(|(n, _)| n == name) {
+        self.bind_name(Cow::Owned(name.to_string()), value);
+    }
+
+    /// [`Activation::bind`] without copying the name.
+    pub fn bind_borrowed(&mut self, name: &'e str, value: Value) {
+        self.bind_name(Cow::Borrowed(name), value);
+    }
+
+    /// The value bound to `name`, to change in place.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
+        self.variables
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// Removes the binding of `name`, if any.
+    pub fn unbind(&mut self, name: &str) {
+        self.variables.retain(|(n, _)| n != name);
+    }
+
+    fn bind_name(&mut self, name: Cow<'e, str>, value: Value) {
+        if let Some(slot) = self.variables.iter_mut().find(|(n, _)| *n == name) {
             slot.1 = value;
         } else {
-            self.variables.push((name.to_string(), value));
+            self.variables.push((name, value));
         }
     }
 

@@ -104,7 +104,7 @@ impl Cx {
 /// and binds (innermost first).
 #[derive(Clone, Copy)]
 pub(crate) struct Scope<'a> {
-    vars: &'a [(String, Value)],
+    vars: &'a [(Cow<'a, str>, Value)],
     /// Whether some activation variable has a dotted name (`a.b`).
     dotted: bool,
     parent: Option<&'a Scope<'a>>,
@@ -112,7 +112,7 @@ pub(crate) struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
-    pub(crate) fn root(vars: &'a [(String, Value)]) -> Self {
+    pub(crate) fn root(vars: &'a [(Cow<'a, str>, Value)]) -> Self {
         Scope {
             vars,
             dotted: vars.iter().any(|(n, _)| n.contains('.')),
@@ -182,7 +182,7 @@ pub(crate) fn eval<'a>(node: &'a Node, scope: &Scope<'a>, cx: &mut Cx) -> Out<'a
     }
     match &node.kind {
         Kind::Const(v) => Ok(Cow::Borrowed(v)),
-        Kind::Global(name) => match scope.vars.iter().find(|(n, _)| n.as_str() == &**name) {
+        Kind::Global(name) => match scope.vars.iter().find(|(n, _)| **n == **name) {
             Some((_, v)) => Ok(Cow::Borrowed(v)),
             None => Err(fail(node.id, format!("undeclared reference to '{name}'"))),
         },

@@ -281,6 +281,21 @@ impl Map {
     pub fn contains(&self, key: &Value) -> bool {
         self.get(key).is_some()
     }
+
+    /// Adds a string-keyed entry, or replaces the value of the one with that key.
+    fn insert_str(&mut self, key: Arc<str>, value: Value) {
+        // The cached keys no longer match.
+        self.keys = std::sync::OnceLock::new();
+        let at = self.first_string
+            + self.entries[self.first_string..].partition_point(|(k, _)| match k {
+                Key::String(s) => **s < *key,
+                _ => true,
+            });
+        match self.entries.get_mut(at) {
+            Some((Key::String(s), slot)) if **s == *key => *slot = value,
+            _ => self.entries.insert(at, (Key::String(key), value)),
+        }
+    }
 }
 
 impl fmt::Debug for Map {
@@ -342,6 +357,12 @@ impl Value {
             .map_err(|e| EvalError::new(format!("the result cannot be represented as JSON: {e}")))
     }
 
+    /// Whether [`Value::to_json`] succeeds, and its error if not, without building the JSON.
+    pub fn check_json(&self) -> Result<(), EvalError> {
+        check_json(self)
+            .map_err(|e| EvalError::new(format!("the result cannot be represented as JSON: {e}")))
+    }
+
     /// The value if it is a `bool`.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
@@ -380,6 +401,20 @@ impl Value {
             }
         }
         Value::Map(Arc::new(Map::from_sorted(unique)))
+    }
+
+    /// Adds `key` to a map value (replacing an entry with that key) in place, copying the
+    /// map only if it is shared: a map built one entry at a time costs what the entries
+    /// cost, not a new map per entry. Returns false, changing nothing, if `self` is not a
+    /// map.
+    pub fn insert_string_key(&mut self, key: Arc<str>, value: Value) -> bool {
+        match self {
+            Value::Map(map) => {
+                Arc::make_mut(map).insert_str(key, value);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// A list.
@@ -659,6 +694,21 @@ pub fn compare(a: &Value, b: &Value) -> Result<Option<Ordering>, ()> {
 }
 
 // ---- JSON -----------------------------------------------------------------------------
+
+/// The error [`value_to_json`] would return, found in the same order.
+fn check_json(v: &Value) -> Result<(), String> {
+    match v {
+        Value::List(items) => items.iter().try_for_each(check_json),
+        Value::Map(map) => map.iter().try_for_each(|(_, v)| check_json(v)),
+        Value::Type(t) => Err(format!("the type value {t} has no JSON form")),
+        Value::Optional(Some(inner)) => check_json(inner),
+        Value::Opaque(o) if o.to_display().is_none() => Err(format!(
+            "a value of type {} has no JSON form",
+            o.type_name()
+        )),
+        _ => Ok(()),
+    }
+}
 
 fn value_to_json(v: &Value) -> Result<serde_json::Value, String> {
     Ok(match v {

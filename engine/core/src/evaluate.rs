@@ -368,7 +368,8 @@ fn evaluate_traced<'w>(
 ) -> Result<Outcome, String> {
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
     let (role, _) = split_cluster(trigger.cluster);
-    let trigger_labels = labels(trigger.object);
+    // The labels only when a rule selects on them.
+    let mut trigger_labels = None;
     let rules: Vec<&CompiledRule> = pack
         .rules
         .iter()
@@ -376,10 +377,12 @@ fn evaluate_traced<'w>(
             r.watch.cluster == role
                 && r.watch.api_version == key.api_version
                 && r.watch.kind == key.kind
-                && r.watch
-                    .selector
-                    .as_ref()
-                    .is_none_or(|s| selector_matches(s, &trigger_labels))
+                && r.watch.selector.as_ref().is_none_or(|s| {
+                    selector_matches(
+                        s,
+                        trigger_labels.get_or_insert_with(|| labels(trigger.object)),
+                    )
+                })
         })
         .collect();
     let deleting = trigger
@@ -447,7 +450,8 @@ fn evaluate_traced<'w>(
     let mut conditions: Vec<Value> = Vec::new();
     let synced = synced_condition(&results, &ctx.missing_targets);
     conditions.push(synced);
-    for result in &results {
+    // The results are not needed after this: their fields and conditions are moved.
+    for result in results {
         if let RuleResult::Fired {
             status: Some(s), ..
         }
@@ -455,24 +459,23 @@ fn evaluate_traced<'w>(
             status: Some(s), ..
         } = result
         {
-            for (field, value) in &s.fields {
-                status.insert(field.clone(), value.clone());
+            for (field, value) in s.fields {
+                status.insert(field, value);
             }
-            for condition in &s.conditions {
+            for condition in s.conditions {
                 if let Some(t) = condition.get("type") {
                     conditions.retain(|c| c.get("type") != Some(t));
                 }
-                conditions.push(condition.clone());
+                conditions.push(condition);
             }
         }
     }
     let generation = trigger.object.pointer("/metadata/generation").cloned();
-    let previous = trigger
+    let previous: &[Value] = trigger
         .object
         .pointer("/status/conditions")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[], Vec::as_slice);
     let stamped: Vec<Value> = conditions
         .into_iter()
         .map(|mut c| {
@@ -584,7 +587,7 @@ pub fn probe_rule(
         true,
         false,
     );
-    let mut bindings = Bindings::new();
+    let mut bindings = ctx.new_bindings();
     let mut notes = Vec::new();
     for step in &rule.steps {
         match *step {
@@ -602,17 +605,19 @@ pub fn probe_rule(
                 if let Err(Stop::Block { message, .. }) = ctx.run_lookup(rule, i, &mut bindings) {
                     notes.push(format!("lookup `{}`: {message}", lookup.name));
                     // Bound as evaluation binds what it does not find.
-                    let empty = lookup.empty_binding();
-                    bindings
-                        .lookups
-                        .entry(lookup.name.clone())
-                        .or_insert_with(|| (cel::Value::from_json(&empty), empty));
+                    if !bindings.lookups.contains_key(&lookup.name) {
+                        let empty = lookup.empty_binding();
+                        bindings.bind_lookup(
+                            lookup.name.clone(),
+                            (cel::Value::from_json(&empty), empty),
+                        );
+                    }
                 }
             }
             Step::Var(i) => {
                 let var = &rule.vars[i];
-                match ctx.eval_json(&rule.name, &var.expr, &bindings, None) {
-                    Ok((value, json)) => bindings.add_var(var.key.clone(), value, json),
+                match ctx.eval_checked(&rule.name, &var.expr, &bindings) {
+                    Ok(value) => bindings.add_var(var.key.clone(), value),
                     Err(_) => notes.push(format!("vars.{} fails: it is left out", var.name)),
                 }
             }
@@ -622,9 +627,8 @@ pub fn probe_rule(
     for error in &ctx.outcome.errors {
         notes.push(error.to_string());
     }
-    let activation = ctx.activation(&pack.env, &bindings, None);
     let value = program
-        .eval(&activation)
+        .eval(&bindings.activation)
         .map_err(|e| match e.line.zip(e.column) {
             Some((line, column)) => format!("{line}:{column}: {}", e.message),
             None => e.message,
@@ -754,6 +758,20 @@ impl<'a> EvalContext<'a> {
             traced,
         }
     }
+
+    /// Empty bindings for a rule: what every expression may read besides its names.
+    fn new_bindings(&self) -> Bindings<'a> {
+        Bindings::new(
+            &self.pack.env,
+            [
+                ("self", self.self_value.clone()),
+                ("cluster", self.cluster_cel.clone()),
+                ("clusters", self.clusters_cel.clone()),
+                ("now", self.now_cel.clone()),
+                ("tables", self.pack.tables_cel.clone()),
+            ],
+        )
+    }
 }
 
 struct EvalContext<'a> {
@@ -785,35 +803,52 @@ struct EvalContext<'a> {
 }
 
 /// The bindings of one rule evaluation, as CEL values and as JSON for templates.
-struct Bindings {
+///
+/// The CEL side lives in one activation, kept up to date as names are bound, rather than
+/// an activation built for every expression.
+struct Bindings<'e> {
     lookups: BTreeMap<String, (cel::Value, Value)>,
-    vars: Vec<(Arc<str>, cel::Value, Value)>,
-    /// `vars` as one CEL map, rebuilt when a variable is added rather than per expression.
-    vars_cel: cel::Value,
+    /// The variables in order; their JSON is made when templates need it.
+    vars: Vec<(Arc<str>, cel::Value)>,
+    activation: cel::Activation<'e>,
+    /// What the activation binds besides the rule's names (`self`, `vars`, ...), to restore
+    /// one that an extra binding of the same name hid.
+    fixed: [(&'static str, cel::Value); 5],
 }
 
-impl Bindings {
-    fn new() -> Self {
+impl<'e> Bindings<'e> {
+    fn new(env: &'e cel::Env, fixed: [(&'static str, cel::Value); 5]) -> Self {
+        let mut activation = cel::Activation::with_capacity(env, 12);
+        for (name, value) in &fixed {
+            activation.bind_borrowed(name, value.clone());
+        }
+        activation.bind_borrowed("vars", cel::Value::map(Vec::new()));
         Bindings {
             lookups: BTreeMap::new(),
             vars: Vec::new(),
-            vars_cel: cel::Value::map(Vec::new()),
+            activation,
+            fixed,
         }
     }
 
-    fn add_var(&mut self, name: Arc<str>, value: cel::Value, json: Value) {
-        self.vars.push((name, value, json));
-        let entries: Vec<(Arc<str>, cel::Value)> = self
-            .vars
-            .iter()
-            .map(|(n, v, _)| (n.clone(), v.clone()))
-            .collect();
-        self.vars_cel = cel::Value::string_map(&entries);
+    fn add_var(&mut self, name: Arc<str>, value: cel::Value) {
+        // In place: nothing else holds the map between expressions, so this does not copy
+        // it (rebuilding it per variable made a rule's variables quadratic).
+        if let Some(vars) = self.activation.get_mut("vars") {
+            vars.insert_string_key(name.clone(), value.clone());
+        }
+        self.vars.push((name, value));
+    }
+
+    /// Binds a lookup's result (or a name bound for a while) under `name`.
+    fn bind_lookup(&mut self, name: String, binding: (cel::Value, Value)) {
+        self.activation.bind(&name, binding.0.clone());
+        self.lookups.insert(name, binding);
     }
 
     /// Binds a name for a while (`stage`, `resources`): it reads like a lookup.
     fn bind_extra(&mut self, name: &str, value: &Value) {
-        self.lookups.insert(
+        self.bind_lookup(
             name.to_string(),
             (cel::Value::from_json(value), value.clone()),
         );
@@ -821,13 +856,23 @@ impl Bindings {
 
     fn unbind_extra(&mut self, name: &str) {
         self.lookups.remove(name);
+        // A name the evaluation binds itself reads as it did before.
+        match self.fixed.iter().find(|(n, _)| *n == name) {
+            Some((n, value)) => self.activation.bind_borrowed(n, value.clone()),
+            None if name == "vars" => self
+                .activation
+                .bind_borrowed("vars", cel::Value::string_map(&self.vars)),
+            None => self.activation.unbind(name),
+        }
     }
 
+    /// The variables as JSON. Each converts: [`EvalContext::eval_checked`] checked that
+    /// they do.
     fn vars_json(&self) -> Value {
         Value::Object(
             self.vars
                 .iter()
-                .map(|(n, _, j)| (n.to_string(), j.clone()))
+                .map(|(n, v)| (n.to_string(), v.to_json().unwrap_or(Value::Null)))
                 .collect(),
         )
     }
@@ -881,29 +926,6 @@ impl EvalContext<'_> {
         });
     }
 
-    fn activation<'e>(
-        &self,
-        env: &'e cel::Env,
-        bindings: &Bindings,
-        item: Option<(&cel::Value, usize)>,
-    ) -> cel::Activation<'e> {
-        let mut a = cel::Activation::new(env);
-        a.bind("self", self.self_value.clone());
-        a.bind("cluster", self.cluster_cel.clone());
-        a.bind("clusters", self.clusters_cel.clone());
-        a.bind("now", self.now_cel.clone());
-        a.bind("vars", bindings.vars_cel.clone());
-        a.bind("tables", self.pack.tables_cel.clone());
-        for (name, (value, _)) in &bindings.lookups {
-            a.bind(name, value.clone());
-        }
-        if let Some((value, index)) = item {
-            a.bind("item", value.clone());
-            a.bind("index", cel::Value::from_json(&json!(index)));
-        }
-        a
-    }
-
     /// Evaluates an expression; an error is recorded on the outcome and stops the rule.
     fn eval(
         &mut self,
@@ -912,15 +934,24 @@ impl EvalContext<'_> {
         bindings: &Bindings,
         item: Option<(&cel::Value, usize)>,
     ) -> Result<cel::Value, Stop> {
-        let mut activation = self.activation(&self.pack.env, bindings, item);
         // Each expression may spend up to its own limit, and all of them together up to
         // the object's budget: one tenant's huge object cannot starve the others.
         let remaining = self.cost_budget.saturating_sub(self.cost_used);
         let pack_limit = self.pack.document.cost_per_expression();
         let per_expression = expr.max_cost.map_or(pack_limit, |m| m.min(pack_limit));
         let object_bound = remaining < per_expression;
-        activation.with_budget(remaining.min(per_expression));
-        match expr.program.eval_with_cost(&activation) {
+        let limit = remaining.min(per_expression);
+        let result = match item {
+            None => expr.program.eval_within(&bindings.activation, limit),
+            Some((value, index)) => {
+                // A `forEach` element: bound over a copy, the rule's bindings stay as they are.
+                let mut activation = bindings.activation.clone();
+                activation.bind_borrowed("item", value.clone());
+                activation.bind_borrowed("index", cel::Value::from_json(&json!(index)));
+                expr.program.eval_within(&activation, limit)
+            }
+        };
+        match result {
             Ok((v, cost)) => {
                 self.cost_used += cost;
                 Ok(v)
@@ -1030,6 +1061,21 @@ impl EvalContext<'_> {
         }
     }
 
+    /// [`Self::eval_json`] for a value whose JSON is needed later if at all (a variable):
+    /// it fails as `eval_json` does, without making the JSON.
+    fn eval_checked(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings<'_>,
+    ) -> Result<cel::Value, Stop> {
+        let value = self.eval(rule, expr, bindings, None)?;
+        match value.check_json() {
+            Ok(()) => Ok(value),
+            Err(e) => Err(self.fail_expr(rule, expr, e.message)),
+        }
+    }
+
     fn eval_string(
         &mut self,
         rule: &str,
@@ -1103,7 +1149,7 @@ impl EvalContext<'_> {
     }
 
     fn run_rule(&mut self, rule: &CompiledRule) -> RuleResult {
-        let mut bindings = Bindings::new();
+        let mut bindings = self.new_bindings();
         match self.try_rule(rule, &mut bindings) {
             Ok(result) => result,
             Err(Stop::Skip(guard)) => RuleResult::Skipped {
@@ -1225,8 +1271,9 @@ impl EvalContext<'_> {
                 Step::Lookup(i) => self.run_lookup(rule, i, bindings)?,
                 Step::Var(i) => {
                     let var = &rule.vars[i];
-                    let (value, json) = self.eval_json(name, &var.expr, bindings, None)?;
+                    let value = self.eval_checked(name, &var.expr, bindings)?;
                     if self.traced {
+                        let json = value.to_json().unwrap_or(Value::Null);
                         self.trace(
                             name,
                             format!("vars.{}", var.name),
@@ -1234,7 +1281,7 @@ impl EvalContext<'_> {
                             compact(&json),
                         );
                     }
-                    bindings.add_var(var.key.clone(), value, json);
+                    bindings.add_var(var.key.clone(), value);
                 }
             }
         }
@@ -1769,9 +1816,7 @@ impl EvalContext<'_> {
         if !self.when_holds(name, lookup.when.as_ref(), bindings, || {
             format!("lookup {}", lookup.name)
         })? {
-            bindings
-                .lookups
-                .insert(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
+            bindings.bind_lookup(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
             return Ok(());
         }
         let namespace = match &lookup.namespace {
@@ -1976,7 +2021,7 @@ impl EvalContext<'_> {
                 None => (cel::Value::null(), Value::Null),
             }
         };
-        bindings.lookups.insert(lookup.name.clone(), binding);
+        bindings.bind_lookup(lookup.name.clone(), binding);
         Ok(())
     }
 
@@ -2205,16 +2250,28 @@ pub(crate) fn stamp_ownership(
         .entry("labels")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(labels) = labels {
-        labels.insert(LABEL_MANAGED_BY.into(), MANAGED_BY.into());
-        labels.insert(LABEL_PACK.into(), pack.into());
+        set_string(labels, LABEL_MANAGED_BY, MANAGED_BY);
+        set_string(labels, LABEL_PACK, pack);
     }
     let annotations = metadata
         .entry("annotations")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(annotations) = annotations {
-        annotations.insert(ANNOTATION_PACK_VERSION.into(), version.into());
-        annotations.insert(ANNOTATION_RULE.into(), sources.into());
-        annotations.insert(ANNOTATION_OWNERS.into(), owners.into());
+        set_string(annotations, ANNOTATION_PACK_VERSION, version);
+        set_string(annotations, ANNOTATION_RULE, sources);
+        set_string(annotations, ANNOTATION_OWNERS, owners);
+    }
+}
+
+/// Sets `key` to the string `value`, leaving an equal entry as it is: a merge restamps
+/// every object, most with what they already carry, and this saves copying both strings.
+fn set_string(map: &mut Map<String, Value>, key: &str, value: &str) {
+    match map.get_mut(key) {
+        Some(Value::String(s)) if s == value => {}
+        Some(slot) => *slot = Value::String(value.to_string()),
+        None => {
+            map.insert(key.to_string(), Value::String(value.to_string()));
+        }
     }
 }
 
