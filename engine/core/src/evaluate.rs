@@ -16,7 +16,7 @@ use crate::pack::{
     CompiledOutput, CompiledRule, CompiledStage, CompiledStages, CompiledStagesFrom,
     CompiledStatus, Expr, LookupKey, Pack, Step, in_scope,
 };
-use crate::template::RenderContext;
+use crate::template::{CelMap, Held, RenderContext};
 
 /// Label carried by every output: the pack that owns it (prune selects on it).
 pub const LABEL_PACK: &str = "switchyard.dev/pack";
@@ -724,7 +724,7 @@ impl<'a> EvalContext<'a> {
         let (role, member) = split_cluster(trigger.cluster);
         let self_value = conversions.trigger(trigger.object);
         let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-        let cluster_json = json!({"role": role, "name": member});
+        let cluster_json = Arc::new(json!({"role": role, "name": member}));
         // Built only for rules that read it: it asks the world for every role's members.
         let clusters_json: Map<String, Value> = if reads_clusters {
             pack.spec()
@@ -735,7 +735,7 @@ impl<'a> EvalContext<'a> {
         } else {
             Map::new()
         };
-        let clusters_json = Value::Object(clusters_json);
+        let clusters_json = Arc::new(Value::Object(clusters_json));
         EvalContext {
             pack,
             world,
@@ -747,7 +747,7 @@ impl<'a> EvalContext<'a> {
             clusters_cel: cel::Value::from_json(&clusters_json),
             clusters_json,
             now_cel: cel::Value::string(now_text.clone()),
-            now_text,
+            now_json: Arc::new(Value::String(now_text)),
             now,
             cost_used: 0,
             cost_budget: pack.document.cost_per_object(),
@@ -756,7 +756,13 @@ impl<'a> EvalContext<'a> {
             missing_targets: Vec::new(),
             rule_missing: Vec::new(),
             traced,
+            owner: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The trigger's key as a string (its outputs' owner).
+    fn owner(&self) -> &str {
+        self.owner.get_or_init(|| self.outcome.trigger.to_string())
     }
 
     /// Empty bindings for a rule: what every expression may read besides its names.
@@ -781,12 +787,12 @@ struct EvalContext<'a> {
     /// The trigger's cluster id (`ROLE` or `ROLE/NAME`).
     trigger_cluster: &'a str,
     self_value: cel::Value,
-    cluster_json: Value,
+    cluster_json: Arc<Value>,
     cluster_cel: cel::Value,
     /// Role -> sorted member names, bound as `clusters`.
-    clusters_json: Value,
+    clusters_json: Arc<Value>,
     clusters_cel: cel::Value,
-    now_text: String,
+    now_json: Arc<Value>,
     now_cel: cel::Value,
     now: DateTime<Utc>,
     /// CEL cost spent so far for this trigger, and the most it may spend.
@@ -800,6 +806,8 @@ struct EvalContext<'a> {
     rule_missing: Vec<Value>,
     /// Build the trace (`explain`, test failures); the broker does not read it.
     traced: bool,
+    /// The trigger's key as its outputs' ownership names it, made once.
+    owner: std::cell::OnceCell<String>,
 }
 
 /// The bindings of one rule evaluation, as CEL values and as JSON for templates.
@@ -807,7 +815,8 @@ struct EvalContext<'a> {
 /// The CEL side lives in one activation, kept up to date as names are bound, rather than
 /// an activation built for every expression.
 struct Bindings<'e> {
-    lookups: BTreeMap<String, (cel::Value, Value)>,
+    /// Each lookup's CEL value and JSON (shared with the templates' context).
+    lookups: BTreeMap<String, (cel::Value, Arc<Value>)>,
     /// The variables in order; their JSON is made when templates need it.
     vars: Vec<(Arc<str>, cel::Value)>,
     activation: cel::Activation<'e>,
@@ -843,7 +852,7 @@ impl<'e> Bindings<'e> {
     /// Binds a lookup's result (or a name bound for a while) under `name`.
     fn bind_lookup(&mut self, name: String, binding: (cel::Value, Value)) {
         self.activation.bind(&name, binding.0.clone());
-        self.lookups.insert(name, binding);
+        self.lookups.insert(name, (binding.0, Arc::new(binding.1)));
     }
 
     /// Binds a name for a while (`stage`, `resources`): it reads like a lookup.
@@ -864,17 +873,6 @@ impl<'e> Bindings<'e> {
                 .bind_borrowed("vars", cel::Value::string_map(&self.vars)),
             None => self.activation.unbind(name),
         }
-    }
-
-    /// The variables as JSON. Each converts: [`EvalContext::eval_checked`] checked that
-    /// they do.
-    fn vars_json(&self) -> Value {
-        Value::Object(
-            self.vars
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_json().unwrap_or(Value::Null)))
-                .collect(),
-        )
     }
 }
 
@@ -910,7 +908,7 @@ enum Stop {
     Block { reason: String, message: String },
 }
 
-impl EvalContext<'_> {
+impl<'a> EvalContext<'a> {
     fn trace(
         &mut self,
         rule: &str,
@@ -1289,7 +1287,7 @@ impl EvalContext<'_> {
         // Outputs join the outcome only when the whole rule succeeds: a rule stopped by a
         // later output or its status mapping desires nothing.
         let mut rendered: Vec<DesiredObject> = Vec::new();
-        let mut context = RenderContext::new(Value::Object(self.template_context(bindings)));
+        let mut context = self.template_context(bindings);
         for output in &rule.outputs {
             self.render_output(
                 rule,
@@ -1349,7 +1347,7 @@ impl EvalContext<'_> {
         rule: &CompiledRule,
         stages: &CompiledStages,
         bindings: &mut Bindings,
-        context: &mut RenderContext,
+        context: &mut RenderContext<'_>,
         rendered: &mut Vec<DesiredObject>,
     ) -> Result<Value, Stop> {
         let name = rule.name.as_str();
@@ -1597,13 +1595,13 @@ impl EvalContext<'_> {
         rule: &CompiledRule,
         def: &StageDefinition<'_>,
         bindings: &mut Bindings,
-        context: &mut RenderContext,
+        context: &mut RenderContext<'_>,
         rendered: &mut Vec<DesiredObject>,
     ) -> Result<Vec<(String, ObjectKey)>, Stop> {
         let mut bound = Vec::new();
         if let Some(definition) = &def.definition {
             bindings.bind_extra("stage", definition);
-            context.set("stage", definition.clone());
+            context.set("stage", Held::Owned(definition.clone()));
         }
         let mut result = Ok(());
         for output in &def.stage.outputs {
@@ -1720,7 +1718,7 @@ impl EvalContext<'_> {
         rule: &CompiledRule,
         output: &CompiledOutput,
         bindings: &Bindings,
-        context: &mut RenderContext,
+        context: &mut RenderContext<'_>,
         rendered: &mut Vec<DesiredObject>,
         bound: &mut Vec<(String, ObjectKey)>,
     ) -> Result<(), Stop> {
@@ -1764,8 +1762,8 @@ impl EvalContext<'_> {
                 member,
             )?;
             if let Some(item) = item {
-                context.set("item", item);
-                context.set("index", json!(index));
+                context.set("item", Held::Owned(item));
+                context.set("index", Held::Owned(json!(index)));
             }
             let documents = self
                 .pack
@@ -2080,17 +2078,22 @@ impl EvalContext<'_> {
         Err(self.fail(rule, &path(), None, problem))
     }
 
-    /// The template context of a rule: built once, outputs add `item` and `index`.
-    fn template_context(&self, bindings: &Bindings) -> Map<String, Value> {
-        let mut context = Map::new();
-        context.insert("self".into(), self.trigger.clone());
-        context.insert("cluster".into(), self.cluster_json.clone());
-        context.insert("clusters".into(), self.clusters_json.clone());
-        context.insert("now".into(), Value::String(self.now_text.clone()));
-        context.insert("vars".into(), bindings.vars_json());
-        context.insert("tables".into(), self.pack.tables_json.clone());
+    /// The template context of a rule: built once, outputs add `item` and `index`. Nothing
+    /// large is copied: the trigger and the tables are borrowed, lookups shared.
+    fn template_context(&self, bindings: &Bindings) -> RenderContext<'a> {
+        let (trigger, pack): (&'a Value, &'a Pack) = (self.trigger, self.pack);
+        let mut context = RenderContext::default();
+        context.set("self", Held::Borrowed(trigger));
+        context.set("cluster", Held::Shared(self.cluster_json.clone()));
+        context.set("clusters", Held::Shared(self.clusters_json.clone()));
+        context.set("now", Held::Shared(self.now_json.clone()));
+        context.set(
+            "vars",
+            Held::Cel(CelMap::new(bindings.vars.iter().cloned())),
+        );
+        context.set("tables", Held::Borrowed(&pack.tables_json));
         for (name, (_, json)) in &bindings.lookups {
-            context.insert(name.clone(), json.clone());
+            context.set(name, Held::Shared(json.clone()));
         }
         context
     }
@@ -2186,12 +2189,12 @@ impl EvalContext<'_> {
             ));
         }
         let source = format!("{}/{}", rule.name, output.name);
-        let owner = self.outcome.trigger.to_string();
+        let owner = self.owner().to_owned();
         match output.mode {
             OutputMode::Apply | OutputMode::Create => stamp_ownership(
                 &mut object,
                 self.pack.name(),
-                &self.pack.version().to_string(),
+                &self.pack.version_text,
                 &source,
                 &owner,
             ),

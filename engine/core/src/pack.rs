@@ -76,6 +76,8 @@ pub struct Pack {
     pub(crate) files: PackFiles,
     /// Checks outputs against the CRDs the pack was loaded with.
     pub(crate) validator: Arc<crate::validate::Validator>,
+    /// The version as every output's annotation writes it.
+    pub(crate) version_text: String,
     /// Stage gates that come from data, compiled when first met.
     pub(crate) gates: std::sync::Mutex<BTreeMap<String, Result<cel::Program, String>>>,
 }
@@ -779,6 +781,7 @@ impl<'a> Loader<'a> {
         }
         self.validate_examples(&validator);
         Some(Pack {
+            version_text: document.metadata.version.to_string(),
             gates: std::sync::Mutex::new(BTreeMap::new()),
             validator: Arc::new(validator),
             document,
@@ -1017,6 +1020,21 @@ impl<'a> Loader<'a> {
             if let Err(e) = set.add_template(&name, &file, &source) {
                 self.diagnostics.push(template_diagnostic(&e));
             }
+        }
+        // Compiled into structure now, once; what cannot be is noted.
+        for e in set.text_rendered() {
+            let note = template_diagnostic(&e);
+            self.diagnostics.push(
+                Diagnostic {
+                    severity: Severity::Note,
+                    ..note
+                }
+                .with_help(
+                    "it renders the same, as text: handlebars writes it and the YAML is parsed \
+                 each time its shape changes; blocks and partials that stand on lines of their \
+                 own and wrap whole YAML entries compile into structure",
+                ),
+            );
         }
         set
     }

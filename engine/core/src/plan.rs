@@ -40,6 +40,8 @@ pub struct Conflict {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
+    /// Each trigger's outcome. Its `desired` objects name what the trigger desired (keys,
+    /// sources, owners); their contents are in `objects`, merged, and `object` is null here.
     pub outcomes: Vec<Outcome>,
     /// The merged desired objects: per cluster, cluster-scoped ones first, then by key.
     pub objects: Vec<DesiredObject>,
@@ -357,19 +359,24 @@ fn expand_statuses(
 /// ([`crate::evaluate::Precedence`]) is kept, and the others' `Synced` turns False with
 /// reason `Conflict`.
 pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
-    // Keyed by the outcomes' own keys: the objects are copied, their keys need not be twice.
-    let mut merged: BTreeMap<&ObjectKey, DesiredObject> = BTreeMap::new();
+    let mut merged: BTreeMap<ObjectKey, DesiredObject> = BTreeMap::new();
     let mut conflicts = Vec::new();
     for i in precedence_order(&outcomes) {
-        for desired in &outcomes[i].desired {
+        for desired in &mut outcomes[i].desired {
+            // The contents move into the merged object (or are dropped once absorbed): the
+            // outcomes keep what they desired without a second copy of every object.
             match merged.get_mut(&desired.key) {
                 None => {
-                    merged.insert(&desired.key, desired.clone());
+                    let object = std::mem::take(&mut desired.object);
+                    let mut first = desired.clone();
+                    first.object = object;
+                    merged.insert(desired.key.clone(), first);
                 }
                 Some(existing) => {
                     if let Err(conflict) = absorb(existing, desired) {
                         conflicts.push(*conflict);
                     }
+                    desired.object = Value::Null;
                 }
             }
         }

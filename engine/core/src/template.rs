@@ -75,17 +75,20 @@
 //! error message.
 
 mod decode;
+mod fill;
 mod helpers;
 mod limits;
 mod paths;
 mod skeleton;
+mod structure;
 #[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use handlebars::template::{Parameter, Subexpression, Template, TemplateElement};
 use handlebars::{Handlebars, Path, RenderError, RenderErrorReason};
@@ -143,26 +146,192 @@ impl TemplateError {
     }
 }
 
-/// The data templates render against, built once per rule and reused by every render:
-/// rendering from a plain value would copy all of it each time.
-pub struct RenderContext(handlebars::Context);
+/// The data a template renders against: the names of its root object (`self`, `vars`, …),
+/// each borrowed, shared or owned, so that building it copies nothing large. The structural
+/// render reads the names where they are; the text render (see [`TemplateSet::render_in`])
+/// builds handlebars' context from them once, when it is first needed, and keeps it up to
+/// date.
+pub struct RenderContext<'a> {
+    root: Root<'a>,
+    text: RefCell<Option<handlebars::Context>>,
+}
 
-impl RenderContext {
-    pub fn new(data: Value) -> Self {
-        RenderContext(handlebars::Context::from(data))
+enum Root<'a> {
+    Names(Vec<(String, Held<'a>)>),
+    /// A whole value (any JSON), as [`TemplateSet::render`] takes it.
+    Whole(&'a Value),
+}
+
+/// A value of the context.
+pub enum Held<'a> {
+    Borrowed(&'a Value),
+    Shared(Arc<Value>),
+    Owned(Value),
+    /// A map of CEL values (a rule's `vars`), each made JSON when a template first reads it.
+    Cel(CelMap),
+}
+
+impl Held<'_> {
+    fn value(&self) -> &Value {
+        match self {
+            Held::Borrowed(v) => v,
+            Held::Shared(v) => v,
+            Held::Owned(v) => v,
+            Held::Cel(map) => map.whole(),
+        }
+    }
+}
+
+/// A map of CEL values whose JSON is made on first read, member by member: a template reads
+/// a few of a rule's variables, and converting all of them for every render cost more than
+/// the render. A value with no JSON form reads as null.
+pub struct CelMap {
+    members: Vec<(Arc<str>, switchyard_cel::Value, OnceCell<Value>)>,
+    whole: OnceCell<Value>,
+}
+
+impl CelMap {
+    #[must_use]
+    pub fn new(members: impl IntoIterator<Item = (Arc<str>, switchyard_cel::Value)>) -> Self {
+        CelMap {
+            members: members
+                .into_iter()
+                .map(|(name, value)| (name, value, OnceCell::new()))
+                .collect(),
+            whole: OnceCell::new(),
+        }
+    }
+
+    fn json(value: &switchyard_cel::Value) -> Value {
+        value.to_json().unwrap_or(Value::Null)
+    }
+
+    /// Member `name`'s JSON (the last one of that name).
+    fn member(&self, name: &str) -> Option<&Value> {
+        self.members
+            .iter()
+            .rev()
+            .find(|(n, ..)| &**n == name)
+            .map(|(_, value, json)| json.get_or_init(|| Self::json(value)))
+    }
+
+    fn whole(&self) -> &Value {
+        self.whole.get_or_init(|| {
+            Value::Object(
+                self.members
+                    .iter()
+                    .map(|(n, value, json)| {
+                        (
+                            n.to_string(),
+                            json.get().cloned().unwrap_or_else(|| Self::json(value)),
+                        )
+                    })
+                    .collect(),
+            )
+        })
+    }
+}
+
+impl Default for RenderContext<'_> {
+    fn default() -> Self {
+        RenderContext {
+            root: Root::Names(Vec::new()),
+            text: RefCell::new(None),
+        }
+    }
+}
+
+impl<'a> RenderContext<'a> {
+    /// A context whose root object is `data` (any value, as handlebars takes it).
+    #[must_use]
+    pub fn of(data: &'a Value) -> Self {
+        RenderContext {
+            root: Root::Whole(data),
+            text: RefCell::new(None),
+        }
     }
 
     /// Sets a top-level name (`item`, `index`), replacing an earlier value.
-    pub fn set(&mut self, name: &str, value: Value) {
-        if let Some(map) = self.0.data_mut().as_object_mut() {
-            map.insert(name.to_string(), value);
+    pub fn set(&mut self, name: &str, value: Held<'a>) {
+        if let Some(text) = self.text.get_mut()
+            && let Some(map) = text.data_mut().as_object_mut()
+        {
+            map.insert(name.to_owned(), value.value().clone());
+        }
+        match &mut self.root {
+            Root::Names(names) => match names.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value,
+                None => names.push((name.to_owned(), value)),
+            },
+            Root::Whole(_) => {
+                let mut names = self.names_of_whole();
+                names.push((name.to_owned(), value));
+                self.root = Root::Names(names);
+            }
         }
     }
 
     /// Removes a top-level name.
     pub fn unset(&mut self, name: &str) {
-        if let Some(map) = self.0.data_mut().as_object_mut() {
+        if let Some(text) = self.text.get_mut()
+            && let Some(map) = text.data_mut().as_object_mut()
+        {
             map.remove(name);
+        }
+        if let Root::Whole(_) = self.root {
+            self.root = Root::Names(self.names_of_whole());
+        }
+        if let Root::Names(names) = &mut self.root {
+            names.retain(|(n, _)| n != name);
+        }
+    }
+
+    fn names_of_whole(&self) -> Vec<(String, Held<'a>)> {
+        match self.root {
+            Root::Whole(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| (k.clone(), Held::Borrowed(v)))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The root object's member `name`, read as handlebars reads a path's first segment, or,
+    /// when that member is a [`CelMap`] and `next` is given, that member's member `next`
+    /// (then `true`: both segments are read).
+    fn root(&self, name: &str, next: Option<&str>) -> Result<Option<(&Value, bool)>, fill::Fail> {
+        match &self.root {
+            Root::Names(names) => match names.iter().find(|(n, _)| n == name) {
+                None => Ok(None),
+                Some((_, Held::Cel(map))) => match next {
+                    Some(next) => Ok(map.member(next).map(|v| (v, true))),
+                    None => Ok(Some((map.whole(), false))),
+                },
+                Some((_, held)) => Ok(Some((held.value(), false))),
+            },
+            Root::Whole(Value::Array(items)) => Ok(items
+                .get(name.parse::<usize>().map_err(|_| fill::Fail)?)
+                .map(|v| (v, false))),
+            Root::Whole(Value::Object(map)) => Ok(map.get(name).map(|v| (v, false))),
+            Root::Whole(_) => Ok(None),
+        }
+    }
+
+    /// Whether the root is an object (as the names always make it).
+    fn root_is_object(&self) -> bool {
+        matches!(self.root, Root::Names(_) | Root::Whole(Value::Object(_)))
+    }
+
+    /// The root as one value.
+    fn to_value(&self) -> Value {
+        match &self.root {
+            Root::Names(names) => Value::Object(
+                names
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.value().clone()))
+                    .collect(),
+            ),
+            Root::Whole(v) => (*v).clone(),
         }
     }
 }
@@ -182,7 +351,18 @@ pub struct TemplateSet {
     includes: limits::Graph,
     /// Rendered texts parsed once (see `skeleton`), shared by clones.
     skeletons: Arc<skeleton::SkeletonCache>,
+    /// The `decide` helper's decision tables, for the structural render.
+    decider: Option<Decider>,
+    /// Each template's structure (see `structure`), compiled when first needed after the last
+    /// registration.
+    structures: Arc<OnceLock<Structures>>,
 }
+
+/// Each renderable template's structure, or why it renders as text.
+type Structures = HashMap<String, Result<Arc<structure::Structure>, structure::Unstructured>>;
+
+/// The code of the note that a template renders as text.
+pub const CODE_TEXT_RENDER: &str = "template::text-render";
 
 impl fmt::Debug for TemplateSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -207,13 +387,15 @@ impl TemplateSet {
         let mut registry = Handlebars::new();
         registry.set_strict_mode(true);
         registry.register_escape_fn(handlebars::no_escape);
-        helpers::register(&mut registry, decider);
+        helpers::register(&mut registry, decider.clone());
         TemplateSet {
             registry,
             files: HashMap::new(),
             templates: HashSet::new(),
             includes: limits::Graph::default(),
             skeletons: Arc::default(),
+            decider,
+            structures: Arc::default(),
         }
     }
 
@@ -266,7 +448,49 @@ impl TemplateSet {
         } else {
             self.templates.remove(name);
         }
+        // Any template may include this one: compile them all again when next needed.
+        self.structures = Arc::default();
         Ok(())
+    }
+
+    fn structures(&self) -> &Structures {
+        self.structures.get_or_init(|| {
+            let compiler = structure::Compiler::new(&self.registry, &self.files);
+            self.templates
+                .iter()
+                .map(|name| (name.clone(), compiler.compile(name).map(Arc::new)))
+                .collect()
+        })
+    }
+
+    /// The templates that render as text rather than from their compiled structure, each
+    /// with the construct that keeps it from being compiled (`template::text-render`): what
+    /// `switchyard check` notes. They render the same either way, only slower.
+    #[must_use]
+    pub fn text_rendered(&self) -> Vec<TemplateError> {
+        let mut out: Vec<(&String, TemplateError)> = self
+            .structures()
+            .iter()
+            .filter_map(|(name, s)| s.as_ref().err().map(|u| (name, u)))
+            .map(|(name, u)| {
+                let file = self.files.get(name).map_or(name.as_str(), String::as_str);
+                (
+                    name,
+                    TemplateError {
+                        code: CODE_TEXT_RENDER,
+                        file: u.file.clone(),
+                        line: u.position.map(|p| p.0),
+                        column: u.position.map(|p| p.1),
+                        message: format!(
+                            "template `{file}` renders as text, not from compiled structure: {}",
+                            u.reason
+                        ),
+                    },
+                )
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(b.0));
+        out.into_iter().map(|(_, e)| e).collect()
     }
 
     pub fn has_template(&self, name: &str) -> bool {
@@ -295,14 +519,19 @@ impl TemplateSet {
     /// its line and column in the template or partial file; rendered output that is not YAML,
     /// or a document that is not a mapping (no position: the rendered line is in the message).
     pub fn render(&self, name: &str, context: &Value) -> Result<Vec<Value>, TemplateError> {
-        self.render_in(name, &RenderContext::new(context.clone()))
+        self.render_in(name, &RenderContext::of(context))
     }
 
     /// [`TemplateSet::render`] with a context built once and reused across renders.
+    ///
+    /// A template compiled into structure (see `structure`) renders by filling it; one that
+    /// could not be, or whose values would make the text fail, renders as text: handlebars
+    /// writes it with value tokens, the text is parsed (once per distinct text, see
+    /// `skeleton`) and the values put in, which gives the same documents, or the error.
     pub fn render_in(
         &self,
         name: &str,
-        context: &RenderContext,
+        context: &RenderContext<'_>,
     ) -> Result<Vec<Value>, TemplateError> {
         let file = match self.files.get(name) {
             Some(file) if self.templates.contains(name) => file,
@@ -314,11 +543,51 @@ impl TemplateSet {
                 ));
             }
         };
+        if let Some(Ok(structure)) = self.structures().get(name) {
+            let filler = fill::Filler::new(context, self.decider.as_ref());
+            if let Ok(documents) = filler.documents(structure) {
+                // Debug builds (the tests) check the structure against the text, unless that
+                // would ask the decision tables twice.
+                #[cfg(debug_assertions)]
+                if !filler.decided() {
+                    self.assert_agrees(name, file, context, &documents);
+                }
+                return Ok(documents);
+            }
+        }
+        self.render_text(name, file, context)
+    }
+
+    #[cfg(debug_assertions)]
+    fn assert_agrees(
+        &self,
+        name: &str,
+        file: &str,
+        context: &RenderContext<'_>,
+        documents: &[Value],
+    ) {
+        let text = self.render_text(name, file, context);
+        assert!(
+            text.as_deref() == Ok(documents),
+            "{file}: the structural render disagrees with the text render:\n  structure: {documents:?}\n  text: {text:?}"
+        );
+    }
+
+    /// Renders template `name` as text and decodes it.
+    fn render_text(
+        &self,
+        name: &str,
+        file: &str,
+        context: &RenderContext<'_>,
+    ) -> Result<Vec<Value>, TemplateError> {
         let table = ValueTable::begin();
-        let text = self
-            .registry
-            .render_with_context(name, &context.0)
-            .map_err(|e| self.render_error(&e, file))?;
+        let text = {
+            let mut cached = context.text.borrow_mut();
+            let data = cached.get_or_insert_with(|| handlebars::Context::from(context.to_value()));
+            self.registry
+                .render_with_context(name, data)
+                .map_err(|e| self.render_error(&e, file))?
+        };
         let values = table.finish();
         // The same text always has the same structure: fill its skeleton when it has one;
         // decode the text (for its exact error) when it has none or the values break it.
@@ -330,6 +599,20 @@ impl TemplateSet {
             None => values,
         };
         decode::decode(&text, &values).map_err(|message| TemplateError::at(file, None, message))
+    }
+
+    /// [`TemplateSet::render_in`] through the text only, never the structure: what the
+    /// structural render must agree with.
+    #[doc(hidden)]
+    pub fn render_as_text(&self, name: &str, context: &Value) -> Result<Vec<Value>, TemplateError> {
+        let file = self.files.get(name).map_or(name, String::as_str);
+        self.render_text(name, file, &RenderContext::of(context))
+    }
+
+    /// Whether template `name` renders from compiled structure (else as text).
+    #[must_use]
+    pub fn is_structured(&self, name: &str) -> bool {
+        matches!(self.structures().get(name), Some(Ok(_)))
     }
 
     fn render_error(&self, e: &RenderError, default_file: &str) -> TemplateError {

@@ -102,32 +102,50 @@ fn record(value: Value) -> Result<String, RenderError> {
     })
 }
 
-fn other(message: String) -> RenderError {
-    RenderErrorReason::Other(message).into()
+/// A helper's argument as the helper sees it: its value (null when the path it names does
+/// not exist) and whether it names a path that does not exist.
+#[derive(Clone, Copy)]
+pub(super) struct Arg<'v> {
+    pub(super) value: &'v Value,
+    pub(super) missing: bool,
 }
 
-/// The error for a parameter that names a variable that does not exist.
-fn missing(param: &PathAndJson<'_>) -> RenderError {
-    RenderErrorReason::MissingVariable(param.relative_path().cloned()).into()
+/// The arguments of one helper call: positional, then `key=value` (in key order).
+pub(super) struct Args<'a, 'v> {
+    pub(super) params: &'a [Arg<'v>],
+    pub(super) hash: &'a [(&'a str, Arg<'v>)],
+}
+
+/// Why a helper failed: a parameter or `key=value` argument naming a variable that does not
+/// exist (by index), or a message.
+#[derive(Debug)]
+pub(super) enum HelperFail {
+    MissingParam(usize),
+    MissingHash(usize),
+    Other(String),
+}
+
+fn other(message: String) -> HelperFail {
+    HelperFail::Other(message)
 }
 
 /// Parameter `idx` of helper `name`, which must exist and not name a missing variable.
-fn param<'a>(h: &'a Helper<'_>, name: &str, idx: usize) -> Result<&'a Value, RenderError> {
-    let p = h.param(idx).ok_or_else(|| {
+fn param<'v>(args: &Args<'_, 'v>, name: &str, idx: usize) -> Result<&'v Value, HelperFail> {
+    let p = args.params.get(idx).ok_or_else(|| {
         other(format!(
             "helper `{name}` expects at least {} parameter{}",
             idx + 1,
             if idx == 0 { "" } else { "s" }
         ))
     })?;
-    if p.is_value_missing() {
-        return Err(missing(p));
+    if p.missing {
+        return Err(HelperFail::MissingParam(idx));
     }
-    Ok(p.value())
+    Ok(p.value)
 }
 
-fn no_more_params(h: &Helper<'_>, name: &str, max: usize) -> Result<(), RenderError> {
-    if h.params().len() > max || !h.hash().is_empty() {
+fn no_more_params(args: &Args<'_, '_>, name: &str, max: usize) -> Result<(), HelperFail> {
+    if args.params.len() > max || !args.hash.is_empty() {
         return Err(other(format!(
             "helper `{name}` takes at most {max} parameter{} and no `key=value` arguments",
             if max == 1 { "" } else { "s" }
@@ -147,7 +165,7 @@ pub(super) fn to_text(value: &Value) -> String {
 }
 
 /// Text of a scalar value for the string helpers; arrays and objects are refused.
-fn scalar_text(value: &Value, helper: &str) -> Result<String, RenderError> {
+fn scalar_text(value: &Value, helper: &str) -> Result<String, HelperFail> {
     match value {
         Value::Array(_) | Value::Object(_) => Err(other(format!(
             "helper `{helper}` expects a string, got {}",
@@ -168,12 +186,32 @@ pub(super) fn kind(value: &Value) -> &'static str {
     }
 }
 
-type HelperFn = fn(&Helper<'_>) -> Result<Value, RenderError>;
+/// One of Switchyard's value helpers, as both renderers call it.
+pub(super) type OwnHelper = fn(&Args<'_, '_>, Option<&Decider>) -> Result<Value, HelperFail>;
 
-/// A stateless value helper.
-struct ValueFn(HelperFn);
+/// Switchyard's own helper called `name`.
+pub(super) fn own_helper(name: &str) -> Option<OwnHelper> {
+    Some(match name {
+        "toJson" => to_json,
+        "default" => default,
+        "join" => join,
+        "lower" => lower,
+        "upper" => upper,
+        "trunc" => trunc,
+        "decide" => decide,
+        _ => return None,
+    })
+}
 
-impl HelperDef for ValueFn {
+/// A handlebars helper calling one of [`own_helper`]'s, and `{{__sy_value expr}}`.
+struct OwnFn {
+    helper: OwnHelper,
+    decider: Option<Decider>,
+    /// `{{__sy_value expr}}`: records the value and returns its token.
+    records: bool,
+}
+
+impl HelperDef for OwnFn {
     fn call_inner<'reg: 'rc, 'rc>(
         &self,
         h: &Helper<'rc>,
@@ -181,37 +219,63 @@ impl HelperDef for ValueFn {
         _: &'rc Context,
         _: &mut RenderContext<'reg, 'rc>,
     ) -> Result<ScopedJson<'rc>, RenderError> {
-        (self.0)(h).map(ScopedJson::Derived)
+        fn arg<'p>(p: &'p PathAndJson<'_>) -> Arg<'p> {
+            Arg {
+                value: p.value(),
+                missing: p.is_value_missing(),
+            }
+        }
+        let params: Vec<Arg<'_>> = h.params().iter().map(arg).collect();
+        let hash: Vec<(&str, Arg<'_>)> = h.hash().iter().map(|(k, v)| (*k, arg(v))).collect();
+        let args = Args {
+            params: &params,
+            hash: &hash,
+        };
+        let value = (self.helper)(&args, self.decider.as_ref()).map_err(|e| match e {
+            HelperFail::MissingParam(idx) => missing(h.param(idx)),
+            HelperFail::MissingHash(idx) => missing(h.hash().values().nth(idx)),
+            HelperFail::Other(message) => RenderErrorReason::Other(message).into(),
+        })?;
+        if self.records {
+            return record(value).map(|token| ScopedJson::Derived(Value::String(token)));
+        }
+        Ok(ScopedJson::Derived(value))
     }
 }
 
-/// `{{__sy_value expr}}`: records the typed value of `expr` and outputs its token.
+/// The error for a parameter that names a variable that does not exist.
+fn missing(param: Option<&PathAndJson<'_>>) -> RenderError {
+    RenderErrorReason::MissingVariable(param.and_then(|p| p.relative_path().cloned())).into()
+}
+
+/// `{{__sy_value expr}}`: the typed value of `expr`, which [`OwnFn`] records in the
+/// placeholder table, outputting its token.
 ///
 /// Returning the token from `call_inner` (rather than writing it) lets handlebars write it
 /// through its indentation-aware writer, so partials included at an indented position indent
 /// lines that start with a value too.
-fn value_helper(h: &Helper<'_>) -> Result<Value, RenderError> {
-    let value = param(h, VALUE_HELPER, 0)?.clone();
-    record(value).map(Value::String)
+pub(super) fn value_helper(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    Ok(param(args, VALUE_HELPER, 0)?.clone())
 }
 
 /// `{{toJson x}}`: the value itself. Values are always inserted by type (a map or a list becomes
 /// YAML structure), so this is the same as `{{x}}`; it exists for templates written for other
 /// engines.
-fn to_json(h: &Helper<'_>) -> Result<Value, RenderError> {
-    no_more_params(h, "toJson", 1)?;
-    Ok(param(h, "toJson", 0)?.clone())
+fn to_json(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    no_more_params(args, "toJson", 1)?;
+    Ok(param(args, "toJson", 0)?.clone())
 }
 
 /// `{{default x fallback}}`: `x`, unless it is missing, null or the empty string.
-fn default(h: &Helper<'_>) -> Result<Value, RenderError> {
-    no_more_params(h, "default", 2)?;
-    let fallback = param(h, "default", 1)?;
-    let value = h
-        .param(0)
+fn default(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    no_more_params(args, "default", 2)?;
+    let fallback = param(args, "default", 1)?;
+    let value = args
+        .params
+        .first()
         .ok_or_else(|| other("helper `default` expects 2 parameters".to_owned()))?;
-    Ok(match value.value() {
-        _ if value.is_value_missing() => fallback.clone(),
+    Ok(match value.value {
+        _ if value.missing => fallback.clone(),
         Value::Null => fallback.clone(),
         Value::String(s) if s.is_empty() => fallback.clone(),
         v => v.clone(),
@@ -219,42 +283,42 @@ fn default(h: &Helper<'_>) -> Result<Value, RenderError> {
 }
 
 /// `{{join list sep}}`: the items' text (see [`to_text`]) joined with `sep` (default `,`).
-fn join(h: &Helper<'_>) -> Result<Value, RenderError> {
-    no_more_params(h, "join", 2)?;
-    let Value::Array(items) = param(h, "join", 0)? else {
+fn join(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    no_more_params(args, "join", 2)?;
+    let Value::Array(items) = param(args, "join", 0)? else {
         return Err(other(format!(
             "helper `join` expects a list, got {}",
-            kind(param(h, "join", 0)?)
+            kind(param(args, "join", 0)?)
         )));
     };
-    let sep = match h.param(1) {
+    let sep = match args.params.get(1) {
         None => ",".to_owned(),
-        Some(_) => scalar_text(param(h, "join", 1)?, "join")?,
+        Some(_) => scalar_text(param(args, "join", 1)?, "join")?,
     };
     Ok(Value::String(
         items.iter().map(to_text).collect::<Vec<_>>().join(&sep),
     ))
 }
 
-fn lower(h: &Helper<'_>) -> Result<Value, RenderError> {
-    no_more_params(h, "lower", 1)?;
+fn lower(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    no_more_params(args, "lower", 1)?;
     Ok(Value::String(
-        scalar_text(param(h, "lower", 0)?, "lower")?.to_lowercase(),
+        scalar_text(param(args, "lower", 0)?, "lower")?.to_lowercase(),
     ))
 }
 
-fn upper(h: &Helper<'_>) -> Result<Value, RenderError> {
-    no_more_params(h, "upper", 1)?;
+fn upper(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    no_more_params(args, "upper", 1)?;
     Ok(Value::String(
-        scalar_text(param(h, "upper", 0)?, "upper")?.to_uppercase(),
+        scalar_text(param(args, "upper", 0)?, "upper")?.to_uppercase(),
     ))
 }
 
 /// `{{trunc s n}}`: the first `n` characters of `s` (the last `-n` if `n` is negative).
-fn trunc(h: &Helper<'_>) -> Result<Value, RenderError> {
-    no_more_params(h, "trunc", 2)?;
-    let text = scalar_text(param(h, "trunc", 0)?, "trunc")?;
-    let len = param(h, "trunc", 1)?;
+fn trunc(args: &Args<'_, '_>, _: Option<&Decider>) -> Result<Value, HelperFail> {
+    no_more_params(args, "trunc", 2)?;
+    let text = scalar_text(param(args, "trunc", 0)?, "trunc")?;
+    let len = param(args, "trunc", 1)?;
     let n = len.as_i64().ok_or_else(|| {
         other(format!(
             "helper `trunc` expects an integer length, got {}",
@@ -272,61 +336,56 @@ fn trunc(h: &Helper<'_>) -> Result<Value, RenderError> {
 }
 
 /// `{{decide "table" key=value …}}`: asks the decider (the core's decision tables).
-struct DecideHelper(Option<Decider>);
-
-impl HelperDef for DecideHelper {
-    fn call_inner<'reg: 'rc, 'rc>(
-        &self,
-        h: &Helper<'rc>,
-        _: &'reg Handlebars<'reg>,
-        _: &'rc Context,
-        _: &mut RenderContext<'reg, 'rc>,
-    ) -> Result<ScopedJson<'rc>, RenderError> {
-        let table = match param(h, "decide", 0)? {
-            Value::String(s) => s.clone(),
-            v => {
-                return Err(other(format!(
-                    "helper `decide` expects a table name, got {}",
-                    kind(v)
-                )));
-            }
-        };
-        if h.params().len() > 1 {
-            return Err(other(
-                "helper `decide` takes a table name and `key=value` arguments only".to_owned(),
-            ));
+fn decide(args: &Args<'_, '_>, decider: Option<&Decider>) -> Result<Value, HelperFail> {
+    let table = match param(args, "decide", 0)? {
+        Value::String(s) => s.clone(),
+        v => {
+            return Err(other(format!(
+                "helper `decide` expects a table name, got {}",
+                kind(v)
+            )));
         }
-        let mut args = Map::new();
-        for (key, value) in h.hash() {
-            if value.is_value_missing() {
-                return Err(missing(value));
-            }
-            args.insert((*key).to_owned(), value.value().clone());
-        }
-        let decider = self.0.as_ref().ok_or_else(|| {
-            other(format!(
-                "helper `decide`: no decision tables are available (table `{table}`)"
-            ))
-        })?;
-        decider(&table, &args)
-            .map(ScopedJson::Derived)
-            .map_err(|e| other(format!("decision table `{table}`: {e}")))
+    };
+    if args.params.len() > 1 {
+        return Err(other(
+            "helper `decide` takes a table name and `key=value` arguments only".to_owned(),
+        ));
     }
+    let mut map = Map::new();
+    for (idx, (key, value)) in args.hash.iter().enumerate() {
+        if value.missing {
+            return Err(HelperFail::MissingHash(idx));
+        }
+        map.insert((*key).to_owned(), value.value.clone());
+    }
+    let decider = decider.ok_or_else(|| {
+        other(format!(
+            "helper `decide`: no decision tables are available (table `{table}`)"
+        ))
+    })?;
+    decider(&table, &map).map_err(|e| other(format!("decision table `{table}`: {e}")))
 }
 
 /// Registers every Switchyard helper on `registry`.
 pub(super) fn register(registry: &mut Handlebars<'static>, decider: Option<Decider>) {
-    let fns: [(&str, HelperFn); 7] = [
-        (VALUE_HELPER, value_helper),
-        ("toJson", to_json),
-        ("default", default),
-        ("join", join),
-        ("lower", lower),
-        ("upper", upper),
-        ("trunc", trunc),
-    ];
-    for (name, f) in fns {
-        registry.register_helper(name, Box::new(ValueFn(f)));
+    registry.register_helper(
+        VALUE_HELPER,
+        Box::new(OwnFn {
+            helper: value_helper,
+            decider: None,
+            records: true,
+        }),
+    );
+    for name in OWN_HELPERS {
+        if let Some(helper) = own_helper(name) {
+            registry.register_helper(
+                name,
+                Box::new(OwnFn {
+                    helper,
+                    decider: decider.clone(),
+                    records: false,
+                }),
+            );
+        }
     }
-    registry.register_helper("decide", Box::new(DecideHelper(decider)));
 }

@@ -1,0 +1,1187 @@
+//! Templates compiled into structure: the YAML tree a template writes, with typed holes for its
+//! values and structural nodes for its blocks and partials, so that a render fills the holes
+//! and builds the objects directly, with no text and no YAML parsing.
+//!
+//! # How the structure is found
+//!
+//! Handlebars is a text language: a block can open in the middle of a scalar and close in
+//! another one. Most templates do not do that: their blocks and partials stand on lines of
+//! their own and wrap whole mapping entries or sequence items, which is what the compilation
+//! relies on, and checks.
+//!
+//! 1. Each template is rewritten into a *marker* template: every `{{expr}}` writes the token
+//!    of its site (`__syv_<site>__`), every block (`#if`, `#unless`, `#each`, `#with`) becomes
+//!    its body and its inverse, each once, between marker lines (`__syk_o_<site>__`, `_e_`,
+//!    `_c_`), and every partial call its partial, between two marker lines. Handlebars renders
+//!    it (so standalone lines and partial indentation are exactly handlebars'), with no data.
+//! 2. Every marker must stand alone on its line: a block that opens or closes inside a line is
+//!    not structural.
+//! 3. The text is parsed twice, with the marker lines as comments and without them: the two
+//!    must agree, so no marker sits inside a multi-line scalar. The first parse keeps lines.
+//! 4. Each block's part (body, inverse) must cover whole entries of one block collection: every
+//!    node that starts between its markers lies in a run of consecutive entries of one
+//!    mapping or sequence (not a flow one), and those entries end before its closing marker;
+//!    no document marker lies in it. Repeating or leaving out such a run of entries changes
+//!    that collection only, which is what the structure does. A collection left with no
+//!    entries is null, as `key:` with nothing under it is in YAML.
+//!
+//! What fails a step renders as text (see `TemplateSet::render_in`), and `switchyard check`
+//! notes which template, and why.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use handlebars::template::{BlockParam, HelperTemplate, Parameter, Template, TemplateElement};
+use handlebars::{Context, Handlebars, Path, PathSeg, RenderErrorReason};
+use serde_json::Value;
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::TScalarStyle;
+
+use super::decode::{Piece, collection_tag, resolve_plain, split, string_tag};
+use super::helpers::{OwnHelper, TOKEN_PREFIX, VALUE_HELPER, own_helper};
+
+/// A template's expression: a handlebars parameter, compiled.
+#[derive(Debug)]
+pub(super) enum Expr {
+    Literal(Value),
+    Path(PathExpr),
+    /// `@index`, `@key`, `@first`, `@last`, `@../index`, ...
+    Local {
+        level: usize,
+        name: Box<str>,
+    },
+    Call(Box<Call>),
+}
+
+/// A path, as handlebars resolves it (`parse_json_visitor`).
+#[derive(Debug)]
+pub(super) struct PathExpr {
+    /// `../` before the first name.
+    pub(super) up: usize,
+    /// Starts with `@root`.
+    pub(super) root: bool,
+    /// Every named segment in order (`this` is no segment).
+    pub(super) names: Vec<Box<str>>,
+    /// Whether the segment after the `../`s is a name: it may name a block parameter, and the
+    /// names after it are read in that parameter's value.
+    pub(super) param: bool,
+}
+
+/// A helper call in a subexpression (`(eq a b)`) or an expression (`{{join xs ","}}`).
+#[derive(Debug)]
+pub(super) struct Call {
+    pub(super) helper: CallHelper,
+    pub(super) params: Vec<Expr>,
+    /// In key order, as handlebars hands them to helpers.
+    pub(super) hash: Vec<(Box<str>, Expr)>,
+}
+
+/// Handlebars' value helpers, and Switchyard's own.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum CallHelper {
+    Eq,
+    Ne,
+    Gt,
+    Gte,
+    Lt,
+    Lte,
+    And,
+    Or,
+    Not,
+    Len,
+    Lookup,
+    Own(OwnHelper),
+}
+
+/// The block helpers a structure has nodes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BlockKind {
+    If,
+    Unless,
+    Each,
+    With,
+}
+
+/// A block's helper and arguments.
+#[derive(Debug)]
+pub(super) struct BlockSite {
+    pub(super) kind: BlockKind,
+    pub(super) params: Vec<Expr>,
+    pub(super) hash: Vec<(Box<str>, Expr)>,
+    /// `as |value key|`.
+    pub(super) block_params: Option<(Box<str>, Option<Box<str>>)>,
+}
+
+/// A partial call's context argument and `key=value` arguments.
+#[derive(Debug)]
+pub(super) struct PartialSite {
+    pub(super) param: Option<Expr>,
+    pub(super) hash: Vec<(Box<str>, Expr)>,
+}
+
+/// A node of a template's YAML.
+#[derive(Debug)]
+pub(super) enum Node {
+    /// A scalar without values: its value, and its text as a mapping key.
+    Fixed {
+        value: Value,
+        key: Box<str>,
+    },
+    /// A plain scalar that is exactly one value: the typed value.
+    Hole(Arc<Expr>),
+    /// A quoted, block or tagged scalar, or text mixed with values: a string.
+    Text(Vec<Part>),
+    /// `blocks`: whether some entries come from blocks (a collection they leave empty is
+    /// null).
+    Seq {
+        items: Vec<Item>,
+        blocks: bool,
+    },
+    Map {
+        items: Vec<Item>,
+        blocks: bool,
+    },
+}
+
+#[derive(Debug)]
+pub(super) enum Part {
+    Text(Box<str>),
+    Hole(Arc<Expr>),
+}
+
+/// An entry of a collection: an item, a mapping entry, or a block or partial of entries.
+#[derive(Debug)]
+pub(super) enum Item {
+    Value(Node),
+    Entry(Node, Node),
+    Block {
+        site: Arc<BlockSite>,
+        then: Vec<Item>,
+        otherwise: Vec<Item>,
+    },
+    Partial {
+        site: Arc<PartialSite>,
+        items: Vec<Item>,
+    },
+}
+
+/// A template compiled into structure: its documents.
+#[derive(Debug)]
+pub(super) struct Structure {
+    pub(super) docs: Vec<Node>,
+}
+
+/// Why a template renders as text: the construct and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Unstructured {
+    pub(super) file: String,
+    pub(super) position: Option<(usize, usize)>,
+    pub(super) reason: String,
+}
+
+/// What a marker, a token or a block's lines refer to.
+enum Site {
+    Hole(Arc<Expr>),
+    Block(Arc<BlockSite>, String, (usize, usize)),
+    Partial(Arc<PartialSite>, String, (usize, usize)),
+}
+
+const MARKER_PREFIX: &str = "__syk_";
+
+/// The structures of a template set's templates, compiled together (partials are shared).
+pub(super) struct Compiler<'a> {
+    files: &'a HashMap<String, String>,
+    sites: Vec<Site>,
+    markers: Handlebars<'static>,
+    /// Templates that could not be rewritten, by name.
+    refused: HashMap<String, Unstructured>,
+}
+
+impl<'a> Compiler<'a> {
+    /// Rewrites every template of `registry` into its marker form.
+    pub(super) fn new(
+        registry: &'a Handlebars<'static>,
+        files: &'a HashMap<String, String>,
+    ) -> Self {
+        let mut markers = Handlebars::new();
+        markers.register_escape_fn(handlebars::no_escape);
+        markers.register_helper(VALUE_HELPER, Box::new(Identity));
+        let mut compiler = Compiler {
+            files,
+            sites: Vec::new(),
+            markers,
+            refused: HashMap::new(),
+        };
+        let mut names: Vec<&String> = registry.get_templates().keys().collect();
+        names.sort();
+        for name in names {
+            let Some(template) = registry.get_template(name) else {
+                continue;
+            };
+            let file = files.get(name).cloned().unwrap_or_else(|| name.clone());
+            match compiler.rewrite(template, &file, (1, 1)) {
+                Ok(marked) => compiler.markers.register_template(name, marked),
+                Err(refused) => {
+                    compiler.refused.insert(name.clone(), refused);
+                }
+            }
+        }
+        compiler
+    }
+
+    /// The structure of template `name`, or why it has none.
+    pub(super) fn compile(&self, name: &str) -> Result<Structure, Unstructured> {
+        let file = self.files.get(name).map_or(name, String::as_str);
+        let whole = |reason: &str| Unstructured {
+            file: file.to_owned(),
+            position: None,
+            reason: reason.to_owned(),
+        };
+        if let Some(refused) = self.refused.get(name) {
+            return Err(refused.clone());
+        }
+        let text = match self.markers.render_with_context(name, &Context::null()) {
+            Ok(text) => text,
+            Err(e) => {
+                if let RenderErrorReason::PartialNotFound(partial) = e.reason()
+                    && let Some(refused) = self.refused.get(partial)
+                {
+                    return Err(refused.clone());
+                }
+                return Err(whole("its partials cannot be compiled"));
+            }
+        };
+        Layout::new(&self.sites, file, &text)?.structure()
+    }
+
+    /// `t` in marker form, its sites added to `self.sites`.
+    fn rewrite(
+        &mut self,
+        t: &Template,
+        file: &str,
+        fallback: (usize, usize),
+    ) -> Result<Template, Unstructured> {
+        let mut out = Template::new();
+        out.name = t.name.clone();
+        for (idx, element) in t.elements.iter().enumerate() {
+            let pos = t.mapping.get(idx).map_or(fallback, |m| (m.0, m.1));
+            let refuse = |reason: &str| Unstructured {
+                file: file.to_owned(),
+                position: Some(pos),
+                reason: reason.to_owned(),
+            };
+            // Marker templates keep no positions: they never fail on data.
+            let push = |out: &mut Template, element: TemplateElement| {
+                out.elements.push(element);
+            };
+            match element {
+                TemplateElement::RawString(_) | TemplateElement::Comment(_) => {
+                    push(&mut out, element.clone());
+                }
+                TemplateElement::Expression(ht) => {
+                    if !matches!(&ht.name, Parameter::Name(n) if n == VALUE_HELPER) {
+                        return Err(refuse("`{{log}}` renders only as text"));
+                    }
+                    let expr = match ht.params.first() {
+                        Some(p) => compile_expr(p).map_err(|r| refuse(&r))?,
+                        None => return Err(refuse("an expression without a value")),
+                    };
+                    let site = self.add(Site::Hole(Arc::new(expr)));
+                    let mut marked: HelperTemplate = (**ht).clone();
+                    marked.params = vec![Parameter::Literal(Value::String(format!(
+                        "{TOKEN_PREFIX}{site}__"
+                    )))];
+                    marked.hash.clear();
+                    push(&mut out, TemplateElement::Expression(Box::new(marked)));
+                }
+                TemplateElement::HelperBlock(ht) => {
+                    let name = match &ht.name {
+                        Parameter::Name(n) => n.as_str(),
+                        _ => return Err(refuse("a block with a computed helper")),
+                    };
+                    if name == "raw" {
+                        if let Some(inner) = &ht.template {
+                            for element in self.rewrite(inner, file, pos)?.elements {
+                                push(&mut out, element);
+                            }
+                        }
+                        continue;
+                    }
+                    let kind = match name {
+                        "if" => BlockKind::If,
+                        "unless" => BlockKind::Unless,
+                        "each" => BlockKind::Each,
+                        "with" => BlockKind::With,
+                        other => return Err(refuse(&format!("the block helper `{other}`"))),
+                    };
+                    let block = compile_block(kind, ht).map_err(|r| refuse(&r))?;
+                    let site = self.add(Site::Block(Arc::new(block), file.to_owned(), pos));
+                    push(&mut out, marker('o', site));
+                    if let Some(body) = &ht.template {
+                        for element in self.rewrite(body, file, pos)?.elements {
+                            push(&mut out, element);
+                        }
+                    }
+                    push(&mut out, marker('e', site));
+                    if let Some(inverse) = &ht.inverse {
+                        for element in self.rewrite(inverse, file, pos)?.elements {
+                            push(&mut out, element);
+                        }
+                    }
+                    push(&mut out, marker('c', site));
+                }
+                TemplateElement::PartialExpression(dt) => {
+                    let named = match &dt.name {
+                        Parameter::Name(n) => n.as_str(),
+                        Parameter::Path(p) => path_raw(p),
+                        _ => return Err(refuse("a partial with a computed name")),
+                    };
+                    if named == "@partial-block" {
+                        return Err(refuse("`{{> @partial-block}}`"));
+                    }
+                    let param = match dt.params.first() {
+                        None => None,
+                        Some(p) => Some(compile_expr(p).map_err(|r| refuse(&r))?),
+                    };
+                    if dt.params.len() > 1 {
+                        return Err(refuse("a partial with more than one context"));
+                    }
+                    let hash = compile_hash(&dt.hash).map_err(|r| refuse(&r))?;
+                    let site = self.add(Site::Partial(
+                        Arc::new(PartialSite { param, hash }),
+                        file.to_owned(),
+                        pos,
+                    ));
+                    let mut call = (**dt).clone();
+                    call.params.clear();
+                    call.hash.clear();
+                    push(&mut out, marker('o', site));
+                    push(&mut out, TemplateElement::PartialExpression(Box::new(call)));
+                    push(&mut out, marker('c', site));
+                }
+                TemplateElement::PartialBlock(_) => {
+                    return Err(refuse("a partial block (`{{#> …}}`)"));
+                }
+                TemplateElement::DecoratorExpression(_) | TemplateElement::DecoratorBlock(_) => {
+                    return Err(refuse("an inline partial (`{{#*inline}}`)"));
+                }
+                _ => return Err(refuse("raw output")),
+            }
+        }
+        Ok(out)
+    }
+
+    fn add(&mut self, site: Site) -> usize {
+        self.sites.push(site);
+        self.sites.len() - 1
+    }
+}
+
+/// A marker line: `__syk_<kind>_<site>__`.
+fn marker(kind: char, site: usize) -> TemplateElement {
+    TemplateElement::RawString(format!("{MARKER_PREFIX}{kind}_{site}__\n"))
+}
+
+fn path_raw(p: &Path) -> &str {
+    match p {
+        Path::Relative((_, raw)) | Path::Local((_, _, raw)) => raw,
+    }
+}
+
+/// Handlebars' own grammar rule of a path segment (`path_root`, `path_up`, ...): its rule
+/// type is not public, its debug form is.
+fn rule(seg: &PathSeg) -> Option<String> {
+    match seg {
+        PathSeg::Named(_) => None,
+        PathSeg::Ruled(r) => Some(format!("{r:?}")),
+        _ => Some(String::new()),
+    }
+}
+
+fn compile_expr(p: &Parameter) -> Result<Expr, String> {
+    Ok(match p {
+        Parameter::Literal(v) => Expr::Literal(v.clone()),
+        Parameter::Path(Path::Local((level, name, _))) => Expr::Local {
+            level: *level,
+            name: name.as_str().into(),
+        },
+        Parameter::Path(Path::Relative((segs, raw))) => {
+            let mut up = 0;
+            let mut root = false;
+            for seg in segs {
+                match rule(seg).as_deref() {
+                    None => break,
+                    Some("path_up") => up += 1,
+                    Some("path_root") => {
+                        root = true;
+                        break;
+                    }
+                    Some(_) => return Err(format!("the path `{raw}`")),
+                }
+            }
+            if segs
+                .iter()
+                .filter_map(rule)
+                .any(|r| r != "path_up" && r != "path_root")
+            {
+                return Err(format!("the path `{raw}`"));
+            }
+            let names = segs
+                .iter()
+                .filter_map(|s| match s {
+                    PathSeg::Named(n) => Some(n.as_str().into()),
+                    _ => None,
+                })
+                .collect();
+            Expr::Path(PathExpr {
+                up,
+                root,
+                names,
+                param: !root && matches!(segs.get(up), Some(PathSeg::Named(_))),
+            })
+        }
+        Parameter::Subexpression(sub) => {
+            let TemplateElement::Expression(ht) = sub.as_element() else {
+                return Err("a subexpression".to_owned());
+            };
+            let name = match &ht.name {
+                Parameter::Name(n) => n.as_str(),
+                Parameter::Path(p) => path_raw(p),
+                _ => return Err("a helper with a computed name".to_owned()),
+            };
+            let helper = match name {
+                "eq" => CallHelper::Eq,
+                "ne" => CallHelper::Ne,
+                "gt" => CallHelper::Gt,
+                "gte" => CallHelper::Gte,
+                "lt" => CallHelper::Lt,
+                "lte" => CallHelper::Lte,
+                "and" => CallHelper::And,
+                "or" => CallHelper::Or,
+                "not" => CallHelper::Not,
+                "len" => CallHelper::Len,
+                "lookup" => CallHelper::Lookup,
+                other => match own_helper(other) {
+                    Some(f) => CallHelper::Own(f),
+                    None => return Err(format!("the helper `{other}` as a value")),
+                },
+            };
+            Expr::Call(Box::new(Call {
+                helper,
+                params: ht
+                    .params
+                    .iter()
+                    .map(compile_expr)
+                    .collect::<Result<_, _>>()?,
+                hash: compile_hash(&ht.hash)?,
+            }))
+        }
+        Parameter::Name(n) => return Err(format!("the name `{n}` as a value")),
+        _ => return Err("an unknown kind of parameter".to_owned()),
+    })
+}
+
+fn compile_hash(
+    hash: &std::collections::HashMap<String, Parameter>,
+) -> Result<Vec<(Box<str>, Expr)>, String> {
+    let mut out: Vec<(Box<str>, Expr)> = hash
+        .iter()
+        .map(|(k, v)| Ok((k.as_str().into(), compile_expr(v)?)))
+        .collect::<Result<_, String>>()?;
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+fn compile_block(kind: BlockKind, ht: &HelperTemplate) -> Result<BlockSite, String> {
+    let name = |p: &Parameter| match p {
+        Parameter::Name(n) => Ok(n.as_str().into()),
+        _ => Err("a block parameter that is not a name".to_owned()),
+    };
+    let block_params = match &ht.block_param {
+        None => None,
+        Some(BlockParam::Single(p)) => Some((name(p)?, None)),
+        Some(BlockParam::Pair((p, k))) => Some((name(p)?, Some(name(k)?))),
+        Some(_) => return Err("an unknown kind of block parameter".to_owned()),
+    };
+    Ok(BlockSite {
+        kind,
+        params: ht
+            .params
+            .iter()
+            .map(compile_expr)
+            .collect::<Result<_, _>>()?,
+        hash: compile_hash(&ht.hash)?,
+        block_params,
+    })
+}
+
+/// The marker form's `{{__sy_value "<token>"}}`: writes the token.
+struct Identity;
+
+impl handlebars::HelperDef for Identity {
+    fn call_inner<'reg: 'rc, 'rc>(
+        &self,
+        h: &handlebars::Helper<'rc>,
+        _: &'reg Handlebars<'reg>,
+        _: &'rc Context,
+        _: &mut handlebars::RenderContext<'reg, 'rc>,
+    ) -> Result<handlebars::ScopedJson<'rc>, handlebars::RenderError> {
+        Ok(handlebars::ScopedJson::Derived(
+            h.param(0).map(|p| p.value().clone()).unwrap_or(Value::Null),
+        ))
+    }
+}
+
+// ---- The layout of the marker text --------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MarkerKind {
+    Open,
+    Else,
+    Close,
+}
+
+/// A block's or partial's marker lines in the text (1-based).
+struct Span {
+    site: usize,
+    open: usize,
+    otherwise: Option<usize>,
+    close: usize,
+    /// The collection its entries belong to, once found.
+    collection: Option<usize>,
+}
+
+/// A parsed YAML node with the line it starts on.
+#[derive(Debug)]
+struct Parsed {
+    line: usize,
+    kind: ParsedKind,
+}
+
+#[derive(Debug)]
+enum ParsedKind {
+    Scalar {
+        text: String,
+        style: TScalarStyle,
+        string: bool,
+    },
+    Seq {
+        items: Vec<Parsed>,
+        flow: bool,
+    },
+    Map {
+        entries: Vec<(Parsed, Parsed)>,
+        flow: bool,
+    },
+}
+
+impl Parsed {
+    /// Equal but for lines.
+    fn same(&self, other: &Parsed) -> bool {
+        match (&self.kind, &other.kind) {
+            (
+                ParsedKind::Scalar {
+                    text: a,
+                    style: sa,
+                    string: ta,
+                },
+                ParsedKind::Scalar {
+                    text: b,
+                    style: sb,
+                    string: tb,
+                },
+            ) => a == b && sa == sb && ta == tb,
+            (ParsedKind::Seq { items: a, flow: fa }, ParsedKind::Seq { items: b, flow: fb }) => {
+                fa == fb && a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same(b))
+            }
+            (
+                ParsedKind::Map {
+                    entries: a,
+                    flow: fa,
+                },
+                ParsedKind::Map {
+                    entries: b,
+                    flow: fb,
+                },
+            ) => {
+                fa == fb
+                    && a.len() == b.len()
+                    && a.iter()
+                        .zip(b)
+                        .all(|((ka, va), (kb, vb))| ka.same(kb) && va.same(vb))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Parses `text` into documents (`None` for an empty one); `Err` for what the structure does
+/// not model (anchors, aliases, tags other than the string ones, YAML errors).
+fn parse(text: &str) -> Result<Vec<Option<Parsed>>, String> {
+    enum Frame {
+        Seq(Vec<Parsed>, usize, bool),
+        Map(Vec<(Parsed, Parsed)>, Option<Parsed>, usize, bool),
+    }
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut root: Option<Parsed> = None;
+    let mut docs = Vec::new();
+    let flow_at = |index: usize| text.get(index..).is_some_and(|t| t.starts_with(['[', '{']));
+    loop {
+        let (event, mark) = parser
+            .next_token()
+            .map_err(|e| format!("the text is not valid YAML ({})", e.info()))?;
+        let line = mark.line();
+        let node = match event {
+            Event::StreamEnd => break,
+            Event::DocumentStart => {
+                root = None;
+                continue;
+            }
+            Event::DocumentEnd => {
+                docs.push(root.take());
+                continue;
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                if anchor != 0 {
+                    return Err("a YAML anchor".to_owned());
+                }
+                let string = string_tag(tag.as_ref(), line)?;
+                Parsed {
+                    line,
+                    kind: ParsedKind::Scalar {
+                        text: value,
+                        style,
+                        string,
+                    },
+                }
+            }
+            Event::SequenceStart(anchor, tag) => {
+                if anchor != 0 {
+                    return Err("a YAML anchor".to_owned());
+                }
+                collection_tag(tag.as_ref(), "seq", line)?;
+                stack.push(Frame::Seq(Vec::new(), line, flow_at(mark.index())));
+                continue;
+            }
+            Event::MappingStart(anchor, tag) => {
+                if anchor != 0 {
+                    return Err("a YAML anchor".to_owned());
+                }
+                collection_tag(tag.as_ref(), "map", line)?;
+                stack.push(Frame::Map(Vec::new(), None, line, flow_at(mark.index())));
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Frame::Seq(items, line, flow)) => Parsed {
+                    line,
+                    kind: ParsedKind::Seq { items, flow },
+                },
+                Some(Frame::Map(entries, None, line, flow)) => Parsed {
+                    line,
+                    kind: ParsedKind::Map { entries, flow },
+                },
+                _ => return Err("unbalanced YAML".to_owned()),
+            },
+            Event::Alias(_) => return Err("a YAML alias".to_owned()),
+            Event::StreamStart | Event::Nothing => continue,
+        };
+        match stack.last_mut() {
+            None => root = Some(node),
+            Some(Frame::Seq(items, ..)) => items.push(node),
+            Some(Frame::Map(entries, key, ..)) => match key.take() {
+                None if !matches!(node.kind, ParsedKind::Scalar { .. }) => {
+                    return Err("a mapping key that is not a scalar".to_owned());
+                }
+                None => *key = Some(node),
+                Some(k) => entries.push((k, node)),
+            },
+        }
+    }
+    Ok(docs)
+}
+
+/// An entry of a parsed collection, for checking blocks against lines.
+struct EntryInfo {
+    collection: usize,
+    /// Its position among the collection's entries.
+    index: usize,
+    line: usize,
+    /// The last line any node of the entry starts on.
+    last: usize,
+}
+
+struct CollectionInfo {
+    flow: bool,
+    /// The entry whose value (or item) it is.
+    parent: Option<usize>,
+    entries: Vec<usize>,
+}
+
+/// The marker text of one template: its documents, blocks and lines.
+struct Layout<'s> {
+    sites: &'s [Site],
+    file: &'s str,
+    docs: Vec<Option<Parsed>>,
+    spans: Vec<Span>,
+    lines: Vec<&'s str>,
+    entries: Vec<EntryInfo>,
+    collections: Vec<CollectionInfo>,
+    /// Every node's start line and the entry it belongs to (for collections: the entry they
+    /// are the value of, if any; `usize::MAX` for a document's root), and collections by id.
+    nodes: Vec<(usize, Option<usize>, Option<usize>)>,
+}
+
+impl<'s> Layout<'s> {
+    fn new(sites: &'s [Site], file: &'s str, text: &'s str) -> Result<Self, Unstructured> {
+        let whole = |reason: String| Unstructured {
+            file: file.to_owned(),
+            position: None,
+            reason,
+        };
+        let lines: Vec<&str> = text.split('\n').collect();
+        let mut spans = Vec::new();
+        let mut open: Vec<usize> = Vec::new();
+        let mut commented = String::with_capacity(text.len());
+        let mut removed = String::with_capacity(text.len());
+        for (i, line) in lines.iter().enumerate() {
+            let number = i + 1;
+            let newline = if i + 1 < lines.len() { "\n" } else { "" };
+            match parse_marker(line.trim_matches([' ', '\t'])) {
+                Some((kind, site)) => {
+                    commented.push('#');
+                    commented.push_str(newline);
+                    match kind {
+                        MarkerKind::Open => {
+                            open.push(spans.len());
+                            spans.push(Span {
+                                site,
+                                open: number,
+                                otherwise: None,
+                                close: 0,
+                                collection: None,
+                            });
+                        }
+                        MarkerKind::Else | MarkerKind::Close => {
+                            let Some(&top) = open.last() else {
+                                return Err(whole("unbalanced blocks".to_owned()));
+                            };
+                            if spans[top].site != site {
+                                return Err(whole("unbalanced blocks".to_owned()));
+                            }
+                            if kind == MarkerKind::Else {
+                                spans[top].otherwise = Some(number);
+                            } else {
+                                spans[top].close = number;
+                                open.pop();
+                            }
+                        }
+                    }
+                }
+                None => {
+                    if line.contains(MARKER_PREFIX) {
+                        let span = open.last().map(|&s| spans[s].site);
+                        return Err(not_on_own_lines(sites, file, span, line));
+                    }
+                    commented.push_str(line);
+                    commented.push_str(newline);
+                    removed.push_str(line);
+                    removed.push_str(newline);
+                }
+            }
+        }
+        if !open.is_empty() {
+            return Err(whole("unbalanced blocks".to_owned()));
+        }
+        let docs = parse(&commented).map_err(whole)?;
+        let plain = parse(&removed).map_err(whole)?;
+        let same = docs.len() == plain.len()
+            && docs.iter().zip(&plain).all(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => a.same(b),
+                (None, None) => true,
+                _ => false,
+            });
+        if !same {
+            return Err(whole(
+                "a block or partial starts or ends inside a multi-line scalar".to_owned(),
+            ));
+        }
+        let mut layout = Layout {
+            sites,
+            file,
+            docs,
+            spans,
+            lines,
+            entries: Vec::new(),
+            collections: Vec::new(),
+            nodes: Vec::new(),
+        };
+        let docs = std::mem::take(&mut layout.docs);
+        for doc in docs.iter().flatten() {
+            layout.index(doc, None);
+        }
+        layout.docs = docs;
+        Ok(layout)
+    }
+
+    /// Records `node` and its descendants; returns the last line of any of them.
+    fn index(&mut self, node: &Parsed, owner: Option<usize>) -> usize {
+        match &node.kind {
+            ParsedKind::Scalar { .. } => {
+                self.nodes.push((node.line, owner, None));
+                node.line
+            }
+            ParsedKind::Seq { items, flow } => {
+                let id = self.collection(node, owner, *flow);
+                let mut last = node.line;
+                for item in items {
+                    let entry = self.entry(id, item.line);
+                    let end = self.index(item, Some(entry));
+                    self.entries[entry].last = end;
+                    last = last.max(end);
+                }
+                last
+            }
+            ParsedKind::Map { entries, flow } => {
+                let id = self.collection(node, owner, *flow);
+                let mut last = node.line;
+                for (key, value) in entries {
+                    let entry = self.entry(id, key.line);
+                    let end = self
+                        .index(key, Some(entry))
+                        .max(self.index(value, Some(entry)));
+                    self.entries[entry].last = end;
+                    last = last.max(end);
+                }
+                last
+            }
+        }
+    }
+
+    fn collection(&mut self, node: &Parsed, owner: Option<usize>, flow: bool) -> usize {
+        let id = self.collections.len();
+        self.collections.push(CollectionInfo {
+            flow,
+            parent: owner,
+            entries: Vec::new(),
+        });
+        self.nodes.push((node.line, owner, Some(id)));
+        id
+    }
+
+    fn entry(&mut self, collection: usize, line: usize) -> usize {
+        let id = self.entries.len();
+        let index = self.collections[collection].entries.len();
+        self.collections[collection].entries.push(id);
+        self.entries.push(EntryInfo {
+            collection,
+            index,
+            line,
+            last: line,
+        });
+        id
+    }
+
+    /// Whether entry `e` is `ancestor` or lies inside it.
+    fn within(&self, mut e: usize, ancestor: usize) -> bool {
+        loop {
+            if e == ancestor {
+                return true;
+            }
+            match self.collections[self.entries[e].collection].parent {
+                Some(parent) => e = parent,
+                None => return false,
+            }
+        }
+    }
+
+    fn depth(&self, mut e: usize) -> usize {
+        let mut depth = 0;
+        while let Some(parent) = self.collections[self.entries[e].collection].parent {
+            depth += 1;
+            e = parent;
+        }
+        depth
+    }
+
+    /// The collection whose consecutive entries fill the lines strictly between `lo` and `hi`,
+    /// `Ok(None)` when nothing starts there.
+    fn part(&self, lo: usize, hi: usize) -> Result<Option<usize>, String> {
+        if hi <= lo + 1 {
+            return Ok(None);
+        }
+        let inside = |line: usize| lo < line && line < hi;
+        let starts: Vec<&(usize, Option<usize>, Option<usize>)> =
+            self.nodes.iter().filter(|n| inside(n.0)).collect();
+        if starts.is_empty() {
+            return Ok(None);
+        }
+        let entries: Vec<usize> = (0..self.entries.len())
+            .filter(|&e| inside(self.entries[e].line))
+            .collect();
+        let Some(shallowest) = entries.iter().map(|&e| self.depth(e)).min() else {
+            return Err("its lines hold a value, not whole entries".to_owned());
+        };
+        let run: Vec<usize> = entries
+            .iter()
+            .copied()
+            .filter(|&e| self.depth(e) == shallowest)
+            .collect();
+        let collection = self.entries[run[0]].collection;
+        if run
+            .iter()
+            .any(|&e| self.entries[e].collection != collection)
+        {
+            return Err("its entries belong to different collections".to_owned());
+        }
+        if run
+            .windows(2)
+            .any(|w| self.entries[w[1]].index != self.entries[w[0]].index + 1)
+        {
+            return Err("its entries are not consecutive".to_owned());
+        }
+        if self.collections[collection].flow {
+            return Err("its entries are in a flow collection (`[…]` or `{…}`)".to_owned());
+        }
+        for &(_, owner, coll) in &starts {
+            let ok = *coll == Some(collection)
+                || owner.is_some_and(|o| run.iter().any(|&r| self.within(o, r)));
+            if !ok {
+                return Err("its lines hold part of an entry that starts outside it".to_owned());
+            }
+        }
+        if run.iter().any(|&e| self.entries[e].last >= hi) {
+            return Err("an entry it starts continues after it".to_owned());
+        }
+        let document = self.lines[lo..hi.saturating_sub(1)].iter().any(|l| {
+            let l = l.trim_end();
+            l == "---" || l == "..." || l.starts_with("--- ") || l.starts_with("... ")
+        });
+        if document {
+            return Err("it holds a document marker (`---`)".to_owned());
+        }
+        Ok(Some(collection))
+    }
+
+    fn structure(mut self) -> Result<Structure, Unstructured> {
+        for s in 0..self.spans.len() {
+            let span = &self.spans[s];
+            let parts = match span.otherwise {
+                Some(e) => vec![(span.open, e), (e, span.close)],
+                None => vec![(span.open, span.close)],
+            };
+            let mut collection = None;
+            for (lo, hi) in parts {
+                let found = self.part(lo, hi).map_err(|r| self.refuse(s, &r))?;
+                if let Some(found) = found {
+                    if collection.is_some_and(|c| c != found) {
+                        return Err(
+                            self.refuse(s, "its branches hold entries of different collections")
+                        );
+                    }
+                    collection = Some(found);
+                }
+            }
+            if collection.is_none() {
+                return Err(self.refuse(s, "it renders no YAML entries"));
+            }
+            self.spans[s].collection = collection;
+        }
+        let docs = std::mem::take(&mut self.docs);
+        let mut out = Vec::new();
+        let mut next = 0;
+        for doc in docs {
+            let Some(doc) = doc else { continue };
+            out.push(self.node(doc, &mut next)?);
+        }
+        Ok(Structure { docs: out })
+    }
+
+    fn refuse(&self, span: usize, reason: &str) -> Unstructured {
+        let (file, position, what) = match self.spans.get(span).and_then(|s| self.sites.get(s.site))
+        {
+            Some(Site::Block(_, f, p)) => (f.clone(), Some(*p), "the block"),
+            Some(Site::Partial(_, f, p)) => (f.clone(), Some(*p), "the partial"),
+            _ => (self.file.to_owned(), None, "a block"),
+        };
+        Unstructured {
+            file,
+            position,
+            reason: format!("{what} here does not wrap whole YAML entries: {reason}"),
+        }
+    }
+
+    fn whole(&self, reason: String) -> Unstructured {
+        Unstructured {
+            file: self.file.to_owned(),
+            position: None,
+            reason,
+        }
+    }
+
+    /// Converts a parsed node; `next` counts collections in the order `index` numbered them.
+    fn node(&self, node: Parsed, next: &mut usize) -> Result<Node, Unstructured> {
+        match node.kind {
+            ParsedKind::Scalar {
+                text,
+                style,
+                string,
+            } => self.scalar(&text, style, string),
+            ParsedKind::Seq { items, .. } => {
+                let id = *next;
+                *next += 1;
+                let mut converted = Vec::with_capacity(items.len());
+                for item in items {
+                    converted.push(Item::Value(self.node(item, next)?));
+                }
+                let (items, blocks) = self.group(id, converted);
+                Ok(Node::Seq { items, blocks })
+            }
+            ParsedKind::Map { entries, .. } => {
+                let id = *next;
+                *next += 1;
+                let mut converted = Vec::with_capacity(entries.len());
+                for (key, value) in entries {
+                    let key = self.node(key, next)?;
+                    let value = self.node(value, next)?;
+                    converted.push(Item::Entry(key, value));
+                }
+                let (items, blocks) = self.group(id, converted);
+                Ok(Node::Map { items, blocks })
+            }
+        }
+    }
+
+    fn scalar(&self, text: &str, style: TScalarStyle, string: bool) -> Result<Node, Unstructured> {
+        let pieces = split(text).map_err(|e| self.whole(e))?;
+        let as_string = string || style != TScalarStyle::Plain;
+        let hole = |site: usize| match self.sites.get(site) {
+            Some(Site::Hole(expr)) => Ok(expr.clone()),
+            _ => Err(self.whole("an unknown value placeholder".to_owned())),
+        };
+        Ok(match pieces.as_slice() {
+            [] | [Piece::Text(_)] => Node::Fixed {
+                value: if as_string {
+                    Value::String(text.to_owned())
+                } else {
+                    resolve_plain(text).map_err(|e| self.whole(e))?
+                },
+                key: text.into(),
+            },
+            [Piece::Token(site)] if !as_string => Node::Hole(hole(*site)?),
+            _ => Node::Text(
+                pieces
+                    .iter()
+                    .map(|p| match p {
+                        Piece::Text(t) => Ok(Part::Text((*t).into())),
+                        Piece::Token(site) => hole(*site).map(Part::Hole),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        })
+    }
+
+    /// Groups collection `id`'s converted entries (in order) into its blocks and partials.
+    fn group(&self, id: usize, entries: Vec<Item>) -> (Vec<Item>, bool) {
+        let mut spans: Vec<&Span> = self
+            .spans
+            .iter()
+            .filter(|s| s.collection == Some(id))
+            .collect();
+        if spans.is_empty() {
+            return (entries, false);
+        }
+        spans.sort_by_key(|s| s.open);
+        let lines: Vec<usize> = self.collections[id]
+            .entries
+            .iter()
+            .map(|&e| self.entries[e].line)
+            .collect();
+        let mut entries: Vec<Option<Item>> = entries.into_iter().map(Some).collect();
+        let items = self.items(&spans, &lines, &mut entries, 0, usize::MAX);
+        (items, true)
+    }
+
+    /// The items between lines `lo` and `hi` (exclusive): entries, and the spans that start
+    /// there and are not inside another of them.
+    fn items(
+        &self,
+        spans: &[&Span],
+        lines: &[usize],
+        entries: &mut [Option<Item>],
+        lo: usize,
+        hi: usize,
+    ) -> Vec<Item> {
+        let mut out = Vec::new();
+        let mut line = lo;
+        loop {
+            let next_span = spans
+                .iter()
+                .find(|s| s.open > line && s.close < hi)
+                .copied();
+            let until = next_span.map_or(hi, |s| s.open);
+            for (i, &l) in lines.iter().enumerate() {
+                if l > line
+                    && l < until
+                    && let Some(item) = entries[i].take()
+                {
+                    out.push(item);
+                }
+            }
+            let Some(span) = next_span else { break };
+            let body_end = span.otherwise.unwrap_or(span.close);
+            let then = self.items(spans, lines, entries, span.open, body_end);
+            let otherwise = match span.otherwise {
+                Some(e) => self.items(spans, lines, entries, e, span.close),
+                None => Vec::new(),
+            };
+            match self.sites.get(span.site) {
+                Some(Site::Block(site, ..)) => out.push(Item::Block {
+                    site: site.clone(),
+                    then,
+                    otherwise,
+                }),
+                Some(Site::Partial(site, ..)) => out.push(Item::Partial {
+                    site: site.clone(),
+                    items: then,
+                }),
+                _ => {}
+            }
+            line = span.close;
+        }
+        out
+    }
+}
+
+fn parse_marker(line: &str) -> Option<(MarkerKind, usize)> {
+    let rest = line.strip_prefix(MARKER_PREFIX)?.strip_suffix("__")?;
+    let (kind, site) = rest.split_once('_')?;
+    let kind = match kind {
+        "o" => MarkerKind::Open,
+        "e" => MarkerKind::Else,
+        "c" => MarkerKind::Close,
+        _ => return None,
+    };
+    Some((kind, site.parse().ok()?))
+}
+
+fn not_on_own_lines(sites: &[Site], file: &str, open: Option<usize>, line: &str) -> Unstructured {
+    // The marker names the block; otherwise the innermost open one.
+    let named = line
+        .split(MARKER_PREFIX)
+        .nth(1)
+        .and_then(|rest| rest.get(2..))
+        .and_then(|rest| rest.split("__").next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .or(open);
+    let (file, position, what) = match named.and_then(|s| sites.get(s)) {
+        Some(Site::Block(_, f, p)) => (f.clone(), Some(*p), "the block here"),
+        Some(Site::Partial(_, f, p)) => (f.clone(), Some(*p), "the partial here"),
+        _ => (file.to_owned(), None, "a block"),
+    };
+    Unstructured {
+        file,
+        position,
+        reason: format!("{what} does not stand on lines of its own"),
+    }
+}
