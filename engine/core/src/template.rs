@@ -601,12 +601,26 @@ impl TemplateSet {
         decode::decode(&text, &values).map_err(|message| TemplateError::at(file, None, message))
     }
 
-    /// [`TemplateSet::render_in`] through the text only, never the structure: what the
+    /// [`TemplateSet::render`] through the text only, never the structure: what the
     /// structural render must agree with.
-    #[doc(hidden)]
     pub fn render_as_text(&self, name: &str, context: &Value) -> Result<Vec<Value>, TemplateError> {
         let file = self.files.get(name).map_or(name, String::as_str);
         self.render_text(name, file, &RenderContext::of(context))
+    }
+
+    /// Template `name` rendered from its compiled structure only: `None` when it has none,
+    /// or when these values need the text render (which [`TemplateSet::render`] then does:
+    /// for an error, or a case the structure leaves to the text). For tests comparing the
+    /// two renders.
+    #[must_use]
+    pub fn render_structured(&self, name: &str, context: &Value) -> Option<Vec<Value>> {
+        let Some(Ok(structure)) = self.structures().get(name) else {
+            return None;
+        };
+        let context = RenderContext::of(context);
+        fill::Filler::new(&context, self.decider.as_ref())
+            .documents(structure)
+            .ok()
     }
 
     /// Whether template `name` renders from compiled structure (else as text).

@@ -565,8 +565,9 @@ enum ParsedKind {
         style: TScalarStyle,
         string: bool,
     },
+    /// Each item with the line of its `-` (a block item's content may start lines later).
     Seq {
-        items: Vec<Parsed>,
+        items: Vec<(usize, Parsed)>,
         flow: bool,
     },
     Map {
@@ -592,7 +593,7 @@ impl Parsed {
                 },
             ) => a == b && sa == sb && ta == tb,
             (ParsedKind::Seq { items: a, flow: fa }, ParsedKind::Seq { items: b, flow: fb }) => {
-                fa == fb && a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same(b))
+                fa == fb && a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.1.same(&b.1))
             }
             (
                 ParsedKind::Map {
@@ -619,9 +620,30 @@ impl Parsed {
 /// not model (anchors, aliases, tags other than the string ones, YAML errors).
 fn parse(text: &str) -> Result<Vec<Option<Parsed>>, String> {
     enum Frame {
-        Seq(Vec<Parsed>, usize, bool),
+        /// Items, start line, flow, and the column of a block sequence's `-`s.
+        Seq(Vec<(usize, Parsed)>, usize, bool, usize),
         Map(Vec<(Parsed, Parsed)>, Option<Parsed>, usize, bool),
     }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut starts = Vec::with_capacity(lines.len());
+    let mut offset = 0;
+    for line in &lines {
+        starts.push(offset);
+        offset += line.len() + 1;
+    }
+    // The line of the `-` of a block sequence item whose content starts on line `line`.
+    let dash = |from: usize, line: usize, column: usize| {
+        (from..=line)
+            .rev()
+            .find(|&l| {
+                let bytes = lines
+                    .get(l.wrapping_sub(1))
+                    .map_or(&[][..], |t| t.as_bytes());
+                bytes.get(column) == Some(&b'-')
+                    && matches!(bytes.get(column + 1), None | Some(b' ' | b'\t' | b'\r'))
+            })
+            .unwrap_or(line)
+    };
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
     let mut root: Option<Parsed> = None;
@@ -661,7 +683,8 @@ fn parse(text: &str) -> Result<Vec<Option<Parsed>>, String> {
                     return Err("a YAML anchor".to_owned());
                 }
                 collection_tag(tag.as_ref(), "seq", line)?;
-                stack.push(Frame::Seq(Vec::new(), line, flow_at(mark.index())));
+                let column = mark.index() - starts.get(line.wrapping_sub(1)).copied().unwrap_or(0);
+                stack.push(Frame::Seq(Vec::new(), line, flow_at(mark.index()), column));
                 continue;
             }
             Event::MappingStart(anchor, tag) => {
@@ -673,7 +696,7 @@ fn parse(text: &str) -> Result<Vec<Option<Parsed>>, String> {
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
-                Some(Frame::Seq(items, line, flow)) => Parsed {
+                Some(Frame::Seq(items, line, flow, _)) => Parsed {
                     line,
                     kind: ParsedKind::Seq { items, flow },
                 },
@@ -688,7 +711,14 @@ fn parse(text: &str) -> Result<Vec<Option<Parsed>>, String> {
         };
         match stack.last_mut() {
             None => root = Some(node),
-            Some(Frame::Seq(items, ..)) => items.push(node),
+            Some(Frame::Seq(items, start, flow, column)) => {
+                let at = if *flow {
+                    node.line
+                } else {
+                    dash(*start, node.line, *column)
+                };
+                items.push((at, node));
+            }
             Some(Frame::Map(entries, key, ..)) => match key.take() {
                 None if !matches!(node.kind, ParsedKind::Scalar { .. }) => {
                     return Err("a mapping key that is not a scalar".to_owned());
@@ -727,8 +757,8 @@ struct Layout<'s> {
     lines: Vec<&'s str>,
     entries: Vec<EntryInfo>,
     collections: Vec<CollectionInfo>,
-    /// Every node's start line and the entry it belongs to (for collections: the entry they
-    /// are the value of, if any; `usize::MAX` for a document's root), and collections by id.
+    /// Every node's start line, the entry it belongs to (a collection: the entry it is the
+    /// value or item of; none for a document's root), and, for a collection, its id.
     nodes: Vec<(usize, Option<usize>, Option<usize>)>,
 }
 
@@ -793,8 +823,12 @@ impl<'s> Layout<'s> {
         if !open.is_empty() {
             return Err(whole("unbalanced blocks".to_owned()));
         }
-        let docs = parse(&commented).map_err(whole)?;
         let plain = parse(&removed).map_err(whole)?;
+        let Ok(docs) = parse(&commented) else {
+            return Err(whole(
+                "a block or partial starts or ends inside a multi-line scalar".to_owned(),
+            ));
+        };
         let same = docs.len() == plain.len()
             && docs.iter().zip(&plain).all(|(a, b)| match (a, b) {
                 (Some(a), Some(b)) => a.same(b),
@@ -834,8 +868,8 @@ impl<'s> Layout<'s> {
             ParsedKind::Seq { items, flow } => {
                 let id = self.collection(node, owner, *flow);
                 let mut last = node.line;
-                for item in items {
-                    let entry = self.entry(id, item.line);
+                for (at, item) in items {
+                    let entry = self.entry(id, *at);
                     let end = self.index(item, Some(entry));
                     self.entries[entry].last = end;
                     last = last.max(end);
@@ -1031,7 +1065,7 @@ impl<'s> Layout<'s> {
                 let id = *next;
                 *next += 1;
                 let mut converted = Vec::with_capacity(items.len());
-                for item in items {
+                for (_, item) in items {
                     converted.push(Item::Value(self.node(item, next)?));
                 }
                 let (items, blocks) = self.group(id, converted);

@@ -845,14 +845,3 @@ fn a_partial_with_parameters_sees_only_them_and_root() {
         vec![json!({"kind": "A", "x": {"a": "param-v", "b": "root-k"}, "y": {"c": "root-k"}})]
     );
 }
-
-#[test]
-fn zz_debug_structure() {
-    let set = set_with(
-        &[("common/labels", LABELS), ("container/ports", PORTS)],
-        "deployment",
-        DEPLOYMENT,
-    );
-    eprintln!("{:?}", set.text_rendered());
-    assert!(set.is_structured("deployment"));
-}
