@@ -67,6 +67,27 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
 }
 
 #[test]
+fn check_notes_templates_that_render_as_text() {
+    let pack = "tests/fixtures/packs/text-template";
+    let out = switchyard(&["check", "--strict", pack]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let notes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(": note[template::"))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "tests/fixtures/packs/text-template/templates/config.yaml.hbs:7:10: note[template::text-render]: template `config.yaml.hbs` renders as text, not from compiled structure: the block here does not stand on lines of its own"
+        ]
+    );
+    // It renders all the same.
+    let test = switchyard(&["test", pack]);
+    assert_eq!(test.status.code(), Some(0), "{}", stdout(&test));
+}
+
+#[test]
 fn check_json_lists_diagnostics() {
     let out = switchyard(&["check", "--json", "tests/fixtures/packs/broken"]);
     assert_eq!(out.status.code(), Some(1));

@@ -473,7 +473,6 @@ impl TemplateSet {
             .iter()
             .filter_map(|(name, s)| s.as_ref().err().map(|u| (name, u)))
             .map(|(name, u)| {
-                let file = self.files.get(name).map_or(name.as_str(), String::as_str);
                 (
                     name,
                     TemplateError {
@@ -482,7 +481,7 @@ impl TemplateSet {
                         line: u.position.map(|p| p.0),
                         column: u.position.map(|p| p.1),
                         message: format!(
-                            "template `{file}` renders as text, not from compiled structure: {}",
+                            "template `{name}` renders as text, not from compiled structure: {}",
                             u.reason
                         ),
                     },

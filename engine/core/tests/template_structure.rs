@@ -310,52 +310,52 @@ const TEXT: &[(&str, &str, &str)] = &[
     (
         "inline",
         "kind: I\nname: {{#if a}}x{{else}}y{{/if}}\n",
-        "templates/inline:2:7: template `templates/inline` renders as text, not from compiled \
+        "templates/inline:2:7: template `inline` renders as text, not from compiled \
          structure: the block here does not stand on lines of its own",
     ),
     (
         "flow",
         "kind: J\nlist: [\n{{#each list}}\n  {{this}},\n{{/each}}\n]\n",
-        "templates/flow:3:1: template `templates/flow` renders as text, not from compiled \
+        "templates/flow:3:1: template `flow` renders as text, not from compiled \
          structure: the block here does not wrap whole YAML entries: its entries are in a flow \
          collection (`[…]` or `{…}`)",
     ),
     (
         "scalar",
         "kind: K\nscript: |\n  a\n{{#if a}}\n  b\n{{/if}}\n  c\n",
-        "templates/scalar: template `templates/scalar` renders as text, not from compiled \
+        "templates/scalar: template `scalar` renders as text, not from compiled \
          structure: a block or partial starts or ends inside a multi-line scalar",
     ),
     (
         "each-document",
         "{{#each list}}\n---\nkind: L\nname: {{this}}\n{{/each}}\n",
-        "templates/each-document:1:1: template `templates/each-document` renders as text, not from \
+        "templates/each-document:1:1: template `each-document` renders as text, not from \
          compiled structure: the block here does not wrap whole YAML entries: it holds a \
          document marker (`---`)",
     ),
     (
         "value",
         "kind: M\nname:\n{{#if a}}\n  x\n{{/if}}\n",
-        "templates/value:3:1: template `templates/value` renders as text, not from compiled \
+        "templates/value:3:1: template `value` renders as text, not from compiled \
          structure: the block here does not wrap whole YAML entries: its lines hold a value, \
          not whole entries",
     ),
     (
         "log",
         "kind: N\n{{log a}}\nx: 1\n",
-        "templates/log:2:1: template `templates/log` renders as text, not from compiled \
+        "templates/log:2:1: template `log` renders as text, not from compiled \
          structure: `{{log}}` renders only as text",
     ),
     (
         "empty",
         "kind: O\n{{#if a}}\n{{/if}}\nx: 1\n",
-        "templates/empty:2:1: template `templates/empty` renders as text, not from compiled \
+        "templates/empty:2:1: template `empty` renders as text, not from compiled \
          structure: the block here does not wrap whole YAML entries: it renders no YAML entries",
     ),
     (
         "split",
         "kind: P\n{{#if a}}\nx:\n{{/if}}\n  y: 1\n",
-        "templates/split:2:1: template `templates/split` renders as text, not from compiled \
+        "templates/split:2:1: template `split` renders as text, not from compiled \
          structure: the block here does not wrap whole YAML entries: an entry it starts \
          continues after it",
     ),
@@ -499,6 +499,6 @@ fn registering_again_compiles_again() {
     assert!(!set.is_structured("partials"));
     assert!(set.text_rendered().iter().any(|e| {
         e.to_string()
-            .starts_with("templates/inner:1:4: template `templates/partials`")
+            .starts_with("templates/inner:1:4: template `partials`")
     }));
 }
