@@ -589,7 +589,7 @@ impl Program {
         let run = || {
             stacker::maybe_grow(self.red_zone, self.red_zone.saturating_mul(2), || {
                 let mut cx = Cx::new(limit);
-                let scope = Scope::root(&activation.variables);
+                let scope = Scope::root(&activation.variables, activation.dotted);
                 eval(&plan.root, &scope, &mut cx).map(|v| (v.into_owned(), cx.cost))
             })
         };
@@ -632,6 +632,9 @@ pub struct Activation<'e> {
     /// Names are borrowed where the caller can lend them for `'e`: an activation is built
     /// per evaluation, and copying every name each time showed up in profiles.
     variables: Vec<(Cow<'e, str>, Value)>,
+    /// Whether some name is dotted (`a.b`), kept as names are bound rather than looked for
+    /// at every evaluation.
+    dotted: bool,
     budget: Option<u64>,
 }
 
@@ -645,6 +648,7 @@ impl<'e> Activation<'e> {
         Activation {
             env,
             variables: Vec::with_capacity(n),
+            dotted: false,
             budget: None,
         }
     }
@@ -674,9 +678,11 @@ impl<'e> Activation<'e> {
     /// Removes the binding of `name`, if any.
     pub fn unbind(&mut self, name: &str) {
         self.variables.retain(|(n, _)| n != name);
+        self.dotted = self.variables.iter().any(|(n, _)| n.contains('.'));
     }
 
     fn bind_name(&mut self, name: Cow<'e, str>, value: Value) {
+        self.dotted |= name.contains('.');
         if let Some(slot) = self.variables.iter_mut().find(|(n, _)| *n == name) {
             slot.1 = value;
         } else {

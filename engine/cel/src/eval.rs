@@ -112,10 +112,11 @@ pub(crate) struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
-    pub(crate) fn root(vars: &'a [(Cow<'a, str>, Value)]) -> Self {
+    /// The scope of an activation's `vars`; `dotted`: whether a name of them has a dot.
+    pub(crate) fn root(vars: &'a [(Cow<'a, str>, Value)], dotted: bool) -> Self {
         Scope {
             vars,
-            dotted: vars.iter().any(|(n, _)| n.contains('.')),
+            dotted,
             parent: None,
             slots: [None; 3],
         }
@@ -169,7 +170,7 @@ fn no_method_overload(name: &str, args: &[&Value]) -> String {
 /// also says what it spent.
 pub(crate) fn eval_constant(node: &Node, budget: u64) -> (Option<Value>, u64) {
     let mut cx = Cx::new(budget);
-    let value = eval(node, &Scope::root(&[]), &mut cx)
+    let value = eval(node, &Scope::root(&[], false), &mut cx)
         .ok()
         .map(Cow::into_owned);
     (value, cx.cost.min(budget))

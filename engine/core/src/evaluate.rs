@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use switchyard_cel as cel;
 
 use crate::model::{DeletionPolicy, OutputMode};
-use crate::object::{ObjectKey, World, cluster_id, labels, selector_matches, split_cluster};
+use crate::object::{At, ObjectKey, World, cluster_id, labels, selector_matches, split_cluster};
 use crate::pack::{
     CompiledOutput, CompiledRule, CompiledStage, CompiledStages, CompiledStagesFrom,
     CompiledStatus, Expr, LookupKey, Pack, Step, in_scope,
@@ -189,7 +189,7 @@ pub struct Precedence {
 impl Precedence {
     pub fn of(object: &Value) -> Self {
         let created = object
-            .pointer("/metadata/creationTimestamp")
+            .at(&["metadata", "creationTimestamp"])
             .and_then(Value::as_str)
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.with_timezone(&Utc));
@@ -197,7 +197,7 @@ impl Precedence {
             unknown_age: created.is_none(),
             created,
             uid: object
-                .pointer("/metadata/uid")
+                .at(&["metadata", "uid"])
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string(),
@@ -387,7 +387,7 @@ fn evaluate_traced<'w>(
         .collect();
     let deleting = trigger
         .object
-        .pointer("/metadata/deletionTimestamp")
+        .at(&["metadata", "deletionTimestamp"])
         .is_some_and(|v| !v.is_null());
     let mut outcome = Outcome {
         trigger: key.clone(),
@@ -405,7 +405,7 @@ fn evaluate_traced<'w>(
             now,
             synced_before: trigger
                 .object
-                .pointer("/status/conditions")
+                .at(&["status", "conditions"])
                 .and_then(Value::as_array)
                 .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
                 .cloned(),
@@ -470,10 +470,10 @@ fn evaluate_traced<'w>(
             }
         }
     }
-    let generation = trigger.object.pointer("/metadata/generation").cloned();
+    let generation = trigger.object.at(&["metadata", "generation"]).cloned();
     let previous: &[Value] = trigger
         .object
-        .pointer("/status/conditions")
+        .at(&["status", "conditions"])
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice);
     let stamped: Vec<Value> = conditions
@@ -609,7 +609,7 @@ pub fn probe_rule(
                         let empty = lookup.empty_binding();
                         bindings.bind_lookup(
                             lookup.name.clone(),
-                            (cel::Value::from_json(&empty), empty),
+                            (cel::Value::from_json(&empty), Arc::new(empty)),
                         );
                     }
                 }
@@ -850,16 +850,16 @@ impl<'e> Bindings<'e> {
     }
 
     /// Binds a lookup's result (or a name bound for a while) under `name`.
-    fn bind_lookup(&mut self, name: String, binding: (cel::Value, Value)) {
+    fn bind_lookup(&mut self, name: String, binding: (cel::Value, Arc<Value>)) {
         self.activation.bind(&name, binding.0.clone());
-        self.lookups.insert(name, (binding.0, Arc::new(binding.1)));
+        self.lookups.insert(name, binding);
     }
 
     /// Binds a name for a while (`stage`, `resources`): it reads like a lookup.
     fn bind_extra(&mut self, name: &str, value: &Value) {
         self.bind_lookup(
             name.to_string(),
-            (cel::Value::from_json(value), value.clone()),
+            (cel::Value::from_json(value), Arc::new(value.clone())),
         );
     }
 
@@ -1814,7 +1814,10 @@ impl<'a> EvalContext<'a> {
         if !self.when_holds(name, lookup.when.as_ref(), bindings, || {
             format!("lookup {}", lookup.name)
         })? {
-            bindings.bind_lookup(lookup.name.clone(), (cel::Value::from_json(&empty), empty));
+            bindings.bind_lookup(
+                lookup.name.clone(),
+                (cel::Value::from_json(&empty), Arc::new(empty)),
+            );
             return Ok(());
         }
         let namespace = match &lookup.namespace {
@@ -1822,7 +1825,7 @@ impl<'a> EvalContext<'a> {
             Some(expr) => Some(self.eval_string(name, expr, bindings)?).filter(|s| !s.is_empty()),
             None => self
                 .trigger
-                .pointer("/metadata/namespace")
+                .at(&["metadata", "namespace"])
                 .and_then(Value::as_str)
                 .map(str::to_string),
         };
@@ -1989,7 +1992,7 @@ impl<'a> EvalContext<'a> {
                 ),
             });
         }
-        let binding: (cel::Value, Value) = if lookup.all_clusters {
+        let binding: (cel::Value, Arc<Value>) = if lookup.all_clusters {
             // Each object with the cluster it came from.
             let entries: Vec<(cel::Value, Value)> = found
                 .iter()
@@ -2007,16 +2010,22 @@ impl<'a> EvalContext<'a> {
                 })
                 .collect();
             let (cel_entries, json_entries): (Vec<_>, Vec<_>) = entries.into_iter().unzip();
-            (cel::Value::list(cel_entries), Value::Array(json_entries))
+            (
+                cel::Value::list(cel_entries),
+                Arc::new(Value::Array(json_entries)),
+            )
         } else if by_labels {
             (
                 cel::Value::list(found.iter().map(|(_, o)| self.conversions.shared(o))),
-                Value::Array(found.iter().map(|(_, o)| Value::clone(o)).collect()),
+                Arc::new(Value::Array(
+                    found.iter().map(|(_, o)| Value::clone(o)).collect(),
+                )),
             )
         } else {
             match found.first() {
-                Some((_, o)) => (self.conversions.shared(o), Value::clone(o)),
-                None => (cel::Value::null(), Value::Null),
+                // The world's own copy: the templates read it where it is.
+                Some((_, o)) => (self.conversions.shared(o), Arc::clone(o)),
+                None => (cel::Value::null(), Arc::new(Value::Null)),
             }
         };
         bindings.bind_lookup(lookup.name.clone(), binding);
