@@ -332,7 +332,7 @@ pub fn evaluate_in<'w>(
     now: DateTime<Utc>,
     conversions: &Conversions<'w>,
 ) -> Result<Outcome, String> {
-    evaluate_traced(pack, trigger, world, now, conversions, true)
+    evaluate_traced(pack, trigger, world, now, conversions, Record::ALL)
 }
 
 /// [`evaluate_in`] without the trace (see [`evaluate_untraced`]).
@@ -343,7 +343,7 @@ pub fn evaluate_in_untraced<'w>(
     now: DateTime<Utc>,
     conversions: &Conversions<'w>,
 ) -> Result<Outcome, String> {
-    evaluate_traced(pack, trigger, world, now, conversions, false)
+    evaluate_traced(pack, trigger, world, now, conversions, Record::READS)
 }
 
 /// [`evaluate`] without the trace: the same decisions, outputs and status, and an empty
@@ -355,17 +355,46 @@ pub fn evaluate_untraced(
     world: &dyn World,
     now: DateTime<Utc>,
 ) -> Result<Outcome, String> {
-    evaluate_traced(pack, trigger, world, now, &Conversions::default(), false)
+    evaluate_traced(
+        pack,
+        trigger,
+        world,
+        now,
+        &Conversions::default(),
+        Record::READS,
+    )
 }
 
-fn evaluate_traced<'w>(
+/// What an evaluation records besides its decisions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record {
+    /// The trace of every guard, lookup, variable and output (`explain`).
+    pub(crate) trace: bool,
+    /// `Outcome.reads`, for re-evaluation when they change (the broker); a plan of one
+    /// round has no use for them.
+    pub(crate) reads: bool,
+}
+
+impl Record {
+    pub(crate) const ALL: Record = Record {
+        trace: true,
+        reads: true,
+    };
+    pub(crate) const READS: Record = Record {
+        trace: false,
+        reads: true,
+    };
+}
+
+pub(crate) fn evaluate_traced<'w>(
     pack: &Pack,
     trigger: Trigger<'w>,
     world: &dyn World,
     now: DateTime<Utc>,
     conversions: &Conversions<'w>,
-    traced: bool,
+    record: Record,
 ) -> Result<Outcome, String> {
+    let traced = record.trace;
     let key = ObjectKey::of(trigger.cluster, trigger.object)?;
     let (role, _) = split_cluster(trigger.cluster);
     // The labels only when a rule selects on them.
@@ -437,6 +466,7 @@ fn evaluate_traced<'w>(
         reads_clusters,
         traced,
     );
+    ctx.record_reads = record.reads;
     let mut results = Vec::new();
     for rule in &rules {
         results.push(ctx.run_rule(rule));
@@ -757,6 +787,7 @@ impl<'a> EvalContext<'a> {
             rule_missing: Vec::new(),
             traced,
             owner: std::cell::OnceCell::new(),
+            record_reads: true,
         }
     }
 
@@ -808,6 +839,8 @@ struct EvalContext<'a> {
     traced: bool,
     /// The trigger's key as its outputs' ownership names it, made once.
     owner: std::cell::OnceCell<String>,
+    /// Record `Outcome.reads` (see [`Record`]).
+    record_reads: bool,
 }
 
 /// The bindings of one rule evaluation, as CEL values and as JSON for templates.
@@ -1108,19 +1141,27 @@ impl<'a> EvalContext<'a> {
     fn join_duplicate_outputs(&mut self) -> Option<RuleResult> {
         let desired = std::mem::take(&mut self.outcome.desired);
         let mut joined: Vec<DesiredObject> = Vec::with_capacity(desired.len());
-        let mut index: HashMap<ObjectKey, usize> = HashMap::new();
         let mut conflict = None;
+        // Most triggers render a handful of objects: a scan beats hashing every key. A long
+        // `forEach` gets an index.
+        let mut index: Option<HashMap<ObjectKey, usize>> =
+            (desired.len() > 16).then(|| HashMap::with_capacity(desired.len()));
         for d in desired {
-            let Some(&i) = index.get(&d.key) else {
-                index.insert(d.key.clone(), joined.len());
+            let found = match &index {
+                Some(index) => index.get(&d.key).copied(),
+                None => joined.iter().position(|j| j.key == d.key),
+            };
+            let Some(i) = found else {
+                if let Some(index) = &mut index {
+                    index.insert(d.key.clone(), joined.len());
+                }
                 joined.push(d);
                 continue;
             };
             let first = &mut joined[i];
             let first_sources = first.sources.iter().cloned().collect::<Vec<_>>().join(", ");
             if crate::plan::absorb(first, &d).is_ok() {
-                let version = self.pack.version().to_string();
-                crate::plan::stamp_merged(self.pack.name(), &version, first);
+                crate::plan::stamp_merged(self.pack.name(), &self.pack.version_text, first);
                 continue;
             }
             let later = d.sources.iter().cloned().collect::<Vec<_>>().join(", ");
@@ -1628,7 +1669,9 @@ impl<'a> EvalContext<'a> {
         let mut resources = Map::new();
         let mut missing = Vec::new();
         for (bind, key) in bound {
-            self.outcome.reads.insert(ReadKey::Object(key.clone()));
+            if self.record_reads {
+                self.outcome.reads.insert(ReadKey::Object(key.clone()));
+            }
             let observed = self.world.get_key(key);
             match observed {
                 Some(o) => {
@@ -1870,7 +1913,9 @@ impl<'a> EvalContext<'a> {
                     ) {
                         found.push((cluster, o));
                     }
-                    self.outcome.reads.insert(ReadKey::Object(key));
+                    if self.record_reads {
+                        self.outcome.reads.insert(ReadKey::Object(key));
+                    }
                 }
                 (Sought::Name(object_name), expr)
             }
@@ -1907,12 +1952,14 @@ impl<'a> EvalContext<'a> {
                             wanted.iter().all(|(k, v)| have.get(k) == Some(v))
                         });
                     found.extend(matching.map(|o| (cluster.as_str(), o)));
-                    self.outcome.reads.insert(ReadKey::List {
-                        cluster: cluster.clone(),
-                        api_version: lookup.api_version.clone(),
-                        kind: lookup.kind.clone(),
-                        namespace: namespace.clone(),
-                    });
+                    if self.record_reads {
+                        self.outcome.reads.insert(ReadKey::List {
+                            cluster: cluster.clone(),
+                            api_version: lookup.api_version.clone(),
+                            kind: lookup.kind.clone(),
+                            namespace: namespace.clone(),
+                        });
+                    }
                 }
                 (Sought::Labels(selector), expr)
             }
@@ -2210,7 +2257,9 @@ impl<'a> EvalContext<'a> {
             OutputMode::Patch => {
                 // Never created: the patch waits for its target, and its appearance
                 // re-evaluates the trigger.
-                self.outcome.reads.insert(ReadKey::Object(key.clone()));
+                if self.record_reads {
+                    self.outcome.reads.insert(ReadKey::Object(key.clone()));
+                }
                 let exists = self.world.get_key(&key).is_some();
                 if !exists {
                     let message = format!(

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::diagnostic::Diagnostic;
 use crate::evaluate::{
     ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, Conversions, DesiredObject, Outcome,
-    REASON_CONFLICT, Trigger, evaluate_in, evaluate_in_untraced, stamp_ownership,
+    REASON_CONFLICT, Record, Trigger, evaluate_traced, stamp_ownership,
 };
 use crate::model::OutputMode;
 use crate::object::{MemoryWorld, ObjectKey, World, check_cluster_id};
@@ -40,8 +40,9 @@ pub struct Conflict {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Plan {
-    /// Each trigger's outcome. Its `desired` objects name what the trigger desired (keys,
-    /// sources, owners); their contents are in `objects`, merged, and `object` is null here.
+    /// Each trigger's outcome. Its `desired` entries keep the keys of what the trigger
+    /// desired; the objects (with their sources and owners) are in `objects`, merged, and
+    /// `object` is null here.
     pub outcomes: Vec<Outcome>,
     /// The merged desired objects: per cluster, cluster-scoped ones first, then by key.
     pub objects: Vec<DesiredObject>,
@@ -128,12 +129,19 @@ pub fn plan_checked(
             cluster: &key.cluster,
             object,
         };
-        let evaluated = match tracing {
-            Tracing::On => evaluate_in(pack, trigger, world as &dyn World, now, &conversions),
-            Tracing::Off => {
-                evaluate_in_untraced(pack, trigger, world as &dyn World, now, &conversions)
-            }
+        // A plan is one round: what its evaluations read is of no use to it.
+        let record = Record {
+            trace: tracing == Tracing::On,
+            reads: false,
         };
+        let evaluated = evaluate_traced(
+            pack,
+            trigger,
+            world as &dyn World,
+            now,
+            &conversions,
+            record,
+        );
         if let Ok(outcome) = evaluated {
             outcomes.push(outcome);
         }
@@ -181,10 +189,18 @@ pub fn plan_compact(
             cluster: &key.cluster,
             object,
         };
-        if let Ok(mut outcome) =
-            evaluate_in_untraced(pack, trigger, world as &dyn World, now, &conversions)
-        {
-            outcome.reads = BTreeSet::new();
+        let record = Record {
+            trace: false,
+            reads: false,
+        };
+        if let Ok(mut outcome) = evaluate_traced(
+            pack,
+            trigger,
+            world as &dyn World,
+            now,
+            &conversions,
+            record,
+        ) {
             statuses.push(outcome.status.take().map(|s| compact::encode(&s)));
             rendered.push(
                 std::mem::take(&mut outcome.desired)
@@ -359,40 +375,59 @@ fn expand_statuses(
 /// ([`crate::evaluate::Precedence`]) is kept, and the others' `Synced` turns False with
 /// reason `Conflict`.
 pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
-    let mut merged: BTreeMap<ObjectKey, DesiredObject> = BTreeMap::new();
-    let mut conflicts = Vec::new();
-    for i in precedence_order(&outcomes) {
-        for desired in &mut outcomes[i].desired {
-            // The contents move into the merged object (or are dropped once absorbed): the
-            // outcomes keep what they desired without a second copy of every object.
-            match merged.get_mut(&desired.key) {
-                None => {
-                    let object = std::mem::take(&mut desired.object);
-                    let mut first = desired.clone();
-                    first.object = object;
-                    merged.insert(desired.key.clone(), first);
-                }
-                Some(existing) => {
-                    if let Err(conflict) = absorb(existing, desired) {
-                        conflicts.push(*conflict);
-                    }
-                    desired.object = Value::Null;
-                }
-            }
-        }
+    // Every desired object, in the plan's order (per cluster, cluster-scoped objects first,
+    // so the printed stream applies in order with `kubectl apply -f -`), the versions of one
+    // object together in the order their triggers claim it.
+    let mut rank = vec![0; outcomes.len()];
+    for (position, i) in precedence_order(&outcomes).into_iter().enumerate() {
+        rank[i] = position;
     }
-    let version = pack.version().to_string();
-    let mut objects: Vec<DesiredObject> = merged
-        .into_values()
-        .map(|mut d| {
-            stamp_merged(pack.name(), &version, &mut d);
-            d
-        })
+    let mut entries: Vec<(usize, usize)> = outcomes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, o)| (0..o.desired.len()).map(move |j| (i, j)))
         .collect();
+    entries.sort_by(|&(ai, aj), &(bi, bj)| {
+        let (a, b) = (&outcomes[ai].desired[aj].key, &outcomes[bi].desired[bj].key);
+        plan_order(a)
+            .cmp(&plan_order(b))
+            .then(rank[ai].cmp(&rank[bi]))
+            .then(aj.cmp(&bj))
+    });
+    let mut objects = Vec::new();
+    // Each conflict with the place of the refused version, to list them as the triggers
+    // claim their objects.
+    let mut conflicts: Vec<((usize, usize), Conflict)> = Vec::new();
+    let mut next = entries.iter().peekable();
+    while let Some(&(i, j)) = next.next() {
+        // The first claim's version moves into the plan whole; the outcome keeps its key.
+        let claimed = &mut outcomes[i].desired[j];
+        let stub = DesiredObject {
+            key: claimed.key.clone(),
+            object: Value::Null,
+            sources: BTreeSet::new(),
+            owners: BTreeSet::new(),
+            deletion: claimed.deletion,
+            mode: claimed.mode,
+        };
+        let mut merged = std::mem::replace(claimed, stub);
+        while let Some(&&(i, j)) = next.peek() {
+            let incoming = &mut outcomes[i].desired[j];
+            if incoming.key != merged.key {
+                break;
+            }
+            if let Err(conflict) = absorb(&mut merged, incoming) {
+                conflicts.push(((rank[i], j), *conflict));
+            }
+            incoming.object = Value::Null;
+            next.next();
+        }
+        stamp_merged(pack.name(), &pack.version_text, &mut merged);
+        objects.push(merged);
+    }
+    conflicts.sort_by_key(|(at, _)| *at);
+    let conflicts: Vec<Conflict> = conflicts.into_iter().map(|(_, c)| c).collect();
     restate_conflicts(&mut outcomes, &conflicts);
-    // Per cluster, cluster-scoped objects (namespaces) first, so the printed stream applies
-    // in order with `kubectl apply -f -`.
-    objects.sort_by(|a, b| plan_order(&a.key).cmp(&plan_order(&b.key)));
     Plan {
         outcomes,
         objects,
