@@ -387,6 +387,22 @@ pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, Stri
         })
 }
 
+/// A member of a JSON value by path (`value.at(&["metadata", "uid"])`): what
+/// `Value::pointer` reads, without parsing and unescaping a pointer string each time.
+pub trait At {
+    fn at(&self, path: &[&str]) -> Option<&Value>;
+}
+
+impl At for Value {
+    fn at(&self, path: &[&str]) -> Option<&Value> {
+        path.iter().try_fold(self, |value, key| match value {
+            Value::Object(map) => map.get(*key),
+            Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,21 +481,5 @@ mod tests {
             .collect();
         assert_eq!(names, ["\"a\"/\"x\"", "\"a\"/\"y\"", "\"b\"/\"x\""]);
         assert_eq!(world.list("c", "v1", "ConfigMap", Some("a")).len(), 2);
-    }
-}
-
-/// A member of a JSON value by path (`value.at(&["metadata", "uid"])`): what
-/// `Value::pointer` reads, without parsing and unescaping a pointer string each time.
-pub trait At {
-    fn at(&self, path: &[&str]) -> Option<&Value>;
-}
-
-impl At for Value {
-    fn at(&self, path: &[&str]) -> Option<&Value> {
-        path.iter().try_fold(self, |value, key| match value {
-            Value::Object(map) => map.get(*key),
-            Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        })
     }
 }

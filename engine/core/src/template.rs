@@ -349,6 +349,8 @@ pub struct TemplateSet {
     templates: HashSet<String>,
     /// Which partials each registered template includes, to refuse recursion and depth.
     includes: limits::Graph,
+    /// The parsing work of every registration so far (see `limits::prescan`).
+    parse_work: u64,
     /// Rendered texts parsed once (see `skeleton`), shared by clones.
     skeletons: Arc<skeleton::SkeletonCache>,
     /// The `decide` helper's decision tables, for the structural render.
@@ -393,6 +395,7 @@ impl TemplateSet {
             files: HashMap::new(),
             templates: HashSet::new(),
             includes: limits::Graph::default(),
+            parse_work: 0,
             skeletons: Arc::default(),
             decider,
             structures: Arc::default(),
@@ -434,7 +437,7 @@ impl TemplateSet {
         source: &str,
         renderable: bool,
     ) -> Result<(), TemplateError> {
-        let template = compile(name, file, source)?;
+        let template = compile(name, file, source, &mut self.parse_work)?;
         self.includes
             .register(name, file, &template)
             .map_err(|(code, pos, message)| TemplateError {
@@ -680,13 +683,35 @@ fn line_col(source: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Parses `source` with handlebars and applies the value rewrite (see the module docs).
-fn compile(name: &str, file: &str, source: &str) -> Result<Template, TemplateError> {
+fn compile(
+    name: &str,
+    file: &str,
+    source: &str,
+    parse_work: &mut u64,
+) -> Result<Template, TemplateError> {
     // Handlebars parses (and later renders and drops) nesting recursively: bound it before
     // it sees the source, so a deep template is an error, not a stack overflow.
-    if let Err((offset, message)) = limits::prescan(source) {
+    let work = match limits::prescan(source) {
+        Ok(work) => work,
+        Err((offset, message)) => {
+            return Err(TemplateError {
+                code: limits::CODE_DEPTH,
+                ..TemplateError::at(file, Some(line_col(source, offset)), message)
+            });
+        }
+    };
+    // ... and its parse is quadratic in a file's tags: bound the work of the whole set.
+    *parse_work = parse_work.saturating_add(work);
+    if *parse_work > limits::MAX_PARSE_WORK {
         return Err(TemplateError {
             code: limits::CODE_DEPTH,
-            ..TemplateError::at(file, Some(line_col(source, offset)), message)
+            ..TemplateError::at(
+                file,
+                None,
+                "the templates are too large for handlebars to parse in reasonable time (it \
+                 counts lines from the start of a file for every tag): split large templates \
+                 into partials",
+            )
         });
     }
     if let Some(offset) = source.find(RESERVED_PREFIX) {

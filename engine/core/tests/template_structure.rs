@@ -502,3 +502,33 @@ fn registering_again_compiles_again() {
             .starts_with("templates/inner:1:4: template `partials`")
     }));
 }
+
+#[test]
+fn a_template_whose_partials_expand_to_too_much_text_renders_as_text() {
+    // 30 x 30 expansions of 20 KiB: 18 MiB of text per render, past the 16 MiB the
+    // compilation looks at.
+    let line = "key: value-value-value-value\n";
+    let big: String = line.repeat(20 * 1024 / line.len());
+    let mut set = TemplateSet::new(None);
+    set.add_partial("big", "templates/big", &big).unwrap();
+    set.add_partial("thirty", "templates/thirty", &"{{> big}}\n".repeat(30))
+        .unwrap();
+    set.add_template(
+        "t",
+        "templates/t",
+        &format!("kind: A\n{}", "{{> thirty}}\n".repeat(30)),
+    )
+    .unwrap();
+    let notes: Vec<String> = set
+        .text_rendered()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "templates/t: template `t` renders as text, not from compiled structure: with its \
+          partials it expands to more than 16 MiB"
+        ]
+    );
+}

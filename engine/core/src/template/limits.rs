@@ -31,15 +31,24 @@ pub(super) const CODE_DEPTH: &str = "template::depth";
 /// A limit broken: code, byte offset or position, message.
 pub(super) type Violation = (&'static str, Option<(usize, usize)>, String);
 
+/// The most work handlebars' parser may do for one template set (see [`prescan`]): about
+/// half a second.
+pub(super) const MAX_PARSE_WORK: u64 = 256 << 20;
+
 /// Checks block and expression nesting in the source text, in one pass: `{{#` opens a block,
 /// `{{/` closes one, brackets nest inside `{{…}}`; comments, raw blocks and escaped `\{{`
-/// are skipped. Returns the byte offset of the `{{` that goes too deep.
-pub(super) fn prescan(source: &str) -> Result<(), (usize, String)> {
+/// are skipped. Returns the byte offset of the `{{` that goes too deep, or the work parsing
+/// will take: handlebars locates every element of a template by counting lines from the
+/// start of the file, so its parse is quadratic (the sum of the tags' offsets, twice for the
+/// text between them).
+pub(super) fn prescan(source: &str) -> Result<u64, (usize, String)> {
     let bytes = source.as_bytes();
     let mut depth = 0_usize;
+    let mut work = 0_u64;
     let mut i = 0;
     while let Some(found) = find(bytes, i, b"{{") {
         let open = found;
+        work = work.saturating_add(2 * open as u64);
         // One backslash escapes `{{`; more are themselves escaped and the `{{` is real.
         let backslashes = bytes[..open]
             .iter()
@@ -94,7 +103,7 @@ pub(super) fn prescan(source: &str) -> Result<(), (usize, String)> {
             )
         })?;
     }
-    Ok(())
+    Ok(work)
 }
 
 /// Skips one `{{…}}` body from `i`, bounding bracket nesting; returns the offset after it.

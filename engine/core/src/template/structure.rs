@@ -195,7 +195,18 @@ pub(super) struct Compiler<'a> {
     markers: Handlebars<'static>,
     /// Templates that could not be rewritten, by name.
     refused: HashMap<String, Unstructured>,
+    /// Each marker template's own text: bytes, lines, and the partials it calls (with the
+    /// indentation of the call).
+    sizes: HashMap<String, TextSize>,
 }
+
+/// A marker template's own bytes and lines, and the partials it calls with the indentation
+/// of each call.
+type TextSize = (usize, usize, Vec<(String, usize)>);
+
+/// The most marker text a template may expand to (its partials included): past it, it
+/// renders as text. The partial expansion limit alone would let a pack make gigabytes.
+const MAX_MARKER_TEXT: usize = 16 << 20;
 
 impl<'a> Compiler<'a> {
     /// Rewrites every template of `registry` into its marker form.
@@ -211,6 +222,7 @@ impl<'a> Compiler<'a> {
             sites: Vec::new(),
             markers,
             refused: HashMap::new(),
+            sizes: HashMap::new(),
         };
         let mut names: Vec<&String> = registry.get_templates().keys().collect();
         names.sort();
@@ -220,7 +232,10 @@ impl<'a> Compiler<'a> {
             };
             let file = files.get(name).cloned().unwrap_or_else(|| name.clone());
             match compiler.rewrite(template, &file, (1, 1)) {
-                Ok(marked) => compiler.markers.register_template(name, marked),
+                Ok(marked) => {
+                    compiler.sizes.insert(name.clone(), measure(&marked));
+                    compiler.markers.register_template(name, marked);
+                }
                 Err(refused) => {
                     compiler.refused.insert(name.clone(), refused);
                 }
@@ -239,6 +254,12 @@ impl<'a> Compiler<'a> {
         };
         if let Some(refused) = self.refused.get(name) {
             return Err(refused.clone());
+        }
+        if self.expanded(name, &mut HashMap::new(), 0) > MAX_MARKER_TEXT {
+            return Err(whole(&format!(
+                "with its partials it expands to more than {} MiB",
+                MAX_MARKER_TEXT >> 20
+            )));
         }
         let text = match self.markers.render_with_context(name, &Context::null()) {
             Ok(text) => text,
@@ -371,10 +392,73 @@ impl<'a> Compiler<'a> {
         Ok(out)
     }
 
+    /// How many bytes template `name` expands to, partials included (saturating: a cycle or
+    /// an unknown partial counts as too much, rendering fails on it anyway).
+    fn expanded(
+        &self,
+        name: &str,
+        memo: &mut HashMap<String, (usize, usize)>,
+        depth: usize,
+    ) -> usize {
+        self.expanded_lines(name, memo, depth).0
+    }
+
+    fn expanded_lines(
+        &self,
+        name: &str,
+        memo: &mut HashMap<String, (usize, usize)>,
+        depth: usize,
+    ) -> (usize, usize) {
+        if let Some(found) = memo.get(name) {
+            return *found;
+        }
+        let Some((bytes, lines, calls)) = self.sizes.get(name) else {
+            return (usize::MAX, usize::MAX);
+        };
+        if depth > 200 {
+            return (usize::MAX, usize::MAX);
+        }
+        let (mut bytes, mut lines) = (*bytes, *lines);
+        for (callee, indent) in calls {
+            let (b, l) = self.expanded_lines(callee, memo, depth + 1);
+            bytes = bytes
+                .saturating_add(b)
+                .saturating_add(l.saturating_mul(*indent));
+            lines = lines.saturating_add(l);
+        }
+        memo.insert(name.to_owned(), (bytes, lines));
+        (bytes, lines)
+    }
+
     fn add(&mut self, site: Site) -> usize {
         self.sites.push(site);
         self.sites.len() - 1
     }
+}
+
+/// A marker template's own text: bytes and lines, and the partials it calls with the
+/// indentation handlebars gives their lines.
+fn measure(t: &Template) -> TextSize {
+    let (mut bytes, mut lines, mut calls) = (0usize, 0usize, Vec::new());
+    for element in &t.elements {
+        match element {
+            TemplateElement::RawString(text) => {
+                bytes += text.len();
+                lines += text.matches('\n').count();
+            }
+            TemplateElement::Expression(_) => bytes += 24,
+            TemplateElement::PartialExpression(dt) => {
+                let name = match &dt.name {
+                    Parameter::Name(n) => n.clone(),
+                    Parameter::Path(p) => path_raw(p).to_owned(),
+                    _ => String::new(),
+                };
+                calls.push((name, dt.indent.as_ref().map_or(0, String::len)));
+            }
+            _ => {}
+        }
+    }
+    (bytes, lines, calls)
 }
 
 /// A marker line: `__syk_<kind>_<site>__`.
@@ -757,6 +841,8 @@ struct Layout<'s> {
     lines: Vec<&'s str>,
     entries: Vec<EntryInfo>,
     collections: Vec<CollectionInfo>,
+    /// Each collection's spans, by their first line.
+    by_collection: HashMap<usize, Vec<usize>>,
     /// Every node's start line, the entry it belongs to (a collection: the entry it is the
     /// value or item of; none for a document's root), and, for a collection, its id.
     nodes: Vec<(usize, Option<usize>, Option<usize>)>,
@@ -849,6 +935,7 @@ impl<'s> Layout<'s> {
             entries: Vec::new(),
             collections: Vec::new(),
             nodes: Vec::new(),
+            by_collection: HashMap::new(),
         };
         let docs = std::mem::take(&mut layout.docs);
         for doc in docs.iter().flatten() {
@@ -916,16 +1003,13 @@ impl<'s> Layout<'s> {
         id
     }
 
-    /// Whether entry `e` is `ancestor` or lies inside it.
-    fn within(&self, mut e: usize, ancestor: usize) -> bool {
+    /// The entry of `collection` that entry `e` is or lies inside, if any.
+    fn ancestor_in(&self, mut e: usize, collection: usize) -> Option<usize> {
         loop {
-            if e == ancestor {
-                return true;
+            if self.entries[e].collection == collection {
+                return Some(e);
             }
-            match self.collections[self.entries[e].collection].parent {
-                Some(parent) => e = parent,
-                None => return false,
-            }
+            e = self.collections[self.entries[e].collection].parent?;
         }
     }
 
@@ -944,21 +1028,19 @@ impl<'s> Layout<'s> {
         if hi <= lo + 1 {
             return Ok(None);
         }
-        let inside = |line: usize| lo < line && line < hi;
-        let starts: Vec<&(usize, Option<usize>, Option<usize>)> =
-            self.nodes.iter().filter(|n| inside(n.0)).collect();
+        // Nodes and entries are in document order, so their lines only grow.
+        let first_node = self.nodes.partition_point(|n| n.0 <= lo);
+        let last_node = self.nodes.partition_point(|n| n.0 < hi);
+        let starts = &self.nodes[first_node..last_node];
         if starts.is_empty() {
             return Ok(None);
         }
-        let entries: Vec<usize> = (0..self.entries.len())
-            .filter(|&e| inside(self.entries[e].line))
-            .collect();
-        let Some(shallowest) = entries.iter().map(|&e| self.depth(e)).min() else {
+        let first_entry = self.entries.partition_point(|e| e.line <= lo);
+        let last_entry = self.entries.partition_point(|e| e.line < hi);
+        let Some(shallowest) = (first_entry..last_entry).map(|e| self.depth(e)).min() else {
             return Err("its lines hold a value, not whole entries".to_owned());
         };
-        let run: Vec<usize> = entries
-            .iter()
-            .copied()
+        let run: Vec<usize> = (first_entry..last_entry)
             .filter(|&e| self.depth(e) == shallowest)
             .collect();
         let collection = self.entries[run[0]].collection;
@@ -977,9 +1059,15 @@ impl<'s> Layout<'s> {
         if self.collections[collection].flow {
             return Err("its entries are in a flow collection (`[…]` or `{…}`)".to_owned());
         }
-        for &(_, owner, coll) in &starts {
-            let ok = *coll == Some(collection)
-                || owner.is_some_and(|o| run.iter().any(|&r| self.within(o, r)));
+        let (from, to) = (
+            self.entries[run[0]].index,
+            self.entries[run[run.len() - 1]].index,
+        );
+        for &(_, owner, coll) in starts {
+            let ok = coll == Some(collection)
+                || owner
+                    .and_then(|o| self.ancestor_in(o, collection))
+                    .is_some_and(|a| (from..=to).contains(&self.entries[a].index));
             if !ok {
                 return Err("its lines hold part of an entry that starts outside it".to_owned());
             }
@@ -1020,6 +1108,12 @@ impl<'s> Layout<'s> {
                 return Err(self.refuse(s, "it renders no YAML entries"));
             }
             self.spans[s].collection = collection;
+        }
+        // Spans are recorded as they open: by first line already.
+        for (s, span) in self.spans.iter().enumerate() {
+            if let Some(c) = span.collection {
+                self.by_collection.entry(c).or_default().push(s);
+            }
         }
         let docs = std::mem::take(&mut self.docs);
         let mut out = Vec::new();
@@ -1117,56 +1211,46 @@ impl<'s> Layout<'s> {
 
     /// Groups collection `id`'s converted entries (in order) into its blocks and partials.
     fn group(&self, id: usize, entries: Vec<Item>) -> (Vec<Item>, bool) {
-        let mut spans: Vec<&Span> = self
-            .spans
-            .iter()
-            .filter(|s| s.collection == Some(id))
-            .collect();
+        let spans: &[usize] = self.by_collection.get(&id).map_or(&[], Vec::as_slice);
         if spans.is_empty() {
             return (entries, false);
         }
-        spans.sort_by_key(|s| s.open);
         let lines: Vec<usize> = self.collections[id]
             .entries
             .iter()
             .map(|&e| self.entries[e].line)
             .collect();
-        let mut entries: Vec<Option<Item>> = entries.into_iter().map(Some).collect();
-        let items = self.items(&spans, &lines, &mut entries, 0, usize::MAX);
+        let mut cursor = Cursor {
+            span: 0,
+            entry: 0,
+            entries: entries.into_iter().map(Some).collect(),
+        };
+        let items = self.items(spans, &lines, &mut cursor, usize::MAX);
         (items, true)
     }
 
-    /// The items between lines `lo` and `hi` (exclusive): entries, and the spans that start
-    /// there and are not inside another of them.
-    fn items(
-        &self,
-        spans: &[&Span],
-        lines: &[usize],
-        entries: &mut [Option<Item>],
-        lo: usize,
-        hi: usize,
-    ) -> Vec<Item> {
+    /// The items up to line `hi` (exclusive) from the cursor on: entries, and the spans
+    /// (sorted by their first line, nested ones after the one they are in) with what they
+    /// hold. One pass over both.
+    fn items(&self, spans: &[usize], lines: &[usize], at: &mut Cursor, hi: usize) -> Vec<Item> {
         let mut out = Vec::new();
-        let mut line = lo;
         loop {
             let next_span = spans
-                .iter()
-                .find(|s| s.open > line && s.close < hi)
-                .copied();
+                .get(at.span)
+                .map(|&s| &self.spans[s])
+                .filter(|s| s.open < hi);
             let until = next_span.map_or(hi, |s| s.open);
-            for (i, &l) in lines.iter().enumerate() {
-                if l > line
-                    && l < until
-                    && let Some(item) = entries[i].take()
-                {
+            while at.entry < lines.len() && lines[at.entry] < until {
+                if let Some(item) = at.entries[at.entry].take() {
                     out.push(item);
                 }
+                at.entry += 1;
             }
             let Some(span) = next_span else { break };
-            let body_end = span.otherwise.unwrap_or(span.close);
-            let then = self.items(spans, lines, entries, span.open, body_end);
+            at.span += 1;
+            let then = self.items(spans, lines, at, span.otherwise.unwrap_or(span.close));
             let otherwise = match span.otherwise {
-                Some(e) => self.items(spans, lines, entries, e, span.close),
+                Some(_) => self.items(spans, lines, at, span.close),
                 None => Vec::new(),
             };
             match self.sites.get(span.site) {
@@ -1181,10 +1265,16 @@ impl<'s> Layout<'s> {
                 }),
                 _ => {}
             }
-            line = span.close;
         }
         out
     }
+}
+
+/// Where [`Layout::items`] is in a collection's spans and entries.
+struct Cursor {
+    span: usize,
+    entry: usize,
+    entries: Vec<Option<Item>>,
 }
 
 fn parse_marker(line: &str) -> Option<(MarkerKind, usize)> {
