@@ -97,6 +97,23 @@ fn join(set: &BTreeSet<String>) -> String {
     set.iter().cloned().collect::<Vec<_>>().join(", ")
 }
 
+/// One trigger's evaluation in a plan. A plan is one round: what its evaluations read is of
+/// no use to it, so they do not record it.
+fn evaluate_for_plan<'w>(
+    pack: &Pack,
+    trigger: Trigger<'w>,
+    world: &MemoryWorld,
+    now: DateTime<Utc>,
+    conversions: &Conversions<'w>,
+    tracing: Tracing,
+) -> Result<Outcome, String> {
+    let record = Record {
+        trace: tracing == Tracing::On,
+        reads: false,
+    };
+    evaluate_traced(pack, trigger, world as &dyn World, now, conversions, record)
+}
+
 /// Evaluates every object of `world` that a rule of `pack` watches, in key order, and
 /// merges the outputs. Without traces: `explain` asks for them ([`Tracing::On`]).
 pub fn plan(pack: &Pack, world: &MemoryWorld, now: DateTime<Utc>) -> Plan {
@@ -129,19 +146,7 @@ pub fn plan_checked(
             cluster: &key.cluster,
             object,
         };
-        // A plan is one round: what its evaluations read is of no use to it.
-        let record = Record {
-            trace: tracing == Tracing::On,
-            reads: false,
-        };
-        let evaluated = evaluate_traced(
-            pack,
-            trigger,
-            world as &dyn World,
-            now,
-            &conversions,
-            record,
-        );
+        let evaluated = evaluate_for_plan(pack, trigger, world, now, &conversions, tracing);
         if let Ok(outcome) = evaluated {
             outcomes.push(outcome);
         }
@@ -189,18 +194,9 @@ pub fn plan_compact(
             cluster: &key.cluster,
             object,
         };
-        let record = Record {
-            trace: false,
-            reads: false,
-        };
-        if let Ok(mut outcome) = evaluate_traced(
-            pack,
-            trigger,
-            world as &dyn World,
-            now,
-            &conversions,
-            record,
-        ) {
+        if let Ok(mut outcome) =
+            evaluate_for_plan(pack, trigger, world, now, &conversions, Tracing::Off)
+        {
             statuses.push(outcome.status.take().map(|s| compact::encode(&s)));
             rendered.push(
                 std::mem::take(&mut outcome.desired)

@@ -274,69 +274,26 @@ impl<'a> Filler<'a> {
                 frames.pop();
                 result
             }
-            BlockKind::Each => match first {
-                Got::Ref(Value::Array(list)) if !list.is_empty() => {
-                    let elements = list.iter().map(Got::Ref);
-                    self.each(
-                        site,
-                        then,
-                        elements,
-                        list.len(),
-                        None::<std::iter::Empty<Got<'a>>>,
-                        frames,
-                        sink,
-                    )
-                }
-                Got::Own(v) if matches!(&**v, Value::Array(l) if !l.is_empty()) => {
-                    let Value::Array(list) = &**v else {
-                        return Err(Fail);
-                    };
-                    let elements = list.iter().map(|e| Got::Own(Rc::new(e.clone())));
-                    self.each(
-                        site,
-                        then,
-                        elements,
-                        list.len(),
-                        None::<std::iter::Empty<Got<'a>>>,
-                        frames,
-                        sink,
-                    )
-                }
-                Got::Ref(Value::Object(map)) if !map.is_empty() => {
-                    let keys = map
-                        .keys()
-                        .map(|k| Got::Own(Rc::new(Value::String(k.clone()))));
-                    let elements = map.values().map(Got::Ref);
-                    self.each(site, then, elements, map.len(), Some(keys), frames, sink)
-                }
-                Got::Own(v) if matches!(&**v, Value::Object(m) if !m.is_empty()) => {
-                    let Value::Object(map) = &**v else {
-                        return Err(Fail);
-                    };
-                    let keys = map
-                        .keys()
-                        .map(|k| Got::Own(Rc::new(Value::String(k.clone()))));
-                    let elements = map.values().map(|e| Got::Own(Rc::new(e.clone())));
-                    self.each(site, then, elements, map.len(), Some(keys), frames, sink)
-                }
-                _ => self.items(otherwise, frames, sink),
+            BlockKind::Each => match iteration(first) {
+                Some((elements, keys)) => self.each(site, then, elements, keys, frames, sink),
+                None => self.items(otherwise, frames, sink),
             },
         }
     }
 
     /// `#each` over `elements` (with `keys` for a map).
-    #[allow(clippy::too_many_arguments)]
     fn each(
         &self,
         site: &'a BlockSite,
         then: &'a [Item],
-        elements: impl Iterator<Item = Got<'a>>,
-        len: usize,
-        mut keys: Option<impl Iterator<Item = Got<'a>>>,
+        elements: Vec<Got<'a>>,
+        keys: Option<Vec<Got<'a>>>,
         frames: &mut Vec<Frame<'a>>,
         sink: &mut Sink<'_>,
     ) -> Result<(), Fail> {
-        for (i, element) in elements.enumerate() {
+        let len = elements.len();
+        let mut keys = keys.map(Vec::into_iter);
+        for (i, element) in elements.into_iter().enumerate() {
             let key = keys.as_mut().and_then(Iterator::next);
             let mut params = Vec::new();
             if let Some((value_name, key_name)) = &site.block_params {
@@ -633,6 +590,34 @@ impl<'a> Filler<'a> {
                 }
             }
         }
+    }
+}
+
+/// What `#each` iterates in a value: a non-empty list's elements, or a non-empty map's values
+/// and keys (borrowed where the value is); `None` for anything else (the inverse renders).
+#[allow(clippy::type_complexity)]
+fn iteration<'a>(got: &Got<'a>) -> Option<(Vec<Got<'a>>, Option<Vec<Got<'a>>>)> {
+    let key = |k: &String| Got::Own(Rc::new(Value::String(k.clone())));
+    let owned = |v: &Value| Got::Own(Rc::new(v.clone()));
+    match got {
+        Got::Ref(Value::Array(list)) if !list.is_empty() => {
+            Some((list.iter().map(Got::Ref).collect(), None))
+        }
+        Got::Ref(Value::Object(map)) if !map.is_empty() => Some((
+            map.values().map(Got::Ref).collect(),
+            Some(map.keys().map(key).collect()),
+        )),
+        Got::Own(v) => match &**v {
+            Value::Array(list) if !list.is_empty() => {
+                Some((list.iter().map(owned).collect(), None))
+            }
+            Value::Object(map) if !map.is_empty() => Some((
+                map.values().map(owned).collect(),
+                Some(map.keys().map(key).collect()),
+            )),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -552,17 +552,17 @@ fn compile_expr(p: &Parameter) -> Result<Expr, String> {
             };
             Expr::Call(Box::new(Call {
                 helper,
-                params: ht
-                    .params
-                    .iter()
-                    .map(compile_expr)
-                    .collect::<Result<_, _>>()?,
+                params: compile_params(&ht.params)?,
                 hash: compile_hash(&ht.hash)?,
             }))
         }
         Parameter::Name(n) => return Err(format!("the name `{n}` as a value")),
         _ => return Err("an unknown kind of parameter".to_owned()),
     })
+}
+
+fn compile_params(params: &[Parameter]) -> Result<Vec<Expr>, String> {
+    params.iter().map(compile_expr).collect()
 }
 
 fn compile_hash(
@@ -589,11 +589,7 @@ fn compile_block(kind: BlockKind, ht: &HelperTemplate) -> Result<BlockSite, Stri
     };
     Ok(BlockSite {
         kind,
-        params: ht
-            .params
-            .iter()
-            .map(compile_expr)
-            .collect::<Result<_, _>>()?,
+        params: compile_params(&ht.params)?,
         hash: compile_hash(&ht.hash)?,
         block_params,
     })
