@@ -302,6 +302,7 @@ fn main() -> ExitCode {
             | Command::Diff { .. }
             | Command::Explain { .. }
     ) {
+        memory::keep_freed_memory();
         // A budget below what the process holds already (`--max-memory 1KiB`) fails here.
         let budget = memory::resolve(cli.max_memory.as_deref()).and_then(|budget| {
             memory::set_budget(budget);
