@@ -353,6 +353,21 @@ const TEXT: &[(&str, &str, &str)] = &[
          structure: the block here does not wrap whole YAML entries: it renders no YAML entries",
     ),
     (
+        "comment",
+        "kind: R\n# replicas: {{a}}\nx: 1\n",
+        "templates/comment: template `comment` renders as text, not from compiled structure: a \
+         value is written where the YAML does not read it (a comment): handlebars evaluates it \
+         all the same",
+    ),
+    (
+        // Found by the fuzzer: YAML stops reading at a NUL, handlebars does not.
+        "nul",
+        "kind: S\nname: a\u{0}b {{a}}\n",
+        "templates/nul: template `nul` renders as text, not from compiled structure: a value is \
+         written where the YAML does not read it (a comment): handlebars evaluates it all the \
+         same",
+    ),
+    (
         "split",
         "kind: P\n{{#if a}}\nx:\n{{/if}}\n  y: 1\n",
         "templates/split:2:1: template `split` renders as text, not from compiled \

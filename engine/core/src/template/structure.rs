@@ -143,6 +143,31 @@ pub(super) enum Node {
     },
 }
 
+impl Node {
+    /// How many values the node writes.
+    fn holes(&self) -> usize {
+        match self {
+            Node::Fixed { .. } => 0,
+            Node::Hole(_) => 1,
+            Node::Text(parts) => parts.iter().filter(|p| matches!(p, Part::Hole(_))).count(),
+            Node::Seq { items, .. } | Node::Map { items, .. } => items.iter().map(Item::holes).sum(),
+        }
+    }
+}
+
+impl Item {
+    fn holes(&self) -> usize {
+        match self {
+            Item::Value(node) => node.holes(),
+            Item::Entry(key, value) => key.holes() + value.holes(),
+            Item::Block {
+                then, otherwise, ..
+            } => then.iter().chain(otherwise).map(Item::holes).sum(),
+            Item::Partial { items, .. } => items.iter().map(Item::holes).sum(),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(super) enum Part {
     Text(Box<str>),
@@ -1117,6 +1142,28 @@ impl<'s> Layout<'s> {
         for doc in docs {
             let Some(doc) = doc else { continue };
             out.push(self.node(doc, &mut next)?);
+        }
+        // Handlebars evaluates every value, also those the YAML never reads (in a comment,
+        // after a NUL): one that fails fails the render. The structure has no place for them.
+        let written: usize = self
+            .lines
+            .iter()
+            .filter(|l| parse_marker(l.trim_matches([' ', '\t'])).is_none())
+            .map(|l| {
+                split(l).map_or(0, |pieces| {
+                    pieces
+                        .iter()
+                        .filter(|p| matches!(p, Piece::Token(_)))
+                        .count()
+                })
+            })
+            .sum();
+        if written != out.iter().map(Node::holes).sum::<usize>() {
+            return Err(self.whole(
+                "a value is written where the YAML does not read it (a comment): handlebars \
+                 evaluates it all the same"
+                    .to_owned(),
+            ));
         }
         Ok(Structure { docs: out })
     }
