@@ -303,6 +303,10 @@ nested:
 {{/each}}
 ",
     ),
+    (
+        "crlf",
+        "kind: T\r\nitems:\r\n{{#each list}}\r\n  - {{this}}\r\n{{/each}}\r\nname: {{name}}\r\n",
+    ),
 ];
 
 /// Templates the structure does not model, with the note each gets.
@@ -360,12 +364,18 @@ const TEXT: &[(&str, &str, &str)] = &[
          all the same",
     ),
     (
-        // Found by the fuzzer: YAML stops reading at a NUL, handlebars does not.
+        // Found by the fuzzer: YAML stops reading at a NUL, handlebars does not, and which
+        // text follows the NUL depends on the blocks.
         "nul",
         "kind: S\nname: a\u{0}b {{a}}\n",
-        "templates/nul: template `nul` renders as text, not from compiled structure: a value is \
-         written where the YAML does not read it (a comment): handlebars evaluates it all the \
-         same",
+        "templates/nul: template `nul` renders as text, not from compiled structure: it holds \
+         a NUL character, where YAML stops reading",
+    ),
+    (
+        "nul-in-block",
+        "{{#if a}}\n- x\u{0}\n{{/if}}\nb c\n",
+        "templates/nul-in-block: template `nul-in-block` renders as text, not from compiled \
+         structure: it holds a NUL character, where YAML stops reading",
     ),
     (
         "split",

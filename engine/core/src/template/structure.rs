@@ -150,7 +150,9 @@ impl Node {
             Node::Fixed { .. } => 0,
             Node::Hole(_) => 1,
             Node::Text(parts) => parts.iter().filter(|p| matches!(p, Part::Hole(_))).count(),
-            Node::Seq { items, .. } | Node::Map { items, .. } => items.iter().map(Item::holes).sum(),
+            Node::Seq { items, .. } | Node::Map { items, .. } => {
+                items.iter().map(Item::holes).sum()
+            }
         }
     }
 }
@@ -876,6 +878,19 @@ impl<'s> Layout<'s> {
             position: None,
             reason,
         };
+        // YAML stops reading at a NUL: what follows would count in one render and not in
+        // another, as blocks move it. A byte order mark counts at the start only, and a lone
+        // carriage return breaks a line for YAML (the lines here are split at `\n`).
+        if text.contains('\0') {
+            return Err(whole(
+                "it holds a NUL character, where YAML stops reading".to_owned(),
+            ));
+        }
+        if text.contains('\u{feff}') || text.replace("\r\n", "\n").contains('\r') {
+            return Err(whole(
+                "it holds a byte order mark or a carriage return without a line feed".to_owned(),
+            ));
+        }
         let lines: Vec<&str> = text.split('\n').collect();
         let mut spans = Vec::new();
         let mut open: Vec<usize> = Vec::new();
@@ -1097,8 +1112,8 @@ impl<'s> Layout<'s> {
             return Err("an entry it starts continues after it".to_owned());
         }
         let document = self.lines[lo..hi.saturating_sub(1)].iter().any(|l| {
-            let l = l.trim_end();
-            l == "---" || l == "..." || l.starts_with("--- ") || l.starts_with("... ")
+            (l.starts_with("---") || l.starts_with("..."))
+                && matches!(l.as_bytes().get(3), None | Some(b' ' | b'\t' | b'\r'))
         });
         if document {
             return Err("it holds a document marker (`---`)".to_owned());
@@ -1143,8 +1158,8 @@ impl<'s> Layout<'s> {
             let Some(doc) = doc else { continue };
             out.push(self.node(doc, &mut next)?);
         }
-        // Handlebars evaluates every value, also those the YAML never reads (in a comment,
-        // after a NUL): one that fails fails the render. The structure has no place for them.
+        // Handlebars evaluates every value, also those the YAML never reads (in a comment):
+        // one that fails fails the render. The structure has no place for them.
         let written: usize = self
             .lines
             .iter()
