@@ -464,9 +464,8 @@ pub(crate) fn evaluate_traced<'w>(
         conversions,
         &mut outcome,
         reads_clusters,
-        traced,
+        record,
     );
-    ctx.record_reads = record.reads;
     let mut results = Vec::new();
     for rule in &rules {
         results.push(ctx.run_rule(rule));
@@ -615,7 +614,7 @@ pub fn probe_rule(
         &conversions,
         &mut outcome,
         true,
-        false,
+        Record::READS,
     );
     let mut bindings = ctx.new_bindings();
     let mut notes = Vec::new();
@@ -749,7 +748,7 @@ impl<'a> EvalContext<'a> {
         conversions: &'a Conversions<'a>,
         outcome: &'a mut Outcome,
         reads_clusters: bool,
-        traced: bool,
+        record: Record,
     ) -> Self {
         let (role, member) = split_cluster(trigger.cluster);
         let self_value = conversions.trigger(trigger.object);
@@ -785,9 +784,16 @@ impl<'a> EvalContext<'a> {
             outcome,
             missing_targets: Vec::new(),
             rule_missing: Vec::new(),
-            traced,
+            traced: record.trace,
             owner: std::cell::OnceCell::new(),
-            record_reads: true,
+            record_reads: record.reads,
+        }
+    }
+
+    /// Records a read, when this evaluation records them (the key is made only then).
+    fn read(&mut self, key: impl FnOnce() -> ReadKey) {
+        if self.record_reads {
+            self.outcome.reads.insert(key());
         }
     }
 
@@ -1669,9 +1675,7 @@ impl<'a> EvalContext<'a> {
         let mut resources = Map::new();
         let mut missing = Vec::new();
         for (bind, key) in bound {
-            if self.record_reads {
-                self.outcome.reads.insert(ReadKey::Object(key.clone()));
-            }
+            self.read(|| ReadKey::Object(key.clone()));
             let observed = self.world.get_key(key);
             match observed {
                 Some(o) => {
@@ -1913,9 +1917,7 @@ impl<'a> EvalContext<'a> {
                     ) {
                         found.push((cluster, o));
                     }
-                    if self.record_reads {
-                        self.outcome.reads.insert(ReadKey::Object(key));
-                    }
+                    self.read(|| ReadKey::Object(key));
                 }
                 (Sought::Name(object_name), expr)
             }
@@ -1952,14 +1954,12 @@ impl<'a> EvalContext<'a> {
                             wanted.iter().all(|(k, v)| have.get(k) == Some(v))
                         });
                     found.extend(matching.map(|o| (cluster.as_str(), o)));
-                    if self.record_reads {
-                        self.outcome.reads.insert(ReadKey::List {
-                            cluster: cluster.clone(),
-                            api_version: lookup.api_version.clone(),
-                            kind: lookup.kind.clone(),
-                            namespace: namespace.clone(),
-                        });
-                    }
+                    self.read(|| ReadKey::List {
+                        cluster: cluster.clone(),
+                        api_version: lookup.api_version.clone(),
+                        kind: lookup.kind.clone(),
+                        namespace: namespace.clone(),
+                    });
                 }
                 (Sought::Labels(selector), expr)
             }
@@ -2257,9 +2257,7 @@ impl<'a> EvalContext<'a> {
             OutputMode::Patch => {
                 // Never created: the patch waits for its target, and its appearance
                 // re-evaluates the trigger.
-                if self.record_reads {
-                    self.outcome.reads.insert(ReadKey::Object(key.clone()));
-                }
+                self.read(|| ReadKey::Object(key.clone()));
                 let exists = self.world.get_key(&key).is_some();
                 if !exists {
                     let message = format!(

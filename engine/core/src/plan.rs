@@ -2,7 +2,7 @@
 //! state. An output desired by several triggers (a tenant's namespace) is one object, kept
 //! while any trigger still desires it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -298,28 +298,44 @@ impl CompactPlan {
 fn merge_compact(
     pack: &Pack,
     mut outcomes: Vec<Outcome>,
-    mut rendered: Vec<Vec<Compact>>,
+    rendered: Vec<Vec<Compact>>,
     mut statuses: Vec<Option<Vec<u8>>>,
 ) -> Result<CompactPlan, String> {
-    let mut merged: BTreeMap<ObjectKey, Compact> = BTreeMap::new();
+    let (rank, entries) = claim_order(
+        &outcomes,
+        |i| rendered[i].len(),
+        |i, j| &rendered[i][j].desired.key,
+    );
+    let groups: Vec<&[(usize, usize)]> = entries
+        .chunk_by(|&a, &b| rendered[a.0][a.1].desired.key == rendered[b.0][b.1].desired.key)
+        .collect();
+    let mut rendered: Vec<Vec<Option<Compact>>> = rendered
+        .into_iter()
+        .map(|r| r.into_iter().map(Some).collect())
+        .collect();
+    let mut objects = Vec::with_capacity(groups.len());
     let mut conflicts = Vec::new();
-    for i in precedence_order(&outcomes) {
-        for incoming in std::mem::take(&mut rendered[i]) {
-            match merged.get_mut(&incoming.desired.key) {
-                None => {
-                    merged.insert(incoming.desired.key.clone(), incoming);
-                }
-                Some(existing) => {
-                    let mut joined = existing.expand()?;
-                    let result = absorb(&mut joined, &incoming.expand()?);
-                    *existing = Compact::new(joined);
-                    if let Err(conflict) = result {
-                        conflicts.push(*conflict);
-                    }
-                }
+    for group in groups {
+        let mut claims = group
+            .iter()
+            .filter_map(|&(i, j)| rendered[i][j].take().map(|c| (rank[i], j, c)));
+        let Some((_, _, first)) = claims.next() else {
+            continue;
+        };
+        // Decoded only where another trigger desires the object too.
+        let mut joined: Option<DesiredObject> = None;
+        for (at, j, incoming) in claims {
+            let existing = match &mut joined {
+                Some(existing) => existing,
+                None => joined.insert(first.expand()?),
+            };
+            if let Err(conflict) = absorb(existing, &incoming.expand()?) {
+                conflicts.push(((at, j), *conflict));
             }
         }
+        objects.push(joined.map_or(first, Compact::new));
     }
+    let conflicts = in_claim_order(conflicts);
     // The statuses a conflict restates are expanded for it.
     let refused: BTreeSet<String> = conflicts
         .iter()
@@ -329,8 +345,6 @@ fn merge_compact(
         refused.contains(&o.trigger.to_string())
     })?;
     restate_conflicts(&mut outcomes, &conflicts);
-    let mut objects: Vec<Compact> = merged.into_values().collect();
-    objects.sort_by(|a, b| plan_order(&a.desired.key).cmp(&plan_order(&b.desired.key)));
     Ok(CompactPlan {
         plan: Plan {
             outcomes,
@@ -340,7 +354,7 @@ fn merge_compact(
         objects,
         statuses,
         pack: pack.name().to_string(),
-        version: pack.version().to_string(),
+        version: pack.version_text.clone(),
     })
 }
 
@@ -371,31 +385,20 @@ fn expand_statuses(
 /// ([`crate::evaluate::Precedence`]) is kept, and the others' `Synced` turns False with
 /// reason `Conflict`.
 pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
-    // Every desired object, in the plan's order (per cluster, cluster-scoped objects first,
-    // so the printed stream applies in order with `kubectl apply -f -`), the versions of one
-    // object together in the order their triggers claim it.
-    let mut rank = vec![0; outcomes.len()];
-    for (position, i) in precedence_order(&outcomes).into_iter().enumerate() {
-        rank[i] = position;
-    }
-    let mut entries: Vec<(usize, usize)> = outcomes
-        .iter()
-        .enumerate()
-        .flat_map(|(i, o)| (0..o.desired.len()).map(move |j| (i, j)))
+    let (rank, entries) = claim_order(
+        &outcomes,
+        |i| outcomes[i].desired.len(),
+        |i, j| &outcomes[i].desired[j].key,
+    );
+    let groups: Vec<&[(usize, usize)]> = entries
+        .chunk_by(|&a, &b| outcomes[a.0].desired[a.1].key == outcomes[b.0].desired[b.1].key)
         .collect();
-    entries.sort_by(|&(ai, aj), &(bi, bj)| {
-        let (a, b) = (&outcomes[ai].desired[aj].key, &outcomes[bi].desired[bj].key);
-        plan_order(a)
-            .cmp(&plan_order(b))
-            .then(rank[ai].cmp(&rank[bi]))
-            .then(aj.cmp(&bj))
-    });
-    let mut objects = Vec::new();
-    // Each conflict with the place of the refused version, to list them as the triggers
-    // claim their objects.
-    let mut conflicts: Vec<((usize, usize), Conflict)> = Vec::new();
-    let mut next = entries.iter().peekable();
-    while let Some(&(i, j)) = next.next() {
+    let mut objects = Vec::with_capacity(groups.len());
+    let mut conflicts = Vec::new();
+    for group in groups {
+        let Some((&(i, j), others)) = group.split_first() else {
+            continue;
+        };
         // The first claim's version moves into the plan whole; the outcome keeps its key.
         let claimed = &mut outcomes[i].desired[j];
         let stub = DesiredObject {
@@ -407,28 +410,56 @@ pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
             mode: claimed.mode,
         };
         let mut merged = std::mem::replace(claimed, stub);
-        while let Some(&&(i, j)) = next.peek() {
+        for &(i, j) in others {
             let incoming = &mut outcomes[i].desired[j];
-            if incoming.key != merged.key {
-                break;
-            }
             if let Err(conflict) = absorb(&mut merged, incoming) {
                 conflicts.push(((rank[i], j), *conflict));
             }
             incoming.object = Value::Null;
-            next.next();
         }
         stamp_merged(pack.name(), &pack.version_text, &mut merged);
         objects.push(merged);
     }
-    conflicts.sort_by_key(|(at, _)| *at);
-    let conflicts: Vec<Conflict> = conflicts.into_iter().map(|(_, c)| c).collect();
+    let conflicts = in_claim_order(conflicts);
     restate_conflicts(&mut outcomes, &conflicts);
     Plan {
         outcomes,
         objects,
         conflicts,
     }
+}
+
+/// The order a merge takes desired objects in: every (trigger, object) pair, `len(i)`
+/// objects for trigger `i`, sorted by the plan's order of `key(i, j)` (per cluster,
+/// cluster-scoped objects first, so the printed stream applies in order with `kubectl apply
+/// -f -`), the pairs of one object in the order their triggers claim it; with each trigger's
+/// rank in that claim order.
+fn claim_order<'k>(
+    outcomes: &[Outcome],
+    len: impl Fn(usize) -> usize,
+    key: impl Fn(usize, usize) -> &'k ObjectKey,
+) -> (Vec<usize>, Vec<(usize, usize)>) {
+    let mut rank = vec![0; outcomes.len()];
+    for (position, i) in precedence_order(outcomes).into_iter().enumerate() {
+        rank[i] = position;
+    }
+    let mut entries: Vec<(usize, usize)> = (0..outcomes.len())
+        .flat_map(|i| (0..len(i)).map(move |j| (i, j)))
+        .collect();
+    entries.sort_by(|&(ai, aj), &(bi, bj)| {
+        plan_order(key(ai, aj))
+            .cmp(&plan_order(key(bi, bj)))
+            .then(rank[ai].cmp(&rank[bi]))
+            .then(aj.cmp(&bj))
+    });
+    (rank, entries)
+}
+
+/// Conflicts, each with the claim rank and place of its refused version, as the triggers
+/// claim their objects.
+fn in_claim_order(mut conflicts: Vec<((usize, usize), Conflict)>) -> Vec<Conflict> {
+    conflicts.sort_by_key(|(at, _)| *at);
+    conflicts.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Turns `Synced` False on every trigger whose version of an object the merge refused,

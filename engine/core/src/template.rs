@@ -63,11 +63,20 @@
 //! blocks nested more than 64 deep in a file, expressions nested more than 32 deep, any cycle
 //! of partials (`template::recursion`, naming the cycle), more than 100 levels of blocks and
 //! partials along one render, and more than 1,000 partial expansions in one render
-//! (`template::depth`). See `limits`.
+//! (`template::depth`). Handlebars' parse is quadratic in a file's tags, so the parsing work
+//! of a set's templates together is bounded too. See `limits`.
+//!
+//! # Compiled structure
+//!
+//! The text described above is the reference. Templates render, when they can, from their
+//! compiled structure instead (see `structure` and `fill`): the YAML tree the text would
+//! parse into, with its values and blocks as nodes, filled without writing or parsing text.
+//! The fill gives up wherever the text would fail, so results and errors are the text's;
+//! what cannot be compiled renders as text ([`TemplateSet::text_rendered`] says which).
 //!
 //! # Parsing once
 //!
-//! The rendered text holds template source and tokens only, so renders that take the same
+//! When a template renders as text, the rendered text holds template source and tokens only, so renders that take the same
 //! branches and iterate the same number of times produce the same text whatever the values.
 //! Each distinct text is parsed once into a skeleton (see `skeleton`) that later renders of
 //! that text fill with their values, giving exactly what parsing would; text that does not
@@ -309,11 +318,7 @@ impl<'a> RenderContext<'a> {
                 },
                 Some((_, held)) => Ok(Some((held.value(), false))),
             },
-            Root::Whole(Value::Array(items)) => Ok(items
-                .get(name.parse::<usize>().map_err(|_| fill::Fail)?)
-                .map(|v| (v, false))),
-            Root::Whole(Value::Object(map)) => Ok(map.get(name).map(|v| (v, false))),
-            Root::Whole(_) => Ok(None),
+            Root::Whole(value) => Ok(fill::step(value, name)?.map(|v| (v, false))),
         }
     }
 
@@ -545,22 +550,28 @@ impl TemplateSet {
                 ));
             }
         };
-        if let Some(Ok(structure)) = self.structures().get(name) {
-            let filler = fill::Filler::new(context, self.decider.as_ref());
-            if let Ok(documents) = filler.documents(structure) {
-                // Debug builds (the tests) check the structure against the text, unless that
-                // would ask the decision tables twice.
-                #[cfg(debug_assertions)]
-                if !filler.decided() {
-                    self.assert_agrees(name, file, context, &documents);
-                }
-                return Ok(documents);
+        if let Some((documents, decided)) = self.fill(name, context) {
+            // Debug builds (the tests) check the structure against the text, unless that
+            // would ask the decision tables twice.
+            if cfg!(debug_assertions) && !decided {
+                self.assert_agrees(name, file, context, &documents);
             }
+            return Ok(documents);
         }
         self.render_text(name, file, context)
     }
 
-    #[cfg(debug_assertions)]
+    /// Template `name` filled from its structure, and whether that asked the decision
+    /// tables; `None` without a structure or where the text must render.
+    fn fill(&self, name: &str, context: &RenderContext<'_>) -> Option<(Vec<Value>, bool)> {
+        let Some(Ok(structure)) = self.structures().get(name) else {
+            return None;
+        };
+        let filler = fill::Filler::new(context, self.decider.as_ref());
+        let documents = filler.documents(structure).ok()?;
+        Some((documents, filler.decided()))
+    }
+
     fn assert_agrees(
         &self,
         name: &str,
@@ -616,13 +627,8 @@ impl TemplateSet {
     /// two renders.
     #[must_use]
     pub fn render_structured(&self, name: &str, context: &Value) -> Option<Vec<Value>> {
-        let Some(Ok(structure)) = self.structures().get(name) else {
-            return None;
-        };
-        let context = RenderContext::of(context);
-        fill::Filler::new(&context, self.decider.as_ref())
-            .documents(structure)
-            .ok()
+        self.fill(name, &RenderContext::of(context))
+            .map(|(documents, _)| documents)
     }
 
     /// Whether template `name` renders from compiled structure (else as text).

@@ -55,6 +55,14 @@ impl Got<'_> {
         }
     }
 
+    /// As one of Switchyard's helpers takes it.
+    fn arg(&self) -> Arg<'_> {
+        Arg {
+            value: self.value(),
+            missing: self.missing(),
+        }
+    }
+
     /// As a block parameter or a partial's argument: a value, null when missing.
     fn present(self) -> Self {
         match self {
@@ -113,7 +121,6 @@ impl<'a> Filler<'a> {
     }
 
     /// Whether the render asked the decision tables (`decide`).
-    #[cfg(debug_assertions)]
     pub(super) fn decided(&self) -> bool {
         self.decided.get()
     }
@@ -265,14 +272,12 @@ impl<'a> Filler<'a> {
                     params.push((&**name, value.clone()));
                 }
                 let locals = innermost(frames).locals.clone();
-                frames.push(Frame {
+                let frame = Frame {
                     base: Base::Got(value),
                     params,
                     locals,
-                });
-                let result = self.items(then, frames, sink);
-                frames.pop();
-                result
+                };
+                self.items_in(frame, then, frames, sink)
             }
             BlockKind::Each => match iteration(first) {
                 Some((elements, keys)) => self.each(site, then, elements, keys, frames, sink),
@@ -306,7 +311,7 @@ impl<'a> Filler<'a> {
                     params.push((&**key_name, key_value));
                 }
             }
-            frames.push(Frame {
+            let frame = Frame {
                 base: Base::Got(element),
                 params,
                 locals: Locals {
@@ -315,12 +320,24 @@ impl<'a> Filler<'a> {
                     index: Some(i),
                     key,
                 },
-            });
-            let result = self.items(then, frames, sink);
-            frames.pop();
-            result?;
+            };
+            self.items_in(frame, then, frames, sink)?;
         }
         Ok(())
+    }
+
+    /// `items` in a block context of their own.
+    fn items_in(
+        &self,
+        frame: Frame<'a>,
+        items: &'a [Item],
+        frames: &mut Vec<Frame<'a>>,
+        sink: &mut Sink<'_>,
+    ) -> Result<(), Fail> {
+        frames.push(frame);
+        let result = self.items(items, frames, sink);
+        frames.pop();
+        result
     }
 
     fn partial(
@@ -345,14 +362,12 @@ impl<'a> Filler<'a> {
             Base::Merged(Rc::new((base, hash.clone())))
         };
         let locals = innermost(frames).locals.clone();
-        frames.push(Frame {
+        let frame = Frame {
             base,
             params: hash,
             locals,
-        });
-        let result = self.items(items, frames, sink);
-        frames.pop();
-        result
+        };
+        self.items_in(frame, items, frames, sink)
     }
 
     fn all(&self, exprs: &'a [Expr], frames: &[Frame<'a>]) -> Result<Vec<Got<'a>>, Fail> {
@@ -528,62 +543,33 @@ impl<'a> Filler<'a> {
             CallHelper::Lookup => {
                 let collection = params.first().ok_or(Fail)?;
                 let index = params.get(1).ok_or(Fail)?;
-                let found = match collection {
-                    Got::Ref(Value::Array(items)) => index
-                        .value()
-                        .as_u64()
-                        .and_then(|u| usize::try_from(u).ok())
-                        .and_then(|u| items.get(u))
-                        .map(Got::Ref),
-                    Got::Ref(Value::Object(map)) => index
-                        .value()
-                        .as_str()
-                        .and_then(|k| map.get(k))
-                        .map(Got::Ref),
-                    Got::Own(v) => match &**v {
+                let found = part(collection, |c| {
+                    Ok(match c {
                         Value::Array(items) => index
                             .value()
                             .as_u64()
                             .and_then(|u| usize::try_from(u).ok())
-                            .and_then(|u| items.get(u))
-                            .map(|v| Got::Own(Rc::new(v.clone()))),
-                        Value::Object(map) => index
-                            .value()
-                            .as_str()
-                            .and_then(|k| map.get(k))
-                            .map(|v| Got::Own(Rc::new(v.clone()))),
+                            .and_then(|u| items.get(u)),
+                        Value::Object(map) => index.value().as_str().and_then(|k| map.get(k)),
                         _ => None,
-                    },
-                    _ => None,
-                };
+                    })
+                })?;
                 // Strict mode: a lookup that finds nothing is an error.
-                found.ok_or(Fail)
+                match found {
+                    Got::Missing => Err(Fail),
+                    got => Ok(got),
+                }
             }
-            CallHelper::Own(helper) => {
-                let params: Vec<Arg<'_>> = params
-                    .iter()
-                    .map(|p| Arg {
-                        value: p.value(),
-                        missing: p.missing(),
-                    })
-                    .collect();
-                let hash: Vec<(&str, Arg<'_>)> = hash
-                    .iter()
-                    .map(|(k, p)| {
-                        (
-                            *k,
-                            Arg {
-                                value: p.value(),
-                                missing: p.missing(),
-                            },
-                        )
-                    })
-                    .collect();
+            CallHelper::Own { helper, decides } => {
+                let params: Vec<Arg<'_>> = params.iter().map(Got::arg).collect();
+                let hash: Vec<(&str, Arg<'_>)> = hash.iter().map(|(k, p)| (*k, p.arg())).collect();
                 let args = Args {
                     params: &params,
                     hash: &hash,
                 };
-                self.decided.set(true);
+                if decides {
+                    self.decided.set(true);
+                }
                 match helper(&args, self.decider) {
                     Ok(value) => Ok(Got::Own(Rc::new(value))),
                     Err(_) => Err(Fail),
@@ -632,31 +618,29 @@ fn navigate<'a>(got: Got<'a>, names: &[Box<str>]) -> Result<Got<'a>, Fail> {
     if names.is_empty() {
         return Ok(got);
     }
-    match got {
-        Got::Missing => Ok(Got::Missing),
-        Got::Ref(mut value) => {
-            for name in names {
-                match step(value, name)? {
-                    Some(next) => value = next,
-                    None => return Ok(Got::Missing),
-                }
-            }
-            Ok(Got::Ref(value))
-        }
-        Got::Own(root) => {
-            let mut value: &Value = &root;
-            for name in names {
-                match step(value, name)? {
-                    Some(next) => value = next,
-                    None => return Ok(Got::Missing),
-                }
-            }
-            Ok(Got::Own(Rc::new(value.clone())))
-        }
-    }
+    part(&got, |value| {
+        names.iter().try_fold(Some(value), |at, name| {
+            at.map_or(Ok(None), |v| step(v, name))
+        })
+    })
 }
 
-fn step<'v>(value: &'v Value, name: &str) -> Result<Option<&'v Value>, Fail> {
+/// What `pick` finds inside `got`'s value: borrowed where `got` is, else a copy; missing
+/// where it finds nothing.
+fn part<'a>(
+    got: &Got<'a>,
+    pick: impl for<'v> Fn(&'v Value) -> Result<Option<&'v Value>, Fail>,
+) -> Result<Got<'a>, Fail> {
+    Ok(match got {
+        Got::Missing => Got::Missing,
+        Got::Ref(value) => pick(value)?.map_or(Got::Missing, Got::Ref),
+        Got::Own(value) => pick(value)?.map_or(Got::Missing, |v| Got::Own(Rc::new(v.clone()))),
+    })
+}
+
+/// One segment of a path, as handlebars' `get_data` reads it: a list takes an index
+/// (anything else is an error), a map a key, other values nothing.
+pub(super) fn step<'v>(value: &'v Value, name: &str) -> Result<Option<&'v Value>, Fail> {
     Ok(match value {
         Value::Array(items) => items.get(name.parse::<usize>().map_err(|_| Fail)?),
         Value::Object(map) => map.get(name),
@@ -671,7 +655,7 @@ fn canonical_index(name: &str) -> Option<usize> {
 }
 
 /// Handlebars' truthiness (`JsonTruthy`).
-pub(super) fn truthy(value: &Value, include_zero: bool) -> bool {
+fn truthy(value: &Value, include_zero: bool) -> bool {
     match value {
         Value::Bool(b) => *b,
         Value::Number(n) => {

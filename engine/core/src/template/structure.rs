@@ -18,12 +18,17 @@
 //!    not structural.
 //! 3. The text is parsed twice, with the marker lines as comments and without them: the two
 //!    must agree, so no marker sits inside a multi-line scalar. The first parse keeps lines.
+//!    Text YAML reads unlike its lines (a NUL, where it stops; a byte order mark; a lone
+//!    carriage return) is not structural.
 //! 4. Each block's part (body, inverse) must cover whole entries of one block collection: every
 //!    node that starts between its markers lies in a run of consecutive entries of one
 //!    mapping or sequence (not a flow one), and those entries end before its closing marker;
 //!    no document marker lies in it. Repeating or leaving out such a run of entries changes
 //!    that collection only, which is what the structure does. A collection left with no
 //!    entries is null, as `key:` with nothing under it is in YAML.
+//! 5. Every value written lands in the tree: handlebars evaluates a `{{…}}` in a YAML comment
+//!    too, and fails on it as on any other.
+//! 6. The template, partials included, expands to at most 16 MiB of text.
 //!
 //! What fails a step renders as text (see `TemplateSet::render_in`), and `switchyard check`
 //! notes which template, and why.
@@ -90,7 +95,12 @@ pub(super) enum CallHelper {
     Not,
     Len,
     Lookup,
-    Own(OwnHelper),
+    /// One of Switchyard's helpers; `decides`: it is `decide`, which asks the decision
+    /// tables.
+    Own {
+        helper: OwnHelper,
+        decides: bool,
+    },
 }
 
 /// The block helpers a structure has nodes for.
@@ -206,6 +216,32 @@ pub(super) struct Unstructured {
     pub(super) reason: String,
 }
 
+impl Unstructured {
+    /// About the template as a whole (no position).
+    fn whole(file: &str, reason: impl Into<String>) -> Self {
+        Unstructured {
+            file: file.to_owned(),
+            position: None,
+            reason: reason.into(),
+        }
+    }
+
+    /// About the block or partial `site` (the template as a whole when there is none),
+    /// `reason` following `the block here`.
+    fn at_site(sites: &[Site], site: Option<usize>, file: &str, reason: &str) -> Self {
+        let (file, position, what) = match site.and_then(|s| sites.get(s)) {
+            Some(Site::Block(_, f, p)) => (f.clone(), Some(*p), "the block here"),
+            Some(Site::Partial(_, f, p)) => (f.clone(), Some(*p), "the partial here"),
+            _ => (file.to_owned(), None, "a block"),
+        };
+        Unstructured {
+            file,
+            position,
+            reason: format!("{what} {reason}"),
+        }
+    }
+}
+
 /// What a marker, a token or a block's lines refer to.
 enum Site {
     Hole(Arc<Expr>),
@@ -274,15 +310,11 @@ impl<'a> Compiler<'a> {
     /// The structure of template `name`, or why it has none.
     pub(super) fn compile(&self, name: &str) -> Result<Structure, Unstructured> {
         let file = self.files.get(name).map_or(name, String::as_str);
-        let whole = |reason: &str| Unstructured {
-            file: file.to_owned(),
-            position: None,
-            reason: reason.to_owned(),
-        };
+        let whole = |reason: &str| Unstructured::whole(file, reason);
         if let Some(refused) = self.refused.get(name) {
             return Err(refused.clone());
         }
-        if self.expanded(name, &mut HashMap::new(), 0) > MAX_MARKER_TEXT {
+        if self.expanded(name, &mut HashMap::new(), 0).0 > MAX_MARKER_TEXT {
             return Err(whole(&format!(
                 "with its partials it expands to more than {} MiB",
                 MAX_MARKER_TEXT >> 20
@@ -318,13 +350,10 @@ impl<'a> Compiler<'a> {
                 position: Some(pos),
                 reason: reason.to_owned(),
             };
-            // Marker templates keep no positions: they never fail on data.
-            let push = |out: &mut Template, element: TemplateElement| {
-                out.elements.push(element);
-            };
+            // Marker templates keep no positions (`mapping`): they never fail on data.
             match element {
                 TemplateElement::RawString(_) | TemplateElement::Comment(_) => {
-                    push(&mut out, element.clone());
+                    out.elements.push(element.clone());
                 }
                 TemplateElement::Expression(ht) => {
                     if !matches!(&ht.name, Parameter::Name(n) if n == VALUE_HELPER) {
@@ -340,7 +369,8 @@ impl<'a> Compiler<'a> {
                         "{TOKEN_PREFIX}{site}__"
                     )))];
                     marked.hash.clear();
-                    push(&mut out, TemplateElement::Expression(Box::new(marked)));
+                    out.elements
+                        .push(TemplateElement::Expression(Box::new(marked)));
                 }
                 TemplateElement::HelperBlock(ht) => {
                     let name = match &ht.name {
@@ -349,9 +379,8 @@ impl<'a> Compiler<'a> {
                     };
                     if name == "raw" {
                         if let Some(inner) = &ht.template {
-                            for element in self.rewrite(inner, file, pos)?.elements {
-                                push(&mut out, element);
-                            }
+                            out.elements
+                                .extend(self.rewrite(inner, file, pos)?.elements);
                         }
                         continue;
                     }
@@ -364,19 +393,16 @@ impl<'a> Compiler<'a> {
                     };
                     let block = compile_block(kind, ht).map_err(|r| refuse(&r))?;
                     let site = self.add(Site::Block(Arc::new(block), file.to_owned(), pos));
-                    push(&mut out, marker('o', site));
+                    out.elements.push(marker('o', site));
                     if let Some(body) = &ht.template {
-                        for element in self.rewrite(body, file, pos)?.elements {
-                            push(&mut out, element);
-                        }
+                        out.elements.extend(self.rewrite(body, file, pos)?.elements);
                     }
-                    push(&mut out, marker('e', site));
+                    out.elements.push(marker('e', site));
                     if let Some(inverse) = &ht.inverse {
-                        for element in self.rewrite(inverse, file, pos)?.elements {
-                            push(&mut out, element);
-                        }
+                        out.elements
+                            .extend(self.rewrite(inverse, file, pos)?.elements);
                     }
-                    push(&mut out, marker('c', site));
+                    out.elements.push(marker('c', site));
                 }
                 TemplateElement::PartialExpression(dt) => {
                     let named = match &dt.name {
@@ -403,9 +429,10 @@ impl<'a> Compiler<'a> {
                     let mut call = (**dt).clone();
                     call.params.clear();
                     call.hash.clear();
-                    push(&mut out, marker('o', site));
-                    push(&mut out, TemplateElement::PartialExpression(Box::new(call)));
-                    push(&mut out, marker('c', site));
+                    out.elements.push(marker('o', site));
+                    out.elements
+                        .push(TemplateElement::PartialExpression(Box::new(call)));
+                    out.elements.push(marker('c', site));
                 }
                 TemplateElement::PartialBlock(_) => {
                     return Err(refuse("a partial block (`{{#> …}}`)"));
@@ -419,18 +446,9 @@ impl<'a> Compiler<'a> {
         Ok(out)
     }
 
-    /// How many bytes template `name` expands to, partials included (saturating: a cycle or
-    /// an unknown partial counts as too much, rendering fails on it anyway).
+    /// How many bytes and lines template `name` expands to, partials included (saturating:
+    /// a cycle or an unknown partial counts as too much, rendering fails on it anyway).
     fn expanded(
-        &self,
-        name: &str,
-        memo: &mut HashMap<String, (usize, usize)>,
-        depth: usize,
-    ) -> usize {
-        self.expanded_lines(name, memo, depth).0
-    }
-
-    fn expanded_lines(
         &self,
         name: &str,
         memo: &mut HashMap<String, (usize, usize)>,
@@ -447,7 +465,7 @@ impl<'a> Compiler<'a> {
         }
         let (mut bytes, mut lines) = (*bytes, *lines);
         for (callee, indent) in calls {
-            let (b, l) = self.expanded_lines(callee, memo, depth + 1);
+            let (b, l) = self.expanded(callee, memo, depth + 1);
             bytes = bytes
                 .saturating_add(b)
                 .saturating_add(l.saturating_mul(*indent));
@@ -573,7 +591,10 @@ fn compile_expr(p: &Parameter) -> Result<Expr, String> {
                 "len" => CallHelper::Len,
                 "lookup" => CallHelper::Lookup,
                 other => match own_helper(other) {
-                    Some(f) => CallHelper::Own(f),
+                    Some(helper) => CallHelper::Own {
+                        helper,
+                        decides: other == "decide",
+                    },
                     None => return Err(format!("the helper `{other}` as a value")),
                 },
             };
@@ -873,11 +894,7 @@ struct Layout<'s> {
 
 impl<'s> Layout<'s> {
     fn new(sites: &'s [Site], file: &'s str, text: &'s str) -> Result<Self, Unstructured> {
-        let whole = |reason: String| Unstructured {
-            file: file.to_owned(),
-            position: None,
-            reason,
-        };
+        let whole = |reason: String| Unstructured::whole(file, reason);
         // YAML stops reading at a NUL: what follows would count in one render and not in
         // another, as blocks move it. A byte order mark counts at the start only, and a lone
         // carriage return breaks a line for YAML (the lines here are split at `\n`).
@@ -1184,25 +1201,13 @@ impl<'s> Layout<'s> {
     }
 
     fn refuse(&self, span: usize, reason: &str) -> Unstructured {
-        let (file, position, what) = match self.spans.get(span).and_then(|s| self.sites.get(s.site))
-        {
-            Some(Site::Block(_, f, p)) => (f.clone(), Some(*p), "the block"),
-            Some(Site::Partial(_, f, p)) => (f.clone(), Some(*p), "the partial"),
-            _ => (self.file.to_owned(), None, "a block"),
-        };
-        Unstructured {
-            file,
-            position,
-            reason: format!("{what} here does not wrap whole YAML entries: {reason}"),
-        }
+        let site = self.spans.get(span).map(|s| s.site);
+        let reason = format!("does not wrap whole YAML entries: {reason}");
+        Unstructured::at_site(self.sites, site, self.file, &reason)
     }
 
     fn whole(&self, reason: String) -> Unstructured {
-        Unstructured {
-            file: self.file.to_owned(),
-            position: None,
-            reason,
-        }
+        Unstructured::whole(self.file, reason)
     }
 
     /// Converts a parsed node; `next` counts collections in the order `index` numbered them.
@@ -1356,14 +1361,5 @@ fn not_on_own_lines(sites: &[Site], file: &str, open: Option<usize>, line: &str)
         .and_then(|rest| rest.split("__").next())
         .and_then(|n| n.parse::<usize>().ok())
         .or(open);
-    let (file, position, what) = match named.and_then(|s| sites.get(s)) {
-        Some(Site::Block(_, f, p)) => (f.clone(), Some(*p), "the block here"),
-        Some(Site::Partial(_, f, p)) => (f.clone(), Some(*p), "the partial here"),
-        _ => (file.to_owned(), None, "a block"),
-    };
-    Unstructured {
-        file,
-        position,
-        reason: format!("{what} does not stand on lines of its own"),
-    }
+    Unstructured::at_site(sites, named, file, "does not stand on lines of its own")
 }
