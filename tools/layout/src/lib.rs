@@ -124,8 +124,8 @@ pub fn graph(crate_dir: &Path) -> Result<Graph, LayoutError> {
         let child_dir = root.parent().map(Path::to_path_buf).unwrap_or_default();
         discover(&mut modules, &root, Vec::new(), &child_dir)?;
         for (file, base, syntax) in &modules.parsed {
-            let relative = relative(crate_dir, file);
-            graph.files.insert(relative.clone());
+            let from = relative(crate_dir, file);
+            graph.files.insert(from.clone());
             let mut visitor = Imports {
                 modules: &modules,
                 stack: vec![base.clone()],
@@ -141,7 +141,7 @@ pub fn graph(crate_dir: &Path) -> Result<Graph, LayoutError> {
                 }
                 graph
                     .edges
-                    .entry((relative.clone(), relative(crate_dir, target)))
+                    .entry((from.clone(), relative(crate_dir, target)))
                     .or_insert(line);
             }
         }
