@@ -1,14 +1,28 @@
-//! What a compiled expression reads, found by walking the `cel` AST.
+//! What a compiled expression reads ([`References`]), how deep it nests, and which of its
+//! calls are outside the environment, found by walking the `cel` AST.
 
 use std::collections::BTreeSet;
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 
-use crate::References;
-use crate::env::{CustomFunction, FULL_REGISTRY};
+use crate::builtins::FULL_REGISTRY;
 use crate::environment::{CelEnvironment, GATED_MACROS};
-use crate::registry::Registry;
+use crate::registry::{CustomFunction, Registry};
+
+/// What an expression reads: root variables, and `root.field` selections (such as
+/// `vars.namespace`) so the engine can order variables and lookups by dependency.
+///
+/// `variables` are the free identifiers: comprehension variables (`c` in
+/// `x.exists(c, c.y)`) are not, nor are function namespaces (`optional` in
+/// `optional.of(x)`). `selections` has `(root, field)` for every field selected directly on
+/// a free identifier: `vars.namespace`, `has(vars.x)`, `vars.?x`, and the index forms
+/// `vars['x']` and `vars[?'x']` with a string literal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct References {
+    pub variables: BTreeSet<String>,
+    pub selections: BTreeSet<(String, String)>,
+}
 
 /// What decides whether a call is in the environment.
 pub(crate) struct Gate<'a> {

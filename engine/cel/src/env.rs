@@ -1,27 +1,23 @@
+//! The environment ([`Env`]) and its programs: compiling an expression (parse, check that its
+//! calls are in the environment, plan) into a [`Program`], and evaluating a program with the
+//! variables of an [`Activation`] under the cost limits.
+
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use cel::common::ast::SourceInfo;
 
-use crate::analysis::{Gate, analyse};
+use crate::analysis::{Gate, References, analyse};
+use crate::builtins::FULL_REGISTRY;
 use crate::environment::CelEnvironment;
 use crate::environment::Library;
-use crate::error::{compile_error, position_of_byte};
+use crate::error::{CompileError, EvalError, compile_error, position_of_byte};
 use crate::eval::{Cx, Scope, eval, to_eval_error};
 use crate::plan::{Lowering, Plan};
-use crate::registry::Registry;
-use crate::{CompileError, EvalError, Value};
-
-/// A function the engine adds to the environment (for example `decide`, which reads the
-/// pack's decision tables). Arguments and result cross as JSON (see [`Value::to_json`]).
-///
-/// It is called with the arguments the expression passes, however many: `f()`, `f(a)` and
-/// `f(a, b)` all call it, as does `a.f(b)`, with `a` as the first argument. An `Err` fails
-/// the evaluation with the message `name: error`.
-pub type CustomFunction =
-    Arc<dyn Fn(&[serde_json::Value]) -> Result<serde_json::Value, String> + Send + Sync>;
+use crate::registry::{CustomFunction, Registry};
+use crate::value::Value;
 
 /// Expressions longer than this many operators are refused (see [`Env::compile`]).
 pub const MAX_OPERATORS: usize = 1000;
@@ -358,33 +354,6 @@ fn parser_for(environment: &CelEnvironment) -> Result<cel::Env, cel::Declaration
     Ok(parser)
 }
 
-/// Every built-in function and library type the engine implements: the standard library,
-/// the Kubernetes libraries and the extensions, each overload tagged with its library. The
-/// cost estimator reads the same registry.
-pub(crate) fn builtin_registry() -> Registry {
-    let mut registry = Registry::default();
-    crate::stdlib::register(&mut registry);
-    registry.add_all(
-        crate::math::overloads()
-            .into_iter()
-            .map(|o| o.in_library(Library::Math)),
-    );
-    registry.add_all(
-        crate::encoders::overloads()
-            .into_iter()
-            .map(|o| o.in_library(Library::Encoders)),
-    );
-    registry.add_all(crate::k8s::overloads());
-    for t in crate::k8s::types() {
-        registry.add_type(t);
-    }
-    registry
-}
-
-/// [`builtin_registry`], built once: what every environment filters, and what the
-/// compiler looks in for the library of a function an environment does not have.
-pub(crate) static FULL_REGISTRY: LazyLock<Registry> = LazyLock::new(builtin_registry);
-
 fn build(
     custom: &[(String, CustomFunction)],
     environment: &CelEnvironment,
@@ -492,20 +461,6 @@ pub struct Program {
     limit: u64,
     /// The stack an evaluation wants left before it starts.
     red_zone: usize,
-}
-
-/// What an expression reads: root variables, and `root.field` selections (such as
-/// `vars.namespace`) so the engine can order variables and lookups by dependency.
-///
-/// `variables` are the free identifiers: comprehension variables (`c` in
-/// `x.exists(c, c.y)`) are not, nor are function namespaces (`optional` in
-/// `optional.of(x)`). `selections` has `(root, field)` for every field selected directly on
-/// a free identifier: `vars.namespace`, `has(vars.x)`, `vars.?x`, and the index forms
-/// `vars['x']` and `vars[?'x']` with a string literal.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct References {
-    pub variables: BTreeSet<String>,
-    pub selections: BTreeSet<(String, String)>,
 }
 
 impl std::fmt::Debug for Program {

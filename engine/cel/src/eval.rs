@@ -15,19 +15,27 @@
 //! read (`limits::equality_work`); what values are built, what work is quadratic and what
 //! regular expressions are compiled are charged too, and built values are bounded (see
 //! `limits.rs`).
+//!
+//! This file and `plan.rs` import each other, the only two files of the crate that do,
+//! because the interpreter recurses through both: the evaluator walks the nodes `plan.rs`
+//! defines, and lowering evaluates each node whose operands are constants with
+//! [`eval_constant`] (constant folding). The other files they import are below them: none
+//! imports `eval.rs` or `plan.rs`.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::EvalError;
+use crate::conversions;
+use crate::error::EvalError;
 use crate::limits;
 use crate::plan::{
     AddChain, Builtin, Call, CustomCall, Fold, Kind, Loop, LoopKind, Node, Op, Qualified,
 };
 use crate::registry::Cost;
-use crate::stdlib;
-use crate::value::{Duration, Key, Map, Timestamp, Value, compare, equals};
+use crate::value::{
+    Duration, Key, Map, Timestamp, Value, compare, duration_in_range, equals, timestamp_in_range,
+};
 
 /// Why an evaluation stopped: the message, the node it happened at, and whether it is a
 /// passed cost limit (which no operator absorbs).
@@ -482,15 +490,6 @@ fn negate(v: &Value) -> Result<Value, String> {
 
 const OVERFLOW: &str = "integer overflow";
 
-pub(crate) fn timestamp_in_range(ts: &Timestamp) -> bool {
-    // 0001-01-01T00:00:00Z ..= 9999-12-31T23:59:59.999999999Z
-    (-62_135_596_800..=253_402_300_799).contains(&ts.timestamp())
-}
-
-pub(crate) fn duration_in_range(d: &Duration) -> bool {
-    d.num_nanoseconds().is_some()
-}
-
 fn timestamp_result(ts: Option<Timestamp>) -> Result<Value, String> {
     match ts {
         Some(ts) if timestamp_in_range(&ts) => Ok(Value::Timestamp(ts)),
@@ -866,9 +865,9 @@ fn builtin<'a>(
             };
             Value::Bool(matched)
         }
-        Builtin::ToInt => stdlib::to_int(x).map_err(|m| fail(id, m))?,
-        Builtin::ToUint => stdlib::to_uint(x).map_err(|m| fail(id, m))?,
-        Builtin::ToDouble => stdlib::to_double(x).map_err(|m| fail(id, m))?,
+        Builtin::ToInt => conversions::to_int(x).map_err(|m| fail(id, m))?,
+        Builtin::ToUint => conversions::to_uint(x).map_err(|m| fail(id, m))?,
+        Builtin::ToDouble => conversions::to_double(x).map_err(|m| fail(id, m))?,
         Builtin::ToString => {
             if let Value::String(_) = x {
                 return Ok(values.into_iter().next().unwrap_or(Cow::Owned(Value::Null)));
@@ -877,15 +876,15 @@ fn builtin<'a>(
                 // A copy: 1 per 10 bytes, as the value built.
                 cx.charge(size_cost(x), id)?;
             }
-            stdlib::to_string(x).map_err(|m| fail(id, m))?
+            conversions::to_string(x).map_err(|m| fail(id, m))?
         }
-        Builtin::ToBool => stdlib::to_bool(x).map_err(|m| fail(id, m))?,
+        Builtin::ToBool => conversions::to_bool(x).map_err(|m| fail(id, m))?,
         Builtin::ToBytes => {
             if let Value::String(_) = x {
                 // A copy: 1 per 10 bytes, as the value built.
                 cx.charge(size_cost(x), id)?;
             }
-            stdlib::to_bytes(x).map_err(|m| fail(id, m))?
+            conversions::to_bytes(x).map_err(|m| fail(id, m))?
         }
         Builtin::Dyn => return Ok(values.into_iter().next().unwrap_or(Cow::Owned(Value::Null))),
         Builtin::TypeOf => Value::Type(x.cel_type()),

@@ -27,6 +27,11 @@
 //! bound into every evaluation by cloning an `Arc`, and comprehensions iterate over
 //! borrowed elements. Maps iterate in key order.
 //!
+//! `plan.rs` and `eval.rs` import each other, as the interpreter recurses: the evaluator
+//! walks the plan's nodes, and lowering evaluates each node whose operands are constants
+//! (constant folding). They are the only two files of the crate that do; every other
+//! import goes one way (see the module map below).
+//!
 //! # Functions
 //!
 //! [`Env::new`] with [`CelEnvironment::all`] has what follows; an environment has the
@@ -100,9 +105,55 @@
 //! (1,000,000 by default) or the activation's budget. The units bound time (about a
 //! microsecond each) and memory: no value an evaluation builds may pass 10 MB or 1,000,000
 //! elements.
+//!
+//! # Module map
+//!
+//! From the public API down; a file imports only files below it, but `plan.rs` and
+//! `eval.rs`, which import each other.
+//!
+//! - `lib.rs`: the public API (re-exports of the modules below) and this documentation.
+//! - `env.rs`: [`Env`], [`Program`], [`Activation`], [`Limits`]: compiling (parse, analyse,
+//!   plan) and evaluating on a stack of the right size, the source limits, custom functions.
+//! - `analysis.rs`: [`References`] (what an expression reads), its depth, and the calls
+//!   outside the environment, from the parsed AST.
+//! - `plan.rs`: the plan's nodes and the lowering of the AST into them (scopes, overload
+//!   resolution, macros to loops, constant folding).
+//! - `eval.rs`: the evaluator: walks a plan with the activation's variables, meters the cost.
+//! - `builtins.rs`: every built-in library registered into one registry (`FULL_REGISTRY`).
+//! - `stdlib.rs`: the standard library's registered functions: timestamps and durations,
+//!   strings (v2, and `reverse` of v3), optional `first`/`last`, the engine's functions.
+//! - `conversions.rs`: `int`, `uint`, `double`, `string`, `bool`, `bytes`, and how a double
+//!   is written.
+//! - `format.rs`: `string.format` (its clauses, and their check for the type checker).
+//! - `math.rs`: cel-go's math extension; `encoders.rs`: its base64 encoders.
+//! - `macros.rs`: the macros the `cel` parser lacks (two-variable comprehensions,
+//!   `cel.bind`, `math.greatest` and `math.least`).
+//! - `k8s/`: Kubernetes' libraries as plain Rust (`quantity`, `url`, `ip`, `cidr`, `semver`,
+//!   `format`, `lists`, `regex`, `sets`, with `decimal` and `go` beneath them); `register.rs`
+//!   adapts them to the registry, `mod.rs` exposes their overloads and types.
+//! - `registry.rs`: the function-registration API ([`CustomFunction`], overloads, params,
+//!   cost kinds) and the registry of an environment, filtered by library.
+//! - `limits.rs`: the bounds on what an evaluation builds and the charges for building and
+//!   for regular expressions.
+//! - `environment.rs`: [`CelEnvironment`]: Kubernetes versions, extensions and the libraries
+//!   they bring.
+//! - `value.rs`: [`Value`] and its parts (maps, keys, types, library values), equality,
+//!   ordering, JSON, and how timestamps and durations are written and bounded.
+//! - `functions.rs`: the engine's own functions as plain Rust (`sha256`, DNS-1123).
+//! - `error.rs`: [`CompileError`], [`EvalError`] and their positions.
+//! - `check/`: the type checker and the cost estimator ([`check`]): `mod.rs` the API and
+//!   [`check::check`], `type_env.rs` the declared variables and functions, `checker.rs` the
+//!   typing walk, `cost.rs` the estimate, `decls.rs` the declared functions, `types.rs` the
+//!   types, `openapi.rs` schemas to types, `parse.rs` the parser they share.
+//! - Tests: `tests.rs` (the API), `test_support.rs` (the helpers the test modules share),
+//!   `*/tests.rs` beside the modules they test, `check/tests/`; `tests/` the conformance
+//!   suite, the differential test against Kubernetes and the limits; `benches/cel.rs`
+//!   evaluation speed; `examples/` timings for scripts.
 
 mod analysis;
+mod builtins;
 pub mod check;
+mod conversions;
 mod encoders;
 mod env;
 mod environment;
@@ -120,17 +171,20 @@ mod stdlib;
 mod value;
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;
 
+pub use analysis::References;
 pub use env::{
-    Activation, CustomFunction, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS,
-    Program, References,
+    Activation, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS, Program,
 };
 pub use environment::{
     CelEnvironment, EnvironmentError, Extension, KubernetesVersion, SettingNames,
 };
 pub use error::{CompileError, EvalError};
 pub use functions::{dns1123_label, is_dns1123_label, is_dns1123_subdomain, sha256_hex};
+pub use registry::CustomFunction;
 #[doc(hidden)]
 pub use value::Inspect;
 pub use value::{Duration, Key, Map, Opaque, Timestamp, Type, Value};

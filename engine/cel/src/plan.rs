@@ -15,15 +15,19 @@
 //!   generic fold;
 //! - a node whose operands are all constants is evaluated once (constant folding), unless
 //!   that fails: the error then happens at evaluation, where it has a position.
+//!
+//! This file and `eval.rs` import each other, the only two files of the crate that do,
+//! because the interpreter recurses through both: constant folding evaluates nodes with
+//! [`crate::eval::eval_constant`], and the evaluator walks the nodes defined here.
+//! The other files they import are below them: none imports `eval.rs` or `plan.rs`.
 
 use std::sync::Arc;
 
 use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
 
-use crate::env::CustomFunction;
 use crate::environment::CelEnvironment;
 use crate::macros::{MAP_INSERT, RESULT};
-use crate::registry::{Cost, Overload, Registry};
+use crate::registry::{Cost, CustomFunction, Overload, Registry};
 use crate::value::{Type, Value};
 
 /// A node of the plan, with the id of the AST node it comes from (for error positions).
@@ -329,7 +333,7 @@ impl<'e> Lowering<'e> {
         let Some(environment) = self.environment else {
             return Vec::new();
         };
-        crate::env::FULL_REGISTRY
+        crate::builtins::FULL_REGISTRY
             .lookup(name, receiver)
             .unwrap_or_default()
             .iter()

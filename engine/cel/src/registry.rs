@@ -1,5 +1,6 @@
 //! The function-registration API of the evaluator: how a library (the standard library,
-//! the engine's functions, the Kubernetes libraries of `k8s/`) adds functions.
+//! the engine's functions, the Kubernetes libraries of `k8s/`) adds functions, and the type
+//! of the functions the engine adds to an environment ([`CustomFunction`]).
 //!
 //! # For library authors
 //!
@@ -45,7 +46,7 @@
 //!   type implementing [`Opaque`] (type name, equality, order, string form); match them with
 //!   [`Param::Opaque`] and read them with [`Value::downcast_opaque`].
 //! - Type names a library adds (for `type(x) == net.IP`) are registered with
-//!   [`Registry::add_type`] (`k8s::types()` below).
+//!   [`Registry::add_type`], each with its library (`k8s::types()` below).
 //! - Cost: each call costs 1 unless the overload says [`Overload::linear_cost`]: then
 //!   1 + (sum of the sizes of its string, bytes, list and map arguments) / 10. Work that is
 //!   not linear in the arguments (comparing pairs, sorting, comparing elements deeply) is
@@ -56,17 +57,30 @@
 //!   `limits::MAX_ELEMENTS` before it allocates it.
 //!
 //! The Kubernetes libraries' entry point, `k8s/mod.rs`, exposes
-//! `pub(crate) fn overloads() -> Vec<Overload>` and `pub(crate) fn types() -> Vec<Type>`;
-//! [`crate::env`] registers them, each overload tagged with its library
-//! ([`Overload::in_library`]), and each environment keeps those of its libraries.
+//! `pub(crate) fn overloads() -> Vec<Overload>` and
+//! `pub(crate) fn types() -> Vec<(Type, Library)>`; [`crate::builtins`] registers them with
+//! the other libraries, each overload tagged with its library ([`Overload::in_library`]),
+//! and each environment keeps those of its libraries.
+//!
+//! The registry knows no library: the libraries register into it, and it keeps what each
+//! overload and type says of its library.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::EvalError;
 use crate::environment::Library;
+use crate::error::EvalError;
 #[allow(unused_imports)]
 pub(crate) use crate::value::{Key, Map, Opaque, Type, Value, compare, equals};
+
+/// A function the engine adds to the environment (for example `decide`, which reads the
+/// pack's decision tables). Arguments and result cross as JSON (see [`Value::to_json`]).
+///
+/// It is called with the arguments the expression passes, however many: `f()`, `f(a)` and
+/// `f(a, b)` all call it, as does `a.f(b)`, with `a` as the first argument. An `Err` fails
+/// the evaluation with the message `name: error`.
+pub type CustomFunction =
+    Arc<dyn Fn(&[serde_json::Value]) -> Result<serde_json::Value, String> + Send + Sync>;
 
 /// A library function's implementation: the arguments (receiver first) to a result.
 pub(crate) type Function = Arc<dyn Fn(&[Value]) -> Result<Value, EvalError> + Send + Sync>;
@@ -243,7 +257,8 @@ pub(crate) fn no_such_overload(function: &str, args: &[Value]) -> EvalError {
 #[derive(Clone, Default)]
 pub(crate) struct Registry {
     functions: HashMap<(String, bool), Vec<Overload>>,
-    types: HashMap<&'static str, Type>,
+    /// Type names usable as values, each with its library.
+    types: HashMap<&'static str, (Type, Library)>,
 }
 
 impl Registry {
@@ -260,14 +275,14 @@ impl Registry {
         }
     }
 
-    /// Adds a type name usable as a type value in expressions (`net.IP`).
+    /// Adds a type name usable as a type value in expressions (`net.IP`), of `library`.
     #[allow(dead_code)]
-    pub(crate) fn add_type(&mut self, t: Type) {
-        self.types.insert(t.name(), t);
+    pub(crate) fn add_type(&mut self, t: Type, library: Library) {
+        self.types.insert(t.name(), (t, library));
     }
 
     pub(crate) fn type_named(&self, name: &str) -> Option<Type> {
-        self.types.get(name).copied()
+        self.types.get(name).map(|(t, _)| *t)
     }
 
     /// The overloads of `name` called as a method (`receiver`) or globally.
@@ -301,8 +316,8 @@ impl Registry {
         let types = self
             .types
             .iter()
-            .filter(|(name, _)| keep(crate::k8s::type_library(name)))
-            .map(|(name, t)| (*name, *t))
+            .filter(|(_, (_, library))| keep(*library))
+            .map(|(name, entry)| (*name, *entry))
             .collect();
         Registry { functions, types }
     }

@@ -6,16 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
 
-use crate::{
-    Activation, CelEnvironment, CompileError, CustomFunction, Env, EvalError, Inspect, Program,
-    Value,
-};
-
-/// Everything the engine implements: the newest Kubernetes version and every extension.
-/// The environments' gating has tests of its own (`environments_*`).
-pub(crate) fn full_env() -> Env {
-    Env::new(CelEnvironment::all())
-}
+use crate::env::{Activation, Env, Program};
+use crate::environment::CelEnvironment;
+use crate::error::{CompileError, EvalError};
+use crate::registry::CustomFunction;
+use crate::test_support::full_env;
+use crate::value::Value;
 
 fn compile_err(source: &str) -> CompileError {
     match full_env().compile(source) {
@@ -145,7 +141,7 @@ fn compile_error_for_deep_nesting_and_long_expressions() {
         compile_err(&deep).message,
         "the expression is nested too deeply"
     );
-    let long = format!("1{}", " + 1".repeat(crate::MAX_OPERATORS + 1));
+    let long = format!("1{}", " + 1".repeat(crate::env::MAX_OPERATORS + 1));
     assert_eq!(
         compile_err(&long).message,
         "the expression is too long: 1001 operators, at most 1000"
@@ -517,7 +513,7 @@ fn sha256_of_strings_and_bytes() {
     assert_eq!(eval_json("sha256(b'abc') == sha256('abc')"), json!(true));
     assert_eq!(
         eval_json("sha256('é')"),
-        json!(crate::sha256_hex("é".as_bytes()))
+        json!(crate::functions::sha256_hex("é".as_bytes()))
     );
     assert_eq!(
         eval_err("sha256(1)"),
@@ -551,7 +547,7 @@ fn dns1123_functions() {
     assert_eq!(eval_json("dns1123Label('my-app')"), json!("my-app"));
     assert_eq!(
         eval_json("dns1123Label('Team/My_App')"),
-        json!(crate::dns1123_label("Team/My_App"))
+        json!(crate::functions::dns1123_label("Team/My_App"))
     );
     assert_eq!(
         eval_json("isDNS1123Label(dns1123Label('Team/My_App'))"),
@@ -1059,7 +1055,7 @@ fn a_quadratic_comprehension_is_stopped_by_the_default_limit() {
     let env = full_env();
     assert_eq!(
         env.limits(),
-        crate::Limits {
+        crate::env::Limits {
             per_expression: 1_000_000
         }
     );
@@ -1074,7 +1070,7 @@ fn a_quadratic_comprehension_is_stopped_by_the_default_limit() {
     assert_eq!(e.message, "cost limit exceeded: 1000001 > 1000000");
     println!("stopped after {:?}", started.elapsed());
     // a lower limit from the environment
-    let env = env.with_limits(crate::Limits {
+    let env = env.with_limits(crate::env::Limits {
         per_expression: 500,
     });
     let program = env.compile("[1, 2, 3].map(x, x * 2)").unwrap();
@@ -1150,17 +1146,6 @@ fn chains_of_additions_behave_as_the_additions_one_by_one() {
         program.eval_with_cost(&activation).unwrap().1,
         7 + 20 + 30 + 40
     );
-}
-
-/// Compiles and evaluates `source` with no variables: the value, or the error text
-/// (`compile: ...` for a compile error). Shared by the library modules' tests.
-pub(crate) fn eval_source(source: &str) -> Result<Inspect, String> {
-    let env = full_env();
-    let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
-    program
-        .eval(&Activation::new(&env))
-        .map(|v| v.inspect())
-        .map_err(|e| e.message)
 }
 
 // ---- agreement with Kubernetes (tests/differential.rs found these) ------------------------
@@ -1497,8 +1482,8 @@ fn format_clauses_take_only_their_types() {
 
 // ---- environments ---------------------------------------------------------------------
 
-fn env_at(minor: u32, extensions: &[crate::Extension]) -> Env {
-    let version = crate::KubernetesVersion::from_minor(minor).unwrap();
+fn env_at(minor: u32, extensions: &[crate::environment::Extension]) -> Env {
+    let version = crate::environment::KubernetesVersion::from_minor(minor).unwrap();
     Env::new(CelEnvironment::new(version, extensions.iter().copied()))
 }
 
@@ -1551,7 +1536,7 @@ fn environments_refuse_extensions_they_do_not_declare() {
 
 #[test]
 fn environments_with_an_extension_have_it() {
-    use crate::Extension::{Bindings, Encoders, Math, StringsV3};
+    use crate::environment::Extension::{Bindings, Encoders, Math, StringsV3};
     let env = env_at(34, &[Bindings, Math, Encoders, StringsV3]);
     let eval = |source: &str| eval_with(&env, source, &[]).unwrap().to_json().unwrap();
     assert_eq!(eval("cel.bind(a, 2, a * a)"), json!(4));

@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::EvalError;
+use crate::error::EvalError;
 
 /// A point in time, in UTC, with nanoseconds.
 pub type Timestamp = chrono::DateTime<chrono::Utc>;
@@ -780,6 +780,16 @@ pub(crate) fn format_timestamp(ts: &Timestamp) -> String {
         let frac = format!("{nanos:09}");
         format!("{base}.{}Z", frac.trim_end_matches('0'))
     }
+}
+
+/// Whether a timestamp is in CEL's range: 0001-01-01T00:00:00Z ..= 9999-12-31T23:59:59.999999999Z.
+pub(crate) fn timestamp_in_range(ts: &Timestamp) -> bool {
+    (-62_135_596_800..=253_402_300_799).contains(&ts.timestamp())
+}
+
+/// Whether a duration is in CEL's range: its nanoseconds fit an `int64`.
+pub(crate) fn duration_in_range(d: &Duration) -> bool {
+    d.num_nanoseconds().is_some()
 }
 
 /// Standard base64 with padding (RFC 4648 section 4).

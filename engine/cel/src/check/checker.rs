@@ -7,8 +7,9 @@ use cel::common::ast::{
     SourceInfo, operators,
 };
 
-use super::TypeEnv;
 use super::decls::{Arg, DECLARATIONS, assignable, join, join_assignable, resolve};
+use super::parse::outside_literals;
+use super::type_env::TypeEnv;
 use super::types::{ObjectType, Type};
 
 /// Stack the check of a node wants left before it starts, and the segment it gets when it
@@ -913,11 +914,12 @@ fn type_name(ty: &Type) -> String {
 mod literal {
     use cel::common::ast::LiteralValue;
 
-    use crate::{Activation, Env, Value};
+    use crate::env::{Activation, Env, Program};
+    use crate::value::Value;
 
     thread_local! {
         /// `duration(v)`, `timestamp(v)` and `''.matches(v)`, compiled once per thread.
-        static CALLS: Option<(Env, [crate::Program; 3])> = {
+        static CALLS: Option<(Env, [Program; 3])> = {
             let env = Env::kubernetes();
             let compiled = ["duration(v)", "timestamp(v)", "''.matches(v)"]
                 .map(|source| env.compile(source).ok());
@@ -955,7 +957,7 @@ mod literal {
 /// The byte offset of the `)` closing the `(` `text` starts with, skipping string literals.
 fn closing_parenthesis(text: &str) -> Option<usize> {
     let mut depth = 0usize;
-    for (i, c) in super::outside_literals(text) {
+    for (i, c) in outside_literals(text) {
         match c {
             '(' => depth += 1,
             ')' => {

@@ -46,9 +46,11 @@ use std::sync::{Arc, LazyLock};
 
 use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, SourceInfo};
 
-use super::TypeEnv;
 use super::decls::{Arg, DECLARATIONS, merge, resolve};
+use super::parse::{PARSER, outside_literals};
+use super::type_env::TypeEnv;
 use super::types::{Bounds, ObjectType, Type};
+use crate::env::Program;
 use crate::error::position_of_byte;
 use crate::plan::{AddChain, Builtin, Call, Fold, Kind, Loop, LoopKind, Lowering, Node, Op};
 use crate::registry::{Cost as Charge, Registry};
@@ -108,18 +110,18 @@ pub struct Estimate {
 /// of `env` (see the module documentation for the rules): [`CostEstimate::Unbounded`] when a
 /// comprehension iterates over, or a size-dependent operation reads, a value whose size
 /// nothing bounds, naming the first such value.
-pub fn estimate_cost(program: &crate::Program, env: &TypeEnv) -> CostEstimate {
+pub fn estimate_cost(program: &Program, env: &TypeEnv) -> CostEstimate {
     estimate(program, env).cost
 }
 
 /// [`estimate_cost`], with the size bounds of the result.
-pub fn estimate(program: &crate::Program, env: &TypeEnv) -> Estimate {
+pub fn estimate(program: &Program, env: &TypeEnv) -> Estimate {
     estimate_source(program.source(), env)
 }
 
 /// The registry of [`crate::Env::kubernetes`]: only the call styles, arities and cost kinds
 /// of its overloads matter here.
-static REGISTRY: LazyLock<Registry> = LazyLock::new(crate::env::builtin_registry);
+static REGISTRY: LazyLock<Registry> = LazyLock::new(crate::builtins::builtin_registry);
 
 /// The parser recurses deeply (see `Env::compile`): parsing, lowering and the walk run on
 /// a stack of their own.
@@ -128,7 +130,7 @@ const STACK: usize = 256 * 1024 * 1024;
 fn estimate_source(source: &str, env: &TypeEnv) -> Estimate {
     let run = || {
         stacker::grow(STACK, || {
-            let parser = super::PARSER.as_ref()?;
+            let parser = PARSER.as_ref()?;
             let (expression, info) = parser
                 .parser()
                 .enable_ident_escape_syntax(true)
@@ -136,11 +138,11 @@ fn estimate_source(source: &str, env: &TypeEnv) -> Estimate {
                 .ok()?;
             // Custom functions cost what undeclared ones do (1 and their arguments): only
             // their names matter to the lowering.
-            let custom: Vec<(String, crate::CustomFunction)> = env
+            let custom: Vec<(String, crate::registry::CustomFunction)> = env
                 .functions
                 .iter()
                 .map(|name| {
-                    let function: crate::CustomFunction =
+                    let function: crate::registry::CustomFunction =
                         Arc::new(|_: &[serde_json::Value]| Ok(serde_json::Value::Null));
                     (name.clone(), function)
                 })
@@ -1674,7 +1676,7 @@ fn close_brackets(source: &str, start: usize, end: usize) -> usize {
         return end;
     };
     let mut depth = 0usize;
-    for (i, c) in super::outside_literals(text) {
+    for (i, c) in outside_literals(text) {
         let at = start + i;
         if at >= end && depth == 0 {
             return at.max(end);

@@ -50,8 +50,8 @@
 //! ```ignore
 //! let mut registry = Registry::default();
 //! registry.add_all(k8s::overloads());
-//! for t in k8s::types() {
-//!     registry.add_type(t);
+//! for (t, library) in k8s::types() {
+//!     registry.add_type(t, library);
 //! }
 //! ```
 
@@ -71,7 +71,7 @@ pub mod url;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use register::{overloads, type_library, types};
+pub(crate) use register::{overloads, types};
 
 /// What compiling a Go (RE2) pattern of `find`/`findAll` costs.
 pub(crate) fn pattern_cost(pattern: &str) -> u64 {

@@ -5,8 +5,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::EvalError;
 use crate::environment::Library;
+use crate::error::EvalError;
 use crate::registry::{Opaque, Overload, Param, Type, Value, compare, equals, no_such_overload};
 
 use super::cidr::Cidr;
@@ -252,9 +252,13 @@ fn sort_by(items: &[Value], keys: &[Value]) -> Result<Value, EvalError> {
 
 // ---- the overloads ----------------------------------------------------------------------
 
-/// The type names expressions may use as values (`type(x) == net.IP`).
-pub(crate) fn types() -> Vec<Type> {
-    vec![Type::named(IP), Type::named(CIDR)]
+/// The type names expressions may use as values (`type(x) == net.IP`), each with its
+/// library.
+pub(crate) fn types() -> Vec<(Type, Library)> {
+    vec![
+        (Type::named(IP), Library::Ip),
+        (Type::named(CIDR), Library::Cidr),
+    ]
 }
 
 /// Every overload of the Kubernetes libraries.
@@ -296,15 +300,6 @@ pub(crate) fn overloads() -> Vec<Overload> {
         }));
     }
     all
-}
-
-/// The library of a type name of [`types`] (`net.IP`).
-pub(crate) fn type_library(name: &str) -> Library {
-    match name {
-        IP => Library::Ip,
-        CIDR => Library::Cidr,
-        _ => Library::Base,
-    }
 }
 
 fn quantity_overloads(o: &mut Vec<Overload>) {

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use crate::EvalError;
+use crate::error::EvalError;
 use crate::registry::{Registry, Value, equals};
 
 fn registry() -> Registry {
     let mut r = Registry::default();
     r.add_all(super::overloads());
-    for t in super::types() {
-        r.add_type(t);
+    for (t, library) in super::types() {
+        r.add_type(t, library);
     }
     r
 }
@@ -312,10 +312,10 @@ fn sets_and_regex() {
 // ---- through the evaluator ------------------------------------------------------------------
 
 mod evaluator {
-    use crate::Activation;
+    use crate::env::Activation;
 
     fn eval(source: &str) -> Result<serde_json::Value, String> {
-        let env = crate::tests::full_env();
+        let env = crate::test_support::full_env();
         let program = env.compile(source).map_err(|e| format!("compile: {e}"))?;
         let value = program
             .eval(&Activation::new(&env))

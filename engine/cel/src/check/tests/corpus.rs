@@ -8,10 +8,10 @@ use serde_json::Value as Json;
 
 use super::textproto::{Message, parse_textproto};
 use super::{check_with, read_yaml, repository, rule_env, yaml};
-use crate::Env;
 use crate::check::{
     ObjectType, Type, TypeEnv, object_type_from_crd, object_type_without_schema, type_from_openapi,
 };
+use crate::env::Env;
 
 /// `../shared` beside the workspace (CRDs of other projects, the CEL conformance suite),
 /// which the repository does not contain.
@@ -385,7 +385,7 @@ fn no_false_positives_on_the_conformance_suite() {
         );
         return;
     };
-    let env = Env::new(crate::CelEnvironment::all());
+    let env = Env::new(crate::environment::CelEnvironment::all());
     let mut tally = Tally::default();
     for path in &files {
         let name = path

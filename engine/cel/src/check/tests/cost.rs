@@ -14,10 +14,11 @@ use crate::check::{
     Bounds, CostEstimate, Estimate, ObjectType, Type, TypeEnv, bounded_type_from_openapi, estimate,
     estimate_cost, object_type_without_schema, type_from_openapi,
 };
-use crate::{Activation, Env, Program, Value};
+use crate::env::{Activation, Env, Program};
+use crate::value::Value;
 
 fn compile(source: &str) -> Program {
-    Env::new(crate::CelEnvironment::all())
+    Env::new(crate::environment::CelEnvironment::all())
         .compile(source)
         .unwrap_or_else(|e| panic!("`{source}` does not compile: {e}"))
 }
@@ -86,7 +87,7 @@ fn nested_comprehensions_multiply() {
     let source = "self.spec.items.all(x, self.spec.items.exists_one(y, y == x))";
     let estimate = cost(source, &items(Some(1000)));
     assert_eq!(estimate, CostEstimate::Bounded(4_005_004));
-    assert!(estimate.exceeds(crate::Limits::default().per_expression));
+    assert!(estimate.exceeds(crate::env::Limits::default().per_expression));
     // A thousand distinct elements: every inner loop runs to the end.
     let worst = json!({"spec": {"items": (0..1000).collect::<Vec<i64>>()}});
     assert_eq!(runtime_cost(source, &worst), 4_005_004);

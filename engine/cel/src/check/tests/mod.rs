@@ -17,7 +17,7 @@ use super::{
     object_meta, object_type_for_kind, object_type_from_crd, object_type_without_schema,
     type_from_openapi,
 };
-use crate::Env;
+use crate::env::Env;
 
 fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -60,7 +60,7 @@ fn rule_env() -> TypeEnv {
 }
 
 fn check_with(source: &str, env: &TypeEnv) -> (Type, Vec<String>) {
-    let program = Env::new(crate::CelEnvironment::all())
+    let program = Env::new(crate::environment::CelEnvironment::all())
         .compile(source)
         .unwrap_or_else(|e| panic!("`{source}` does not compile: {e}"));
     let (ty, issues) = check(&program, env);
