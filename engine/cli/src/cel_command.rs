@@ -5,9 +5,8 @@ use std::io::BufRead;
 use std::path::Path;
 
 use switchyard_cel as cel;
+use switchyard_cli::CliError;
 use switchyard_core::yaml;
-
-use crate::CliError;
 
 /// Variables for the expression: a bindings file (a YAML or JSON map) then `--var` pairs.
 fn bindings(
@@ -17,7 +16,7 @@ fn bindings(
     let mut out = BTreeMap::new();
     if let Some(path) = file {
         let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
-        let shown = crate::files::display(path);
+        let shown = switchyard_cli::files::display(path);
         let documents = yaml::parse_documents(&text).map_err(|e| {
             CliError::Input(format!(
                 "{shown}:{}:{}: invalid YAML: {}",

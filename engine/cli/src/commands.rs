@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use switchyard_cli::CliError;
+use switchyard_cli::files::{read_inputs, read_inputs_checked};
 use switchyard_core::diagnostic::Severity;
 use switchyard_core::{Pack, diff, model, plan, testing};
 
-use crate::files::{read_inputs, read_inputs_checked};
+use crate::args::{DiffFormat, ExplainFormat, RenderFormat, Sources};
 use crate::memory::{self, Progress};
-use crate::{CliError, DiffFormat, RenderFormat, Sources};
 
 fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
     match text {
@@ -29,11 +30,11 @@ fn load_files(
     let mut crds = sources.crds.clone();
     if !sources.validate_against.is_empty() {
         if crds.is_empty() {
-            crds.extend(crate::files::find_crds(dir));
+            crds.extend(switchyard_cli::files::find_crds(dir));
         }
         crds.extend(sources.validate_against.iter().cloned());
     }
-    Ok(crate::files::load_pack_dir(
+    Ok(switchyard_cli::files::load_pack_dir(
         dir,
         sources.partials.as_deref(),
         &crds,
@@ -107,7 +108,7 @@ fn world_for(pack: &Pack, inputs: &Inputs) -> Result<switchyard_core::MemoryWorl
         })
     })?;
     let clusters = match &inputs.clusters {
-        Some(path) => crate::files::read_clusters(path)?,
+        Some(path) => switchyard_cli::files::read_clusters(path)?,
         None => Vec::new(),
     };
     // An object of a role the pack does not know would be silently ignored.
@@ -184,7 +185,7 @@ pub fn render(
             use std::io::Write as _;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if let Err(e) = compact.write_yaml(&mut out).and_then(|()| out.flush()) {
-                crate::stdout_failed(e);
+                crate::output::stdout_failed(e);
             }
         }
         RenderFormat::Json => {
@@ -201,7 +202,7 @@ pub fn render(
 pub fn explain(
     pack_dir: &Path,
     inputs: &Inputs,
-    format: crate::ExplainFormat,
+    format: ExplainFormat,
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
@@ -211,7 +212,7 @@ pub fn explain(
         clock(inputs.clock.as_deref())?,
         plan::Tracing::On,
     )?;
-    if let crate::ExplainFormat::Json = format {
+    if let ExplainFormat::Json = format {
         let triggers: Vec<serde_json::Value> = plan
             .outcomes
             .iter()
@@ -446,7 +447,7 @@ pub fn test(
             let mut updated = None;
             if update && let Some((file, text)) = &report.golden_update {
                 // A refused write is a failure of this case only; the others still run.
-                match crate::files::write_pack_file(dir, file, text) {
+                match switchyard_cli::files::write_pack_file(dir, file, text) {
                     Ok(_) => updated = Some(dir.join(file)),
                     Err(e) => {
                         let message = format!(
