@@ -7,9 +7,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::evaluate::{ANNOTATION_PACK_VERSION, DesiredObject};
 use crate::model::OutputMode;
+use crate::names::ANNOTATION_PACK_VERSION;
 use crate::object::ObjectKey;
+use crate::outcome::DesiredObject;
 use crate::plan::{Plan, plan_order};
 use crate::testing::unified_diff;
 use crate::yaml;

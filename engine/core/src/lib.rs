@@ -14,7 +14,10 @@ pub mod duration;
 pub mod evaluate;
 pub mod functions;
 pub mod model;
+pub mod names;
 pub mod object;
+pub mod outcome;
+pub mod ownership;
 pub mod pack;
 pub mod plan;
 pub mod simulate;
@@ -25,10 +28,8 @@ pub mod validate;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use evaluate::{
-    Conversions, DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate,
-    evaluate_in, evaluate_untraced,
-};
+pub use evaluate::{Conversions, evaluate, evaluate_in, evaluate_untraced};
 pub use object::{MemoryWorld, ObjectKey, World};
+pub use outcome::{DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger};
 pub use pack::{LoadOptions, LoadResult, Pack, PackFiles, load, load_with};
 pub use plan::{Plan, plan};
