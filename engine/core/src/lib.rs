@@ -13,6 +13,9 @@ pub mod diff;
 pub mod duration;
 pub mod evaluate;
 pub mod functions;
+pub mod glob;
+pub mod kinds;
+pub mod markdown;
 pub mod model;
 pub mod names;
 pub mod object;
@@ -24,6 +27,7 @@ pub mod simulate;
 pub mod table;
 pub mod template;
 pub mod testing;
+pub mod text;
 pub mod validate;
 pub mod yaml;
 

@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use switchyard_cel as cel;
 
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::glob::glob_matches;
 use crate::model::{
     Access, CelExtension, ConditionMapping, DeletionPolicy, EmitScope, LabelSelector, PackDocument,
     PackSpec, RuleDocument, TableDocument, TestSuiteDocument,
@@ -415,8 +416,9 @@ pub(crate) struct CompiledLookup {
     pub reason: String,
     /// The most objects a list lookup may find (`maxItems`).
     pub max_items: Option<u64>,
-    /// Read without a namespace (`clusterScoped: true`).
-    pub cluster_scoped: bool,
+    /// Read without a namespace (`clusterScoped: true`, or `allNamespaces: true`: every
+    /// namespace of a namespaced kind).
+    pub without_namespace: bool,
 }
 
 pub(crate) enum LookupKey {
@@ -516,6 +518,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         texts: BTreeMap::new(),
         table_rows: BTreeMap::new(),
         loosely_typed: BTreeSet::new(),
+        broken_templates: BTreeSet::new(),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -538,30 +541,15 @@ struct Loader<'a> {
     table_rows: BTreeMap<String, u64>,
     /// Kinds read without a schema, noted once per pack.
     loosely_typed: BTreeSet<(String, String)>,
+    /// Templates whose file is there but does not compile (reported once, where it fails,
+    /// not again as "not found" where an output names it).
+    broken_templates: BTreeSet<String>,
 }
 
 pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// Does `namespace` match a scope pattern (`*` matches any run of characters)?
-pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
-    match pattern.split_once('*') {
-        None => pattern == text,
-        Some((prefix, rest)) => {
-            let Some(remaining) = text.strip_prefix(prefix) else {
-                return false;
-            };
-            if rest.is_empty() {
-                return true;
-            }
-            (0..=remaining.len())
-                .filter(|i| remaining.is_char_boundary(*i))
-                .any(|i| glob_match(rest, &remaining[i..]))
-        }
-    }
 }
 
 /// Is an object of this kind and namespace allowed in `cluster` by the pack's scope?
@@ -580,23 +568,10 @@ pub(crate) fn in_scope(
                     && match namespace {
                         None => k.cluster_scoped,
                         Some(ns) => {
-                            !k.cluster_scoped && entry.namespaces.iter().any(|p| glob_match(p, ns))
+                            !k.cluster_scoped
+                                && entry.namespaces.iter().any(|p| glob_matches(p, ns))
                         }
                     }
             })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn glob() {
-        assert!(glob_match("kcp-*", "kcp-abc"));
-        assert!(glob_match("*", ""));
-        assert!(glob_match("a*b*c", "axxbyyc"));
-        assert!(!glob_match("kcp-*", "kube-system"));
-        assert!(!glob_match("default", "default2"));
-    }
 }

@@ -149,6 +149,7 @@ impl TemplateError {
 
 const CODE_SYNTAX: &str = "template::syntax";
 const CODE_RENDER: &str = "template::render";
+const CODE_NOT_FOUND: &str = "template::not-found";
 
 /// The templates and partials of a rule pack (plus shared partials), ready to render.
 #[derive(Clone)]
@@ -282,9 +283,11 @@ impl TemplateSet {
     /// `switchyard check` notes. They render the same either way, only slower.
     #[must_use]
     pub fn text_rendered(&self) -> Vec<TemplateError> {
+        let broken = self.calls_missing_partials();
         let mut out: Vec<(&String, TemplateError)> = self
             .structures()
             .iter()
+            .filter(|(name, _)| !broken.contains(*name))
             .filter_map(|(name, s)| s.as_ref().err().map(|u| (name, u)))
             .map(|(name, u)| {
                 (
@@ -304,6 +307,44 @@ impl TemplateSet {
             .collect();
         out.sort_by(|a, b| a.0.cmp(b.0));
         out.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Every `{{> name}}` whose partial is not registered (no template, shared partial or
+    /// inline partial of that name), at its position: each would fail every render, so they
+    /// are load errors (`template::not-found`), with the nearest known name as a suggestion.
+    #[must_use]
+    pub fn missing_partials(&self) -> Vec<TemplateError> {
+        let known: Vec<String> = self.includes.names().map(str::to_owned).collect();
+        self.includes
+            .missing_partials()
+            .into_iter()
+            .map(|(_, file, pos, name)| {
+                let hint = switchyard_cel::check::suggest(&name, known.iter())
+                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .unwrap_or_default();
+                TemplateError {
+                    code: CODE_NOT_FOUND,
+                    ..TemplateError::at(
+                        &file,
+                        Some(pos),
+                        format!(
+                            "partial `{name}` not found: no template, shared partial or inline \
+                             partial has that name{hint}"
+                        ),
+                    )
+                }
+            })
+            .collect()
+    }
+
+    /// Templates that call a partial nobody defines: they have a load error already, and no
+    /// structure to note.
+    fn calls_missing_partials(&self) -> HashSet<String> {
+        self.includes
+            .missing_partials()
+            .into_iter()
+            .map(|(owner, ..)| owner)
+            .collect()
     }
 
     pub fn has_template(&self, name: &str) -> bool {

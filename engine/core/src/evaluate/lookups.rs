@@ -41,7 +41,7 @@ impl<'a> EvalContext<'a> {
             return Ok(());
         }
         let namespace = match &lookup.namespace {
-            _ if lookup.cluster_scoped => None,
+            _ if lookup.without_namespace => None,
             Some(expr) => Some(self.eval_string(name, expr, bindings)?).filter(|s| !s.is_empty()),
             None => self
                 .trigger

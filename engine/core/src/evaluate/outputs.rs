@@ -266,18 +266,25 @@ impl<'a> EvalContext<'a> {
             &key.kind,
             key.namespace.as_deref(),
         ) {
-            // A namespaced kind without a namespace is a mistake of the template, not a
-            // tenant reaching outside the scope: say so.
-            let namespaced = key.namespace.is_none()
-                && self.pack.spec().scope.iter().any(|entry| {
+            // A namespaced kind without a namespace, or a cluster-scoped one with one, is a
+            // mistake of the template, not a tenant reaching outside the scope: say so.
+            let declared = |cluster_scoped: bool| {
+                self.pack.spec().scope.iter().any(|entry| {
                     entry.cluster == key.role()
                         && entry.kinds.iter().any(|k| {
                             k.api_version == key.api_version
                                 && k.kind == key.kind
-                                && !k.cluster_scoped
+                                && k.cluster_scoped == cluster_scoped
                         })
-                });
+                })
+            };
+            let namespaced = key.namespace.is_none() && declared(false);
+            let cluster_scoped = key.namespace.is_some() && declared(true);
             let message = match &key.namespace {
+                Some(ns) if cluster_scoped => format!(
+                    "{} {} `{}` has namespace `{ns}`, but {} is cluster-scoped in cluster `{cluster}`: remove metadata.namespace from the template",
+                    key.api_version, key.kind, key.name, key.kind
+                ),
                 None if namespaced => format!(
                     "{} {} `{}` has no namespace, but the pack's scope has {} as namespaced in cluster `{cluster}`: set metadata.namespace in the template",
                     key.api_version, key.kind, key.name, key.kind

@@ -4,6 +4,7 @@
 //! in `typecheck`.
 
 use super::*;
+use crate::kinds;
 
 /// A file's parsed YAML documents.
 struct Parsed {
@@ -368,6 +369,25 @@ impl<'a> Loader<'a> {
                     .at(file, pos),
                 );
             }
+            for (j, kind) in scope.kinds.iter().enumerate() {
+                let Some(known) = kinds::lookup(self.crds, &kind.api_version, &kind.kind) else {
+                    continue;
+                };
+                if known.scope.is_cluster() != kind.cluster_scoped {
+                    let pos = node
+                        .closest(&yaml::parse_path(&format!("spec.scope[{i}].kinds[{j}]")))
+                        .pos;
+                    self.error(
+                        scope_mismatch(
+                            &format!("scope entry {} {}", kind.api_version, kind.kind),
+                            &kind.api_version,
+                            &kind.kind,
+                            known.scope,
+                        )
+                        .at(file, pos),
+                    );
+                }
+            }
         }
     }
 
@@ -488,7 +508,12 @@ impl<'a> Loader<'a> {
             let source = self.files.files.get(&relative).cloned().unwrap_or_default();
             if let Err(e) = set.add_template(&name, &file, &source) {
                 self.diagnostics.push(template_diagnostic(&e));
+                self.broken_templates.insert(name);
             }
+        }
+        // A partial nobody defines fails every render: a load error where it is called.
+        for e in set.missing_partials() {
+            self.diagnostics.push(template_diagnostic(&e));
         }
         // Compiled into structure now, once; what cannot be is noted.
         for e in set.text_rendered() {
@@ -724,4 +749,26 @@ fn decide(
         .decide(inputs)
         .map(|d| d.value)
         .map_err(|e| format!("table `{name}`: {}", e.message))
+}
+
+/// A kind declared with the other scope than the one its CRD or Kubernetes gives it: its
+/// objects would be looked for (and written) where they are not, and an existing object of
+/// the same name elsewhere could be mistaken for an output.
+pub(super) fn scope_mismatch(
+    what: &str,
+    api_version: &str,
+    kind: &str,
+    known: kinds::Scope,
+) -> Diagnostic {
+    let fix = match known {
+        kinds::Scope::Cluster => "declare it with `clusterScoped: true`",
+        kinds::Scope::Namespaced => "remove `clusterScoped: true`",
+    };
+    Diagnostic::error(
+        "pack::scope",
+        format!(
+            "{what}: {api_version} {kind} is {}: {fix}",
+            known.describe()
+        ),
+    )
 }
