@@ -531,7 +531,8 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
             // Strings and bytes are read up to the shorter's end.
             cx.charge(limits::order_cost(a, b), id)?;
             match compare(a, b) {
-                Ok(None) => Ok(Value::Bool(false)),
+                // cel-go: an ordering of NaN is an error, not false.
+                Ok(None) => Err("NaN values cannot be ordered".to_string()),
                 Ok(Some(o)) => Ok(Value::Bool(match op {
                     Op::Lt => o == Ordering::Less,
                     Op::Le => o != Ordering::Greater,

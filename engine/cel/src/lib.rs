@@ -93,7 +93,8 @@
 //! (`1 < 2.5`), and JSON integers are `int`. Strings convert as Go parses them (`uint('+1')`
 //! fails, `double('0x1p-2')` and `double('1_000')` do not, timestamps as `time.Parse`
 //! reads RFC 3339), `%f` and `%e` print through cel-go's locale printer (`1,234.50`,
-//! `1.230000×10⁻⁰⁴`), a map literal keeps the last value of a repeated key, and
+//! `1.230000×10⁻⁰⁴`), a map literal keeps the last value of a repeated key, ordering NaN
+//! is an error, and
 //! `distinct`, `sort`, `sortBy` and `flatten` cost what Kubernetes charges (`sort` and
 //! `sortBy` also order equal keys as Go's `sort.Slice` does).
 //!

@@ -261,10 +261,19 @@ fn switchyard(env: &Env, expr: &str, bindings: &BTreeMap<String, Value>) -> Outc
 }
 
 /// The classes [`classify`] knows, but `other`.
-const CLASSES: [&str; 4] = ["free-type", "kubernetes-panic", "library-types", "program"];
+const CLASSES: [&str; 5] = [
+    "dyn-receiver",
+    "free-type",
+    "kubernetes-panic",
+    "library-types",
+    "program",
+];
 
 /// What an expression holds when cel-go may leave a type free in it (see [`classify`]).
-const FREE_TYPES: [&str; 4] = ["[]", "{}", "optional.none()", "[?'"];
+const FREE_TYPES: [&str; 5] = ["[]", "{}", "optional.none()", "[?'", ".flatten()"];
+
+/// The calls of optionals whose receiver may be a `dyn` (see [`classify`]).
+const OPTIONAL_CALLS: [&str; 3] = [".or(", ".orValue(", ".optMap("];
 
 /// The calls that make a value of a Kubernetes library type (see [`classify`]).
 const LIBRARY_VALUES: [&str; 6] = [
@@ -281,12 +290,17 @@ const LIBRARY_VALUES: [&str; 6] = [
 /// - `kubernetes-panic`: cel-go panics (its homogeneous literal validator takes the type of
 ///   an optional entry `?k: x[?j]`, `[?x[?j]]` of a `dyn` `x` for an optional, which cel-go
 ///   types `dyn`), Switchyard evaluates it.
-/// - `free-type`: the expression holds an empty literal (`[]`, `{}`), `optional.none()` or
-///   `x[?'k']`: cel-go leaves the type of their elements (of `x[?'k']` of a `dyn` `x`, the
-///   value) free, and binds it to the first overload that accepts it or to what it meets
-///   later (`[].map(x, x - 1.0)` is a `list(double)`, `[[], [1]] + y` types `[]` by `y`),
-///   so it refuses, computes or checks differently what follows; Switchyard keeps such
-///   types `dyn`.
+/// - `free-type`: the expression holds an empty literal (`[]`, `{}`), `optional.none()`,
+///   `x[?'k']` or `flatten()`: cel-go leaves the type of their elements (of `x[?'k']` of a
+///   `dyn` `x`, the value; of `flatten()` of a list of `dyn`, the elements) free, and binds
+///   it to the first overload that accepts it or to what it meets later
+///   (`[].map(x, x - 1.0)` is a `list(double)`, `[[], [1]] + y` types `[]` by `y`), so it
+///   refuses, computes or checks differently what follows; Switchyard keeps such types
+///   `dyn`.
+/// - `dyn-receiver`: `or`, `orValue` or `optMap` of a `dyn` receiver: cel-go types the
+///   result by the alternative (or leaves the mapped value free) and binds the call that
+///   follows to that type's overload, while at run time a receiver that is not an optional
+///   is returned as it is (`string(name.orValue(1))` fails as `string(int)` of a string).
 /// - `program`: cel-go fails while planning the program (it evaluates constant calls then,
 ///   `uint(-1)` even in a branch never taken), Switchyard evaluates it.
 /// - `library-types`: Kubernetes' checker refuses the expression through the type of a
@@ -297,13 +311,14 @@ const LIBRARY_VALUES: [&str; 6] = [
 fn classify(expr: &str, kubernetes: &Outcome, switchyard: &Outcome) -> &'static str {
     match (kubernetes, switchyard) {
         (Outcome::Error(_, message), _) if message.starts_with("panic:") => "kubernetes-panic",
-        _ if FREE_TYPES.iter().any(|p| expr.contains(p)) => "free-type",
         (Outcome::Error(phase, _), Outcome::Value(_)) if phase == "program" => "program",
+        _ if FREE_TYPES.iter().any(|p| expr.contains(p)) => "free-type",
         (Outcome::Error(phase, _), _)
             if phase == "check" && LIBRARY_VALUES.iter().any(|p| expr.contains(p)) =>
         {
             "library-types"
         }
+        _ if OPTIONAL_CALLS.iter().any(|p| expr.contains(p)) => "dyn-receiver",
         _ => "other",
     }
 }
