@@ -1,4 +1,4 @@
-//! The world of the broker benchmark (`src/bin/broker.rs`).
+//! The world of the broker benchmark (`src/bin/broker/`).
 //!
 //! `n` FleetWorkloads in [`NAMESPACES`] kcp namespaces `ns0..ns99`; namespace `nsK` is the
 //! workspace `wsK` (every object in it carries the annotation `kcp.io/cluster: wsK`) and holds

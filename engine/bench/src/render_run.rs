@@ -1,5 +1,5 @@
 //! The render figure: `switchyard render` (the release binary) of
-//! [`crate::fleet_workloads_yaml`], its wall time and peak RSS as `/usr/bin/time -v` reports
+//! [`fleet_workloads_yaml`], its wall time and peak RSS as `/usr/bin/time -v` reports
 //! them.
 
 use std::path::PathBuf;
@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::{PACK_DIR, fleet_workloads_yaml, repo_root};
+use crate::generate::fleet_workloads_yaml;
+use crate::pack::{PACK_DIR, repo_root};
 
 /// What one render of the generated input measured.
 #[derive(Debug, Clone)]

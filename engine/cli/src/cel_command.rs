@@ -5,9 +5,8 @@ use std::io::BufRead;
 use std::path::Path;
 
 use switchyard_cel as cel;
+use switchyard_cli::CliError;
 use switchyard_core::yaml;
-
-use crate::CliError;
 
 /// Variables for the expression: a bindings file (a YAML or JSON map) then `--var` pairs.
 fn bindings(
@@ -17,7 +16,7 @@ fn bindings(
     let mut out = BTreeMap::new();
     if let Some(path) = file {
         let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
-        let shown = crate::files::display(path);
+        let shown = switchyard_cli::files::display(path);
         let documents = yaml::parse_documents(&text).map_err(|e| {
             CliError::Input(format!(
                 "{shown}:{}:{}: invalid YAML: {}",
@@ -134,12 +133,12 @@ pub fn run(
                 0
             }
             Err(message) => {
-                eprintln!("error: {message}");
+                errln!("error: {message}");
                 1
             }
         });
     }
-    eprintln!(
+    errln!(
         "switchyard cel: one expression per line; `:let NAME = JSON` binds a variable, `:vars` lists them, `:quit` ends"
     );
     let stdin = std::io::stdin();
@@ -166,10 +165,10 @@ pub fn run(
                         Ok(value) => {
                             bound.insert(name.trim().to_string(), cel::Value::from_json(&value));
                         }
-                        Err(e) => eprintln!("error: `{}` is not JSON: {e}", json.trim()),
+                        Err(e) => errln!("error: `{}` is not JSON: {e}", json.trim()),
                     }
                 }
-                None => eprintln!("error: use `:let NAME = JSON`"),
+                None => errln!("error: use `:let NAME = JSON`"),
             }
             continue;
         }
@@ -177,7 +176,7 @@ pub fn run(
             Ok(json) => outln!("{}", serde_json::to_string(&json).unwrap_or_default()),
             Err(message) => {
                 failed = true;
-                eprintln!("error: {message}");
+                errln!("error: {message}");
             }
         }
     }

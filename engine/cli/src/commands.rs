@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use switchyard_cli::CliError;
+use switchyard_cli::files::{read_inputs, read_inputs_checked};
 use switchyard_core::diagnostic::Severity;
-use switchyard_core::{Pack, diff, model, plan, testing};
+use switchyard_core::{Pack, diff, model, plan, testing, text};
 
-use crate::files::{read_inputs, read_inputs_checked};
+use crate::args::{DiffFormat, ExplainFormat, RenderFormat, Sources};
 use crate::memory::{self, Progress};
-use crate::{CliError, DiffFormat, RenderFormat, Sources};
 
 fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
     match text {
@@ -29,11 +30,11 @@ fn load_files(
     let mut crds = sources.crds.clone();
     if !sources.validate_against.is_empty() {
         if crds.is_empty() {
-            crds.extend(crate::files::find_crds(dir));
+            crds.extend(switchyard_cli::files::find_crds(dir));
         }
         crds.extend(sources.validate_against.iter().cloned());
     }
-    Ok(crate::files::load_pack_dir(
+    Ok(switchyard_cli::files::load_pack_dir(
         dir,
         sources.partials.as_deref(),
         &crds,
@@ -46,7 +47,7 @@ fn load_pack(dir: &Path, sources: &Sources) -> Result<Pack, CliError> {
     let mut warnings = 0;
     for d in &result.diagnostics {
         if d.is_error() {
-            eprintln!("{d}");
+            errln!("{d}");
         } else {
             warnings += 1;
         }
@@ -107,7 +108,7 @@ fn world_for(pack: &Pack, inputs: &Inputs) -> Result<switchyard_core::MemoryWorl
         })
     })?;
     let clusters = match &inputs.clusters {
-        Some(path) => crate::files::read_clusters(path)?,
+        Some(path) => switchyard_cli::files::read_clusters(path)?,
         None => Vec::new(),
     };
     // An object of a role the pack does not know would be silently ignored.
@@ -152,7 +153,7 @@ fn report_errors(plan: &plan::Plan) -> u8 {
 
 fn report(errors: Vec<String>) -> u8 {
     for e in &errors {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
     }
     u8::from(!errors.is_empty())
 }
@@ -184,7 +185,7 @@ pub fn render(
             use std::io::Write as _;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if let Err(e) = compact.write_yaml(&mut out).and_then(|()| out.flush()) {
-                crate::stdout_failed(e);
+                crate::output::stdout_failed(e);
             }
         }
         RenderFormat::Json => {
@@ -201,7 +202,7 @@ pub fn render(
 pub fn explain(
     pack_dir: &Path,
     inputs: &Inputs,
-    format: crate::ExplainFormat,
+    format: ExplainFormat,
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let pack = load_pack(pack_dir, sources)?;
@@ -211,7 +212,7 @@ pub fn explain(
         clock(inputs.clock.as_deref())?,
         plan::Tracing::On,
     )?;
-    if let crate::ExplainFormat::Json = format {
+    if let ExplainFormat::Json = format {
         let triggers: Vec<serde_json::Value> = plan
             .outcomes
             .iter()
@@ -446,14 +447,14 @@ pub fn test(
             let mut updated = None;
             if update && let Some((file, text)) = &report.golden_update {
                 // A refused write is a failure of this case only; the others still run.
-                match crate::files::write_pack_file(dir, file, text) {
+                match switchyard_cli::files::write_pack_file(dir, file, text) {
                     Ok(_) => updated = Some(dir.join(file)),
                     Err(e) => {
                         let message = format!(
                             "{}: case `{}`: golden file `{file}` not written: {e}",
                             report.file, report.case
                         );
-                        eprintln!("error: {message}");
+                        errln!("error: {message}");
                         report.failures.push(message);
                     }
                 }
@@ -473,14 +474,24 @@ pub fn test(
             }
             if report.passed() {
                 passed += 1;
-                outln!("PASS {} {}: {}", pack.name(), report.suite, report.case);
+                outln!(
+                    "PASS {} {}: {}",
+                    pack.name(),
+                    text::one_line(&report.suite),
+                    text::one_line(&report.case)
+                );
             } else {
                 failed += 1;
                 // The golden mismatch is the one failure an update fixes.
                 if updated.is_none() || report.failures.len() > 1 {
                     unfixed += 1;
                 }
-                outln!("FAIL {} {}: {}", pack.name(), report.suite, report.case);
+                outln!(
+                    "FAIL {} {}: {}",
+                    pack.name(),
+                    text::one_line(&report.suite),
+                    text::one_line(&report.case)
+                );
                 for failure in &report.failures {
                     for line in failure.lines() {
                         outln!("    {line}");
@@ -501,12 +512,9 @@ pub fn test(
 }
 
 fn junit_xml(suites: &[(String, Vec<testing::CaseReport>)]) -> String {
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
+    // Names and messages come from packs and inputs: text::xml keeps the file well-formed
+    // whatever they hold (XML 1.0 cannot carry most control characters at all).
+    let escape = text::xml;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     for (pack, reports) in suites {
         let failures = reports.iter().filter(|r| !r.passed()).count();
@@ -674,7 +682,7 @@ pub fn probe(
     let probe = switchyard_core::evaluate::probe_rule(&pack, rule, &world, now, expression)
         .map_err(CliError::Input)?;
     for note in &probe.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     match probe.value {
         Ok(value) => {
@@ -685,7 +693,7 @@ pub fn probe(
             Ok(0)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             Ok(1)
         }
     }

@@ -2,26 +2,10 @@
 //!
 //! A thin layer over `switchyard-core`: read files, call the core, print.
 
-/// Writes to stdout; a closed pipe (`switchyard render ... | head`) ends the process quietly
-/// instead of panicking like `print!`.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if let Err(e) = write!(std::io::stdout(), $($arg)*) {
-            $crate::stdout_failed(e);
-        }
-    }};
-}
+#[macro_use]
+mod output;
 
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
-            $crate::stdout_failed(e);
-        }
-    }};
-}
-
+mod args;
 mod cel_command;
 mod commands;
 mod memory;
@@ -31,12 +15,15 @@ mod run_command;
 #[global_allocator]
 static ALLOCATOR: memory::Counting = memory::Counting;
 
-use switchyard_cli::{CliError, files};
+use switchyard_cli::CliError;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+
+use args::{DiffFormat, ExplainFormat, RenderFormat, Sources};
+use output::init_logs;
 
 #[derive(Parser)]
 #[command(
@@ -53,42 +40,6 @@ struct Cli {
     max_memory: Option<String>,
     #[command(subcommand)]
     command: Command,
-}
-
-/// Where a pack's shared partials and the CRDs its expressions are type-checked against
-/// come from.
-#[derive(clap::Args, Clone, Default)]
-pub struct Sources {
-    /// The shared partials folder; default the nearest `templates/` above the pack.
-    #[arg(long)]
-    pub partials: Option<PathBuf>,
-    /// A folder (or file) of CustomResourceDefinitions to type-check expressions against;
-    /// repeatable. Default the nearest `config/crds/` above the pack.
-    #[arg(long = "crds")]
-    pub crds: Vec<PathBuf>,
-    /// More CustomResourceDefinitions (folder or file; repeatable) that outputs are
-    /// validated against, besides those of `--crds` or the default folder.
-    #[arg(long = "validate-against")]
-    pub validate_against: Vec<PathBuf>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum RenderFormat {
-    Yaml,
-    Json,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ExplainFormat {
-    Text,
-    Json,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum DiffFormat {
-    Text,
-    Markdown,
-    Json,
 }
 
 #[derive(Subcommand)]
@@ -266,29 +217,6 @@ enum Command {
     Run(run_command::RunArgs),
 }
 
-/// Logs go to stderr, filtered by `SWITCHYARD_LOG` (default: `default_level`).
-pub(crate) fn init_logs(json: bool, default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHYARD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        logs.json().init();
-    } else {
-        logs.init();
-    }
-}
-
-/// Stdout is gone: a closed pipe is a normal end, anything else an error.
-pub(crate) fn stdout_failed(error: std::io::Error) -> ! {
-    if error.kind() == std::io::ErrorKind::BrokenPipe {
-        std::process::exit(0);
-    }
-    eprintln!("error: writing to stdout: {error}");
-    std::process::exit(2);
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(cli.command, Command::Run(_)) {
@@ -311,7 +239,7 @@ fn main() -> ExitCode {
         match budget {
             Ok(()) => {}
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(2);
             }
         }
@@ -416,7 +344,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         }
     }

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
+use switchyard_cli::CliError;
 use switchyard_kube::config::{BrokerConfig, Flags, LogFormat, parse_cluster_flag};
 
-use crate::{CliError, init_logs};
+use crate::output::init_logs;
 
 #[derive(clap::Args)]
 pub struct RunArgs {

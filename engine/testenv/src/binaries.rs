@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{TEST_BIN_ENV, TestEnvError};
+use crate::error::TestEnvError;
+
+/// Environment variable naming the folder holding `etcd` and `kube-apiserver`.
+pub const TEST_BIN_ENV: &str = "SWITCHYARD_TEST_BIN";
 
 pub(crate) struct Binaries {
     pub(crate) etcd: PathBuf,

@@ -15,8 +15,8 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::TestEnvError;
-use crate::proxy::{BoxBody, HttpsClient};
+use crate::error::TestEnvError;
+use crate::http_client::{BoxBody, HttpsClient};
 
 /// PEM files on disk plus what the in-process HTTPS client needs.
 pub(crate) struct Pki {

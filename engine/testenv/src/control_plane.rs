@@ -5,22 +5,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Empty};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::TestEnvError;
 use crate::binaries::{self, Binaries};
 use crate::certs::Pki;
+use crate::crds::install_crds;
+use crate::error::TestEnvError;
+use crate::http_client::{BoxBody, HttpsClient};
+use crate::kubeconfig::{client_from_kubeconfig, write_kubeconfig};
 use crate::process::{Proc, Watchdog, log_tail};
-use crate::proxy::{BoxBody, HttpsClient};
 
 /// How long a process may take to become ready.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a CustomResourceDefinition may take to become servable.
-const CRD_TIMEOUT: Duration = Duration::from_secs(30);
 /// Log lines quoted in start-up errors.
 const TAIL_LINES: usize = 30;
 
@@ -365,80 +361,6 @@ impl ApiServer {
     }
 }
 
-/// Reads every CustomResourceDefinition in the `*.yaml`, `*.yml` and `*.json` files of a
-/// folder (not recursive, in name order; multi-document files allowed; other kinds skipped),
-/// for [`ApiServer::install_crds`].
-pub fn read_crds(dir: &Path) -> Result<Vec<Value>, TestEnvError> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|err| TestEnvError::io(format!("reading {}", dir.display()), err))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let path = entry
-            .map_err(|err| TestEnvError::io(format!("reading {}", dir.display()), err))?
-            .path();
-        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if matches!(extension, "yaml" | "yml" | "json") && path.is_file() {
-            files.push(path);
-        }
-    }
-    files.sort();
-    let mut crds = Vec::new();
-    for path in files {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|err| TestEnvError::io(format!("reading {}", path.display()), err))?;
-        let documents: Vec<Value> =
-            serde_saphyr::from_multiple(&text).map_err(|err| TestEnvError::Crd {
-                name: path.display().to_string(),
-                message: err.to_string(),
-            })?;
-        crds.extend(
-            documents
-                .into_iter()
-                .filter(|doc| doc["kind"] == "CustomResourceDefinition"),
-        );
-    }
-    Ok(crds)
-}
-
-pub(crate) async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, TestEnvError> {
-    // kube's rustls client uses the process-wide crypto provider; pick ring if none is set
-    // (an error only means one is installed already).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let kubeconfig = Kubeconfig::read_from(path)?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    Ok(kube::Client::try_from(config)?)
-}
-
-/// Writes a kubeconfig (JSON, which is YAML) with one cluster, user and context named `name`.
-/// Without `pki` the user has no credentials: the fault proxy adds them.
-pub(crate) fn write_kubeconfig(
-    path: &Path,
-    name: &str,
-    server: &str,
-    pki: Option<&Pki>,
-) -> Result<(), TestEnvError> {
-    let mut cluster = json!({ "server": server });
-    let mut user = json!({});
-    if let Some(pki) = pki {
-        cluster["certificate-authority"] = json!(pki.ca);
-        user["client-certificate"] = json!(pki.admin_cert);
-        user["client-key"] = json!(pki.admin_key);
-    }
-    let kubeconfig = json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{ "name": name, "cluster": cluster }],
-        "users": [{ "name": name, "user": user }],
-        "contexts": [{ "name": name, "context": { "cluster": name, "user": name } }],
-        "current-context": name,
-    });
-    let text = serde_json::to_string_pretty(&kubeconfig)
-        .map_err(|err| TestEnvError::io("serializing a kubeconfig", err.into()))?;
-    std::fs::write(path, text)
-        .map_err(|err| TestEnvError::io(format!("writing {}", path.display()), err))
-}
-
 /// `n` distinct ports free right now on 127.0.0.1: the OS picks them, and we hold them all
 /// until every one is picked, then release them for the processes.
 fn free_ports(n: usize) -> Result<Vec<u16>, TestEnvError> {
@@ -494,100 +416,4 @@ async fn probe(http: &HttpsClient, url: &str) -> Result<u16, String> {
         Ok(Err(err)) => Err(err.to_string()),
         Err(_) => Err("timed out".to_string()),
     }
-}
-
-/// Waits until the CRD is Established and its resource lists; returns when it became
-/// Established (Unix seconds).
-async fn wait_crd_servable(
-    api: &Api<CustomResourceDefinition>,
-    client: &kube::Client,
-    name: &str,
-    deadline: Instant,
-) -> Result<i64, TestEnvError> {
-    let mut last = String::from("not established");
-    loop {
-        let crd = api.get(name).await?;
-        let established = crd
-            .status
-            .as_ref()
-            .and_then(|status| status.conditions.as_ref())
-            .and_then(|conditions| {
-                conditions
-                    .iter()
-                    .find(|c| c.type_ == "Established" && c.status == "True")
-            })
-            .map(|c| {
-                c.last_transition_time
-                    .as_ref()
-                    .map_or_else(|| Timestamp::now().as_second(), |t| t.0.as_second())
-            });
-        if let Some(established_at) = established {
-            let version = crd
-                .spec
-                .versions
-                .iter()
-                .find(|v| v.storage)
-                .or_else(|| crd.spec.versions.iter().find(|v| v.served));
-            let Some(version) = version else {
-                return Err(TestEnvError::Crd {
-                    name: name.to_string(),
-                    message: "no served version".to_string(),
-                });
-            };
-            let group = &crd.spec.group;
-            let resource = ApiResource {
-                group: group.clone(),
-                version: version.name.clone(),
-                api_version: format!("{group}/{}", version.name),
-                kind: crd.spec.names.kind.clone(),
-                plural: crd.spec.names.plural.clone(),
-            };
-            let objects: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-            match objects.list(&ListParams::default().limit(1)).await {
-                Ok(_) => return Ok(established_at),
-                Err(err) => last = format!("list failed: {err}"),
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(TestEnvError::Crd {
-                name: name.to_string(),
-                message: format!("not servable after {CRD_TIMEOUT:?}: {last}"),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Applies CustomResourceDefinitions through any client (a test control plane's or a real
-/// cluster's) and waits until each is Established and servable: see
-/// [`ApiServer::install_crds`].
-pub async fn install_crds(client: &kube::Client, crds: &[Value]) -> Result<(), TestEnvError> {
-    let client = client.clone();
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let params = PatchParams::apply("switchyard-testenv").force();
-    let mut names = Vec::with_capacity(crds.len());
-    for crd in crds {
-        let name = crd
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| TestEnvError::Crd {
-                name: "(unnamed)".to_string(),
-                message: "metadata.name is missing".to_string(),
-            })?;
-        api.patch(name, &params, &Patch::Apply(crd)).await?;
-        names.push(name);
-    }
-    let deadline = Instant::now() + CRD_TIMEOUT;
-    let mut established_at = i64::MIN;
-    for name in names {
-        let at = wait_crd_servable(&api, &client, name, deadline).await?;
-        established_at = established_at.max(at);
-    }
-    // The condition's time has whole seconds; the server compares against that.
-    let window_ends = established_at.saturating_add(2).saturating_mul(1000);
-    let now = Timestamp::now().as_millisecond();
-    if let Ok(wait) = u64::try_from(window_ends.saturating_sub(now)) {
-        tokio::time::sleep(Duration::from_millis(wait + 50)).await;
-    }
-    Ok(())
 }

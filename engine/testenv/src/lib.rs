@@ -47,74 +47,16 @@
 mod binaries;
 mod certs;
 mod control_plane;
+mod crds;
+mod error;
+mod http_client;
+mod kubeconfig;
 mod process;
 mod proxy;
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-pub use control_plane::{ApiServer, ControlPlane, install_crds, read_crds};
+pub use binaries::TEST_BIN_ENV;
+pub use control_plane::{ApiServer, ControlPlane};
+pub use crds::{install_crds, read_crds};
+pub use error::TestEnvError;
+pub use kubeconfig::{E2E_KUBECONFIG_ENV, external_kubeconfig};
 pub use proxy::{FaultProxy, ProxyCounts};
-
-/// Environment variable naming a kubeconfig of a real cluster for end-to-end tests.
-pub const E2E_KUBECONFIG_ENV: &str = "SWITCHYARD_E2E_KUBECONFIG";
-
-/// Environment variable naming the folder holding `etcd` and `kube-apiserver`.
-pub const TEST_BIN_ENV: &str = "SWITCHYARD_TEST_BIN";
-
-/// The kubeconfig of a real cluster to test against, from `SWITCHYARD_E2E_KUBECONFIG`, if set
-/// and not empty.
-pub fn external_kubeconfig() -> Option<PathBuf> {
-    std::env::var_os(E2E_KUBECONFIG_ENV)
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-}
-
-/// Everything that can go wrong while running a test control plane.
-#[derive(Debug, thiserror::Error)]
-pub enum TestEnvError {
-    #[error("kube-apiserver and etcd binaries: {0}")]
-    Binaries(String),
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("invalid cluster name `{0}`: use lowercase letters, digits and `-`, each name once")]
-    InvalidClusterName(String),
-    #[error("generating certificates: {0}")]
-    Certificate(#[from] rcgen::Error),
-    #[error("TLS configuration: {0}")]
-    Tls(#[from] rustls::Error),
-    #[error("{name} exited ({status}) while starting; last lines of {log}:\n{tail}")]
-    Exited {
-        name: String,
-        status: String,
-        log: PathBuf,
-        tail: String,
-    },
-    #[error("{name} was not ready after {waited:?} ({last}); last lines of {log}:\n{tail}")]
-    NotReady {
-        name: String,
-        waited: Duration,
-        last: String,
-        log: PathBuf,
-        tail: String,
-    },
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(#[from] kube::config::KubeconfigError),
-    #[error("Kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("CustomResourceDefinition {name}: {message}")]
-    Crd { name: String, message: String },
-}
-
-impl TestEnvError {
-    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        TestEnvError::Io {
-            context: context.into(),
-            source,
-        }
-    }
-}

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
-use crate::TestEnvError;
+use crate::error::TestEnvError;
 
 /// How long a stopped process gets to exit after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(10);

@@ -14,19 +14,15 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioIo;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
-use crate::TestEnvError;
-use crate::control_plane::{ApiServer, client_from_kubeconfig, write_kubeconfig};
-
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
-pub(crate) type BoxBody = http_body_util::combinators::BoxBody<Bytes, BoxError>;
-pub(crate) type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, BoxBody>;
+use crate::control_plane::ApiServer;
+use crate::error::TestEnvError;
+use crate::http_client::{BoxBody, BoxError, HttpsClient};
+use crate::kubeconfig::{client_from_kubeconfig, write_kubeconfig};
 
 /// Requests seen by a [`FaultProxy`] since it started or since [`FaultProxy::reset_counts`],
 /// failed ones included.

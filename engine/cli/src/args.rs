@@ -1,0 +1,42 @@
+//! The options the subcommands share: where a pack's partials and CRDs come from, and the
+//! output formats.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+/// Where a pack's shared partials and the CRDs its expressions are type-checked against
+/// come from.
+#[derive(clap::Args, Clone, Default)]
+pub struct Sources {
+    /// The shared partials folder; default the nearest `templates/` above the pack.
+    #[arg(long)]
+    pub partials: Option<PathBuf>,
+    /// A folder (or file) of CustomResourceDefinitions to type-check expressions against;
+    /// repeatable. Default the nearest `config/crds/` above the pack.
+    #[arg(long = "crds")]
+    pub crds: Vec<PathBuf>,
+    /// More CustomResourceDefinitions (folder or file; repeatable) that outputs are
+    /// validated against, besides those of `--crds` or the default folder.
+    #[arg(long = "validate-against")]
+    pub validate_against: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum RenderFormat {
+    Yaml,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
+    Json,
+}

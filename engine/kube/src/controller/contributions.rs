@@ -1,0 +1,173 @@
+//! Each trigger's contribution to a pack's outputs, the reverse index from an output to the
+//! triggers that desire it, and the merge of an output several triggers desire (as `render`
+//! merges them: the trigger that claimed it first wins a conflict).
+
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchyard_core::DesiredObject;
+use switchyard_core::ObjectKey;
+use switchyard_core::evaluate::Precedence;
+use switchyard_core::plan::{Conflict, absorb, stamp_merged};
+
+use super::state::{Merged, PackState};
+
+impl PackState {
+    /// Replaces a trigger's contribution; returns the outputs whose merged form changes
+    /// (added, removed, or different from before).
+    pub(super) fn set_contribution(
+        &mut self,
+        trigger: &ObjectKey,
+        desired: Vec<DesiredObject>,
+        precedence: Option<&Precedence>,
+    ) -> BTreeSet<ObjectKey> {
+        let mut touched = BTreeSet::new();
+        match precedence {
+            Some(p) if !desired.is_empty() => {
+                self.precedence.insert(trigger.clone(), p.clone());
+            }
+            _ => {
+                self.precedence.remove(trigger);
+            }
+        }
+        let previous = self.contributions.remove(trigger).unwrap_or_default();
+        for d in &previous {
+            if !desired.iter().any(|n| n.key == d.key) {
+                if let Some(owners) = self.by_output.get_mut(&d.key) {
+                    owners.remove(trigger);
+                    if owners.is_empty() {
+                        self.by_output.remove(&d.key);
+                    }
+                }
+                touched.insert(d.key.clone());
+            }
+        }
+        for d in &desired {
+            if previous.iter().any(|p| **p == *d) {
+                continue;
+            }
+            self.by_output
+                .entry(d.key.clone())
+                .or_default()
+                .insert(trigger.clone());
+            touched.insert(d.key.clone());
+        }
+        for key in &touched {
+            self.merged.remove(key);
+        }
+        if !desired.is_empty() {
+            // An unchanged object keeps the allocation the merged cache may share.
+            let kept: Vec<Arc<DesiredObject>> = desired
+                .into_iter()
+                .map(|d| match previous.iter().find(|p| ***p == d) {
+                    Some(p) => p.clone(),
+                    None => Arc::new(d),
+                })
+                .collect();
+            self.contributions.insert(trigger.clone(), kept);
+        }
+        touched
+    }
+
+    /// The object to apply for an output: every contribution merged as `render` merges them.
+    pub(super) fn merged(&mut self, key: &ObjectKey) -> Option<Arc<Merged>> {
+        if let Some(found) = self.merged.get(key) {
+            return Some(found.clone());
+        }
+        let owners = self.by_output.get(key)?;
+        let contribution = |trigger: &ObjectKey| {
+            self.contributions
+                .get(trigger)
+                .and_then(|c| c.iter().find(|d| &d.key == key))
+        };
+        let mut conflicts = Vec::new();
+        let desired = if owners.len() == 1 {
+            // One owner: evaluate() stamped it exactly as merging would; share it.
+            contribution(owners.iter().next()?)?.clone()
+        } else {
+            let mut merged: Option<DesiredObject> = None;
+            // In the order the triggers claim it, as `render` merges.
+            let mut ordered: Vec<&ObjectKey> = owners.iter().collect();
+            ordered.sort_by_key(|t| (self.precedence.get(*t), *t));
+            for trigger in ordered {
+                let Some(d) = contribution(trigger) else {
+                    continue;
+                };
+                match &mut merged {
+                    None => merged = Some(DesiredObject::clone(d)),
+                    Some(m) => {
+                        if let Err(conflict) = absorb(m, d) {
+                            tracing::warn!(
+                                object = %key,
+                                kept = ?conflict.kept,
+                                refused = ?conflict.refused,
+                                "triggers render different contents for one object; kept the version of the one that desired it first"
+                            );
+                            conflicts.push(*conflict);
+                        }
+                    }
+                }
+            }
+            let mut merged = merged?;
+            stamp_merged(
+                self.pack.name(),
+                &self.pack.version().to_string(),
+                &mut merged,
+            );
+            Arc::new(merged)
+        };
+        let refused: BTreeSet<String> = conflicts.iter().flat_map(|c| c.refused.clone()).collect();
+        let before = self.refused.remove(key).unwrap_or_default();
+        for changed in before.symmetric_difference(&refused) {
+            if let Some(t) = owners.iter().find(|t| &t.to_string() == changed) {
+                self.restate.insert(t.clone());
+            } else if let Some(t) = self
+                .contributions
+                .keys()
+                .find(|t| &t.to_string() == changed)
+            {
+                self.restate.insert(t.clone());
+            }
+        }
+        if !refused.is_empty() {
+            self.refused.insert(key.clone(), refused);
+        }
+        let hash = hash_value(&desired.object);
+        let merged = Arc::new(Merged {
+            desired,
+            hash,
+            conflicts,
+        });
+        self.merged.insert(key.clone(), merged.clone());
+        Some(merged)
+    }
+
+    /// The conflicts of the outputs `trigger` desires that refused its version.
+    pub(super) fn refused_versions(&self, trigger: &ObjectKey) -> Vec<Conflict> {
+        let name = trigger.to_string();
+        let Some(contributed) = self.contributions.get(trigger) else {
+            return Vec::new();
+        };
+        contributed
+            .iter()
+            .filter_map(|d| self.merged.get(&d.key))
+            .flat_map(|m| m.conflicts.iter())
+            .filter(|c| c.refused.contains(&name))
+            .cloned()
+            .collect()
+    }
+
+    /// Some of these outputs are desired by no trigger any more: prune has work.
+    pub(super) fn orphans_any(&self, touched: &BTreeSet<ObjectKey>) -> bool {
+        touched.iter().any(|k| !self.by_output.contains_key(k))
+    }
+}
+
+pub(super) fn hash_value(value: &Value) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // serde_json's map is ordered (BTreeMap without `preserve_order`): the text is canonical.
+    value.to_string().hash(&mut hasher);
+    hasher.finish()
+}

@@ -1,0 +1,212 @@
+//! Evaluating one trigger and acting on the outcome: its contribution recorded, its
+//! finalizer set, its outputs applied, its status written; a trigger that is gone or no
+//! longer watched contributes nothing.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::Value;
+use switchyard_core::evaluate::{CONDITION_SYNCED, REASON_CONFLICT};
+use switchyard_core::object::World;
+use switchyard_core::{ObjectKey, Outcome, Trigger, evaluate_untraced};
+
+use super::state::{Controller, ReconcileError, Work};
+use super::status::has_finalizer;
+
+impl Controller {
+    /// Evaluates one trigger and makes its outputs, finalizer and status follow the outcome.
+    pub(super) async fn reconcile(
+        &self,
+        pack_name: &Arc<str>,
+        trigger: &ObjectKey,
+    ) -> Result<(), ReconcileError> {
+        let Some(pack) = self.lock().packs.get(pack_name).map(|p| p.pack.clone()) else {
+            return Ok(());
+        };
+        let object = self.store.get_key(trigger);
+        let Some(object) = object else {
+            // The trigger is gone: it desires nothing any more.
+            let touched = {
+                let mut state = self.lock();
+                state.reads.record(pack_name, trigger, BTreeSet::new());
+                let Some(p) = state.packs.get_mut(pack_name) else {
+                    return Ok(());
+                };
+                p.unknown.remove(trigger);
+                p.deleting.remove(trigger);
+                let touched = p.set_contribution(trigger, Vec::new(), None);
+                if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
+                    self.queue.add(Work::Prune(pack_name.clone()));
+                }
+                touched
+            };
+            let synced = self.sync_outputs(pack_name, &touched).await;
+            self.restate_merged(pack_name, trigger);
+            return synced;
+        };
+
+        {
+            let mut counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+            counters.totals.evaluations += 1;
+            *counters.per_trigger.entry(trigger.clone()).or_default() += 1;
+        }
+        tracing::debug!(pack = %pack_name, trigger = %trigger, "evaluating");
+        let mut outcome = match evaluate_untraced(
+            &pack,
+            Trigger {
+                cluster: &trigger.cluster,
+                object: &object,
+            },
+            &*self.store,
+            Utc::now(),
+        ) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::warn!(trigger = %trigger, error = %e, "object cannot be evaluated");
+                return Ok(());
+            }
+        };
+        if outcome.rules.is_empty() {
+            // No rule of this pack watches it (any more): like a trigger that is gone.
+            let touched = {
+                let mut state = self.lock();
+                state.reads.record(pack_name, trigger, BTreeSet::new());
+                match state.packs.get_mut(pack_name) {
+                    Some(p) => {
+                        let touched = p.set_contribution(trigger, Vec::new(), None);
+                        if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
+                            self.queue.add(Work::Prune(pack_name.clone()));
+                        }
+                        touched
+                    }
+                    None => BTreeSet::new(),
+                }
+            };
+            let synced = self.sync_outputs(pack_name, &touched).await;
+            self.restate_merged(pack_name, trigger);
+            return synced;
+        }
+        {
+            let mut state = self.lock();
+            state
+                .reads
+                .record(pack_name, trigger, outcome.reads.clone());
+        }
+        if outcome.deleting {
+            return self
+                .finish_deletion(pack_name, &pack, trigger, &object)
+                .await;
+        }
+
+        let failed = !outcome.errors.is_empty() || synced_false(&outcome);
+        let finalizer = outcome.finalizer.clone();
+        // A stage waiting for its timeout: evaluate again at the deadline, with or without
+        // any change (a second after, so the clock has passed it).
+        if let Some(wait) = outcome.requeue_after {
+            self.queue.add_after(
+                Work::Trigger(pack_name.clone(), trigger.clone()),
+                wait + Duration::from_secs(1),
+            );
+        }
+        let touched = {
+            let mut state = self.lock();
+            let Some(p) = state.packs.get_mut(pack_name) else {
+                return Ok(());
+            };
+            if failed {
+                // A failing trigger keeps what it had: never prune because evaluation failed.
+                if !p.contributions.contains_key(trigger) {
+                    p.unknown.insert(trigger.clone());
+                }
+                BTreeSet::new()
+            } else {
+                p.unknown.remove(trigger);
+                let desired_keys: Vec<ObjectKey> =
+                    outcome.desired.iter().map(|d| d.key.clone()).collect();
+                let mut touched = p.set_contribution(
+                    trigger,
+                    std::mem::take(&mut outcome.desired),
+                    Some(&outcome.facts.precedence),
+                );
+                if p.orphans_any(&touched) {
+                    self.queue.add(Work::Prune(pack_name.clone()));
+                }
+                // Outputs desired before: checked again so drift is corrected.
+                touched.extend(desired_keys);
+                touched
+            }
+        };
+
+        // The finalizer goes on before any output exists, so a delete can never skip cleanup.
+        if let Some(f) = &finalizer
+            && !has_finalizer(&object, f)
+            && !touched.is_empty()
+        {
+            self.clusters
+                .set_finalizer(trigger, &object, f, true)
+                .await?;
+            self.count(|w| w.finalizers += 1);
+        }
+        let applied = self.sync_outputs(pack_name, &touched).await;
+        // The merge refused this trigger's version of an output: its status says so.
+        let refused = {
+            let state = self.lock();
+            state
+                .packs
+                .get(pack_name)
+                .map(|p| p.refused_versions(trigger))
+                .unwrap_or_default()
+        };
+        if let Some(conflict) = refused.first() {
+            outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
+        }
+        if let Err(ReconcileError::Apply(e)) = &applied {
+            outcome.set_synced("False", e.reason(), &format!("{e}"));
+        }
+        self.restate_merged(pack_name, trigger);
+        if let Some(status) = &outcome.status {
+            self.write_status(pack_name, trigger, &object, status)
+                .await?;
+        }
+        {
+            let mut state = self.lock();
+            if let Some(p) = state.packs.get_mut(pack_name)
+                && p.mark_evaluated(trigger)
+            {
+                self.queue.add(Work::Prune(pack_name.clone()));
+            }
+        }
+        applied
+    }
+
+    /// Queues the triggers (other than `current`) that a merge made win or lose an output,
+    /// so their `Synced` condition follows.
+    pub(super) fn restate_merged(&self, pack_name: &Arc<str>, current: &ObjectKey) {
+        let restate = {
+            let mut state = self.lock();
+            match state.packs.get_mut(pack_name) {
+                Some(p) => std::mem::take(&mut p.restate),
+                None => BTreeSet::new(),
+            }
+        };
+        for trigger in restate.into_iter().filter(|t| t != current) {
+            self.queue.add(Work::Trigger(pack_name.clone(), trigger));
+        }
+    }
+}
+
+fn synced_false(outcome: &Outcome) -> bool {
+    outcome
+        .status
+        .as_ref()
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
+                    && c.get("status").and_then(Value::as_str) == Some("False")
+            })
+        })
+}

@@ -1,0 +1,238 @@
+//! The controller and what it remembers: the work items it queues, per pack each trigger's
+//! contribution and the first round's progress, what was last applied to each output, and
+//! the counters of evaluations and writes. The behaviour lives in the sibling modules.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use switchyard_core::evaluate::Precedence;
+use switchyard_core::object::World;
+use switchyard_core::plan::Conflict;
+use switchyard_core::{DesiredObject, ObjectKey, Pack};
+
+use super::index::{ReadIndex, output_kinds, watch_plan};
+use crate::apply::{ApplyError, Clusters};
+use crate::queue::Queue;
+use crate::store::{KindKey, Store};
+use crate::watch::WatchMode;
+
+/// A unit of work: evaluate one trigger for one pack, or prune one pack's outputs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Work {
+    Trigger(Arc<str>, ObjectKey),
+    Prune(Arc<str>),
+}
+
+/// Where a pack stands in its first round of evaluations after start or reload.
+#[derive(Debug)]
+pub(super) enum Initial {
+    /// Some watch the pack needs has not synced yet; then the triggers of these rules (all
+    /// rules: `None`) are evaluated.
+    Waiting(Option<BTreeSet<String>>),
+    /// These triggers have not been evaluated yet.
+    Pending(HashSet<ObjectKey>),
+    /// Every trigger has been evaluated once: prune may run.
+    Done,
+}
+
+/// One loaded pack: its watches, its triggers' contributions and merged outputs, and where
+/// its first round stands.
+pub(super) struct PackState {
+    pub(super) pack: Arc<Pack>,
+    pub(super) kinds: BTreeMap<KindKey, WatchMode>,
+    /// The kinds, per cluster role, the pack's scope lets it emit: the only places prune
+    /// looks. (Two roles may be one cluster: the source role's cache of a kind then holds the
+    /// outputs too, under the wrong role.)
+    pub(super) output_kinds: BTreeSet<KindKey>,
+    /// Each trigger's desired objects, as its last successful evaluation left them.
+    pub(super) contributions: HashMap<ObjectKey, Vec<Arc<DesiredObject>>>,
+    /// Output -> the triggers that desire it.
+    pub(super) by_output: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+    /// Each contributing trigger's claim on contested outputs: the one that desired an output
+    /// first wins it, as `render` decides.
+    pub(super) precedence: HashMap<ObjectKey, Precedence>,
+    /// Output -> the triggers whose different version of it the merge refused.
+    pub(super) refused: HashMap<ObjectKey, BTreeSet<String>>,
+    /// Triggers whose `Synced` a merge changed (they won or lost an output): evaluated again
+    /// so their status says so.
+    pub(super) restate: BTreeSet<ObjectKey>,
+    /// Each output's merged object and its hash, until a contribution to it changes: a
+    /// Namespace shared by a hundred triggers is merged once, not once per evaluation.
+    pub(super) merged: HashMap<ObjectKey, Arc<Merged>>,
+    /// What the rules watch, look up and write (the pack's, computed once).
+    pub(super) rules: Vec<switchyard_core::pack::RuleKinds>,
+    /// Triggers whose evaluation failed before any succeeded: what they own is unknown.
+    pub(super) unknown: HashSet<ObjectKey>,
+    /// Triggers being deleted that wait for their outputs to be gone.
+    pub(super) deleting: HashSet<ObjectKey>,
+    /// Objects this pack patched since start: a patch no trigger desires any more is taken
+    /// back (its fields removed), since patched objects carry no label prune could find.
+    pub(super) patched: HashSet<ObjectKey>,
+    pub(super) initial: Initial,
+}
+
+impl PackState {
+    pub(super) fn new(pack: Arc<Pack>, world: &dyn World) -> Self {
+        PackState {
+            kinds: watch_plan(&pack, world),
+            output_kinds: output_kinds(&pack, world),
+            patched: HashSet::new(),
+            merged: HashMap::new(),
+            rules: pack.rule_kinds(),
+            pack,
+            contributions: HashMap::new(),
+            by_output: HashMap::new(),
+            precedence: HashMap::new(),
+            refused: HashMap::new(),
+            restate: BTreeSet::new(),
+            unknown: HashSet::new(),
+            deleting: HashSet::new(),
+            initial: Initial::Waiting(None),
+        }
+    }
+}
+
+/// An output's merged object and the hash of its content.
+pub(super) struct Merged {
+    pub(super) desired: Arc<DesiredObject>,
+    pub(super) hash: u64,
+    /// Triggers whose different version was refused.
+    pub(super) conflicts: Vec<Conflict>,
+}
+
+/// What was last applied to an output, to skip writes that would change nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Applied {
+    pub(super) hash: u64,
+    pub(super) generation: Option<i64>,
+    pub(super) resource_version: Option<String>,
+}
+
+/// Everything the controller remembers, behind one lock.
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) packs: BTreeMap<Arc<str>, PackState>,
+    pub(super) reads: ReadIndex,
+    pub(super) applied: HashMap<ObjectKey, Applied>,
+    pub(super) synced: HashSet<KindKey>,
+}
+
+/// Counters of the writes made, for metrics and tests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Writes {
+    pub applies: u64,
+    pub status: u64,
+    pub deletes: u64,
+    pub finalizers: u64,
+}
+
+/// Counters of work done, for metrics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    pub evaluations: u64,
+    pub failures: u64,
+}
+
+#[derive(Default)]
+pub(super) struct CounterState {
+    pub(super) totals: Counters,
+    /// Evaluations per trigger, so tests can tell which triggers a change re-evaluated.
+    pub(super) per_trigger: HashMap<ObjectKey, u64>,
+}
+
+/// The broker's controller. Cheap to share: every method takes `&self`.
+pub struct Controller {
+    pub(super) store: Arc<Store>,
+    pub(super) clusters: Arc<Clusters>,
+    pub(super) queue: Arc<Queue<Work>>,
+    pub(super) state: Mutex<State>,
+    pub(super) writes: Mutex<Writes>,
+    pub(super) counters: Mutex<CounterState>,
+}
+
+/// A failure that retries the work item with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error("{0}")]
+    Pending(String),
+}
+
+impl Controller {
+    pub fn new(store: Arc<Store>, clusters: Arc<Clusters>, queue: Arc<Queue<Work>>) -> Arc<Self> {
+        Arc::new(Controller {
+            store,
+            clusters,
+            queue,
+            state: Mutex::new(State::default()),
+            writes: Mutex::new(Writes::default()),
+            counters: Mutex::new(CounterState::default()),
+        })
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn writes(&self) -> Writes {
+        *self.writes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .totals
+    }
+
+    /// How often a trigger was evaluated.
+    pub fn evaluations_of(&self, trigger: &ObjectKey) -> u64 {
+        self.counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .per_trigger
+            .get(trigger)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// A work item failed and is retried.
+    pub fn count_failure(&self) {
+        self.counters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .totals
+            .failures += 1;
+    }
+
+    pub(super) fn count(&self, f: impl FnOnce(&mut Writes)) {
+        f(&mut self.writes.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    /// The loaded packs' names and versions.
+    pub fn packs(&self) -> Vec<(String, String)> {
+        self.lock()
+            .packs
+            .values()
+            .map(|p| (p.pack.name().to_string(), p.pack.version().to_string()))
+            .collect()
+    }
+
+    /// Every kind some loaded pack needs, with the mode to watch it in.
+    pub fn needed_watches(&self) -> BTreeMap<KindKey, WatchMode> {
+        let state = self.lock();
+        let mut needed: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
+        for p in state.packs.values() {
+            for (kind, mode) in &p.kinds {
+                let stronger = needed
+                    .get(kind)
+                    .is_none_or(|m| m.strength() < mode.strength());
+                if stronger {
+                    needed.insert(kind.clone(), mode.clone());
+                }
+            }
+        }
+        needed
+    }
+}

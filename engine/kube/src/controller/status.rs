@@ -1,0 +1,148 @@
+//! Status and finalizers of triggers: the status an evaluation computed written back (a new
+//! failure also as an Event), and a deleting trigger's finalizer removed once its outputs
+//! are gone.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchyard_core::evaluate::{ANNOTATION_OWNERS, CONDITION_SYNCED};
+use switchyard_core::plan::OWNERS_MORE;
+use switchyard_core::{ObjectKey, Pack};
+
+use super::outputs::{annotation, is_subset};
+use super::state::{Controller, ReconcileError};
+
+impl Controller {
+    /// Writes the status an evaluation computed, unless the live status already holds it.
+    pub(super) async fn write_status(
+        &self,
+        pack_name: &str,
+        trigger: &ObjectKey,
+        live: &Value,
+        status: &Value,
+    ) -> Result<(), ReconcileError> {
+        let current = live.get("status").cloned().unwrap_or(Value::Null);
+        if is_subset(status, &current) {
+            return Ok(());
+        }
+        // A new failure is also an Event, so `kubectl describe` and event pipelines see it.
+        let synced = |s: &Value| {
+            s.get("conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
+                .map(|c| {
+                    (
+                        c["status"].clone(),
+                        c["reason"].clone(),
+                        c["message"].clone(),
+                    )
+                })
+        };
+        if let Some((state, reason, message)) = synced(status)
+            && state == "False"
+            && synced(&current) != Some((state.clone(), reason.clone(), message.clone()))
+        {
+            let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+            self.clusters
+                .warn(
+                    trigger,
+                    uid,
+                    reason.as_str().unwrap_or("Failed"),
+                    message.as_str().unwrap_or_default(),
+                )
+                .await;
+        }
+        if self
+            .clusters
+            .apply_status(pack_name, trigger, status)
+            .await?
+        {
+            self.count(|w| w.status += 1);
+        }
+        Ok(())
+    }
+
+    /// The trigger is being deleted: its outputs go (or are orphaned), and its finalizer is
+    /// removed once they are confirmed gone.
+    pub(super) async fn finish_deletion(
+        &self,
+        pack_name: &Arc<str>,
+        pack: &Pack,
+        trigger: &ObjectKey,
+        object: &Value,
+    ) -> Result<(), ReconcileError> {
+        let finalizer = format!("switchyard.dev/{}", pack.name());
+        let (touched, previous_keys) = {
+            let mut state = self.lock();
+            let Some(p) = state.packs.get_mut(pack_name) else {
+                return Ok(());
+            };
+            let previous: Vec<ObjectKey> = p
+                .contributions
+                .get(trigger)
+                .map(|c| c.iter().map(|d| d.key.clone()).collect())
+                .unwrap_or_default();
+            let touched = p.set_contribution(trigger, Vec::new(), None);
+            p.deleting.insert(trigger.clone());
+            p.mark_evaluated(trigger);
+            (touched, previous)
+        };
+        self.sync_outputs(pack_name, &touched).await?;
+        self.restate_merged(pack_name, trigger);
+        self.prune(pack_name).await?;
+        if !has_finalizer(object, &finalizer) {
+            self.lock()
+                .packs
+                .get_mut(pack_name)
+                .map(|p| p.deleting.remove(trigger));
+            return Ok(());
+        }
+        // Still there: outputs this trigger had that nobody else desires, or, when its
+        // outputs are unknown (after a restart), anything prune could not remove yet.
+        let remaining = self.cleanup_remaining(pack_name, trigger, &previous_keys);
+        if let Some(what) = remaining {
+            return Err(ReconcileError::Pending(format!(
+                "waiting for {what} to be deleted before removing the finalizer of {trigger}"
+            )));
+        }
+        self.clusters
+            .set_finalizer(trigger, object, &finalizer, false)
+            .await?;
+        self.count(|w| w.finalizers += 1);
+        if let Some(p) = self.lock().packs.get_mut(pack_name) {
+            p.deleting.remove(trigger);
+        }
+        tracing::info!(trigger = %trigger, "outputs cleaned up; finalizer removed");
+        Ok(())
+    }
+
+    /// An output of this trigger that still exists and is not desired by another trigger.
+    pub(super) fn cleanup_remaining(
+        &self,
+        pack_name: &Arc<str>,
+        trigger: &ObjectKey,
+        previous: &[ObjectKey],
+    ) -> Option<String> {
+        let state = self.lock();
+        let p = state.packs.get(pack_name)?;
+        let owner = trigger.to_string();
+        p.undesired(&self.store, pack_name)
+            .into_iter()
+            .find(|(key, o)| {
+                let owners = annotation(o, ANNOTATION_OWNERS);
+                previous.contains(key) || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)
+            })
+            .map(|(key, _)| key.to_string())
+    }
+}
+
+pub(super) fn has_finalizer(object: &Value, finalizer: &str) -> bool {
+    object
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(finalizer)))
+}
+
+/// How long to wait before a deleting trigger is looked at again when nothing else wakes it.
+pub const CLEANUP_POLL: Duration = Duration::from_secs(2);

@@ -1,0 +1,286 @@
+//! Turning events into work and running it: packs installed or reloaded, watches synced,
+//! periodic resync and changed objects become work items on the queue (a pack's first round
+//! is tracked here), and [`Controller::process`] runs one.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchyard_core::evaluate::LABEL_PACK;
+use switchyard_core::object::{labels, selector_matches};
+use switchyard_core::{ObjectKey, Pack};
+
+use super::index::{kind_in_role, output_kinds, watch_plan};
+use super::state::{Controller, Initial, PackState, ReconcileError, Work};
+use crate::store::KindKey;
+use crate::watch::Change;
+
+impl PackState {
+    /// A trigger of the first round was evaluated; true when it was the last one.
+    pub(super) fn mark_evaluated(&mut self, trigger: &ObjectKey) -> bool {
+        if let Initial::Pending(pending) = &mut self.initial {
+            pending.remove(trigger);
+            if pending.is_empty() {
+                self.initial = Initial::Done;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Rules of this pack watch objects of this kind, and the object matches one's selector.
+    pub(super) fn watches(&self, key: &ObjectKey, object: Option<&Value>) -> bool {
+        self.rules.iter().any(|r| {
+            r.watch.cluster == key.role()
+                && r.watch.api_version == key.api_version
+                && r.watch.kind == key.kind
+                && match (&r.selector, object) {
+                    (Some(s), Some(o)) => selector_matches(s, &labels(o)),
+                    _ => true,
+                }
+        })
+    }
+}
+
+impl Controller {
+    /// Installs a new set of packs. `changed_rules` names, per pack, the rules whose
+    /// definition changed (`None`: the pack is new or changed as a whole). Only triggers of
+    /// changed rules are evaluated again; the pack's prune waits until they all were.
+    pub fn install(&self, packs: Vec<(Arc<Pack>, Option<BTreeSet<String>>)>) {
+        let mut state = self.lock();
+        let names: BTreeSet<Arc<str>> = packs.iter().map(|(p, _)| Arc::from(p.name())).collect();
+        let removed: Vec<Arc<str>> = state
+            .packs
+            .keys()
+            .filter(|n| !names.contains(*n))
+            .cloned()
+            .collect();
+        for name in removed {
+            // Outputs of a pack that is no longer loaded stay where they are: removing a
+            // folder by mistake must not delete a fleet's infrastructure.
+            tracing::warn!(pack = %name, "pack unloaded; its outputs are left in place");
+            state.packs.remove(&name);
+            state.reads.forget_pack(&name);
+        }
+        for (pack, changed) in packs {
+            let name: Arc<str> = Arc::from(pack.name());
+            match state.packs.get_mut(&name) {
+                Some(existing) => {
+                    existing.kinds = watch_plan(&pack, &*self.store);
+                    existing.output_kinds = output_kinds(&pack, &*self.store);
+                    existing.rules = pack.rule_kinds();
+                    // The pack's version is stamped on every output.
+                    existing.merged.clear();
+                    existing.pack = pack;
+                    match changed {
+                        // Nothing the rules depend on changed: nothing to evaluate again.
+                        Some(rules) if rules.is_empty() => {}
+                        changed => {
+                            tracing::info!(pack = %name, rules = ?changed, "pack reloaded");
+                            existing.initial = Initial::Waiting(changed);
+                        }
+                    }
+                }
+                None => {
+                    state
+                        .packs
+                        .insert(name.clone(), PackState::new(pack, &*self.store));
+                }
+            }
+        }
+        drop(state);
+        self.start_ready_packs();
+    }
+
+    /// A watch delivered a complete list.
+    pub fn watch_synced(&self, kind: KindKey) {
+        self.lock().synced.insert(kind);
+        self.start_ready_packs();
+    }
+
+    /// A watch stopped (its kind is no longer needed).
+    pub fn watch_stopped(&self, kind: &KindKey) {
+        self.lock().synced.remove(kind);
+    }
+
+    /// Every watch synced, per pack: packs waiting for theirs start their first round.
+    fn start_ready_packs(&self) {
+        let mut work = Vec::new();
+        {
+            let mut state = self.lock();
+            let synced = state.synced.clone();
+            for (name, p) in state.packs.iter_mut() {
+                let Initial::Waiting(rules) = &p.initial else {
+                    continue;
+                };
+                let rules = rules.clone();
+                if !p.kinds.keys().all(|k| synced.contains(k)) {
+                    continue;
+                }
+                let mut triggers = HashSet::new();
+                for rule in p.pack.rule_kinds() {
+                    if rules.as_ref().is_some_and(|r| !r.contains(&rule.name)) {
+                        continue;
+                    }
+                    let w = &rule.watch;
+                    for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                        let Some(cache) = self.store.cache(&kind) else {
+                            continue;
+                        };
+                        for object in cache.list(None) {
+                            let selected = rule
+                                .selector
+                                .as_ref()
+                                .is_none_or(|sel| selector_matches(sel, &labels(&object)));
+                            if selected && let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
+                                triggers.insert(key);
+                            }
+                        }
+                    }
+                }
+                if rules.is_none() {
+                    // Triggers known from before that are gone now must be cleaned up too.
+                    triggers.extend(p.contributions.keys().cloned());
+                }
+                tracing::info!(pack = %name, triggers = triggers.len(), "watches synced; evaluating every trigger");
+                for t in &triggers {
+                    work.push(Work::Trigger(name.clone(), t.clone()));
+                }
+                p.initial = if triggers.is_empty() {
+                    work.push(Work::Prune(name.clone()));
+                    Initial::Done
+                } else {
+                    Initial::Pending(triggers)
+                };
+            }
+        }
+        for w in work {
+            self.queue.add(w);
+        }
+    }
+
+    /// Packs whose first round is not complete, with what they wait for.
+    pub fn not_ready(&self) -> Vec<String> {
+        let state = self.lock();
+        let mut out = Vec::new();
+        for (name, p) in &state.packs {
+            match &p.initial {
+                Initial::Waiting(_) => {
+                    for k in p.kinds.keys().filter(|k| !state.synced.contains(*k)) {
+                        out.push(format!("pack {name}: watch {k} not synced"));
+                    }
+                }
+                Initial::Pending(t) => out.push(format!(
+                    "pack {name}: {} triggers not evaluated yet",
+                    t.len()
+                )),
+                Initial::Done => {}
+            }
+        }
+        out
+    }
+
+    /// Every trigger of every pack, evaluated again (periodic resync) and a prune pass.
+    pub fn resync(&self) {
+        let mut work = Vec::new();
+        {
+            let state = self.lock();
+            for (name, p) in &state.packs {
+                for rule in p.pack.rule_kinds() {
+                    let w = &rule.watch;
+                    for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                        let Some(cache) = self.store.cache(&kind) else {
+                            continue;
+                        };
+                        for object in cache.list(None) {
+                            if let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
+                                work.push(Work::Trigger(name.clone(), key));
+                            }
+                        }
+                    }
+                }
+                work.push(Work::Prune(name.clone()));
+            }
+        }
+        for w in work {
+            self.queue.add(w);
+        }
+    }
+
+    /// Maps a changed object to the work it causes: the trigger itself, the triggers that
+    /// read it (by key or by list), the triggers that desire it (drift), and a prune pass
+    /// when it is an output nobody desires.
+    pub fn changed(&self, change: &Change) {
+        let key = ObjectKey {
+            cluster: change.kind.cluster.clone(),
+            api_version: change.kind.api_version.clone(),
+            kind: change.kind.kind.clone(),
+            namespace: change.namespace.clone(),
+            name: change.name.clone(),
+        };
+        let mut work: Vec<Work> = Vec::new();
+        {
+            let state = self.lock();
+            let object = change.current.as_deref().or(change.previous.as_deref());
+            for (name, p) in &state.packs {
+                if p.watches(&key, object) {
+                    work.push(Work::Trigger(name.clone(), key.clone()));
+                }
+                if let Some(triggers) = p.by_output.get(&key) {
+                    // The echo of our own apply (the version the apply returned) changes
+                    // nothing the owners do not know already.
+                    let current_version = change
+                        .current
+                        .as_deref()
+                        .and_then(|c| c.pointer("/metadata/resourceVersion"))
+                        .and_then(Value::as_str);
+                    let echo = current_version.is_some()
+                        && state
+                            .applied
+                            .get(&key)
+                            .and_then(|a| a.resource_version.as_deref())
+                            == current_version;
+                    if !echo {
+                        work.extend(
+                            triggers
+                                .iter()
+                                .map(|t| Work::Trigger(name.clone(), t.clone())),
+                        );
+                    }
+                } else if object.is_some_and(|o| {
+                    o.pointer("/metadata/labels")
+                        .and_then(|l| l.get(LABEL_PACK))
+                        .and_then(Value::as_str)
+                        == Some(name)
+                }) {
+                    work.push(Work::Prune(name.clone()));
+                }
+                if change.current.is_none() {
+                    // A deleted object may be the last output a deleting trigger waits for.
+                    work.extend(
+                        p.deleting
+                            .iter()
+                            .map(|t| Work::Trigger(name.clone(), t.clone())),
+                    );
+                }
+            }
+            work.extend(
+                state
+                    .reads
+                    .readers_of(&key)
+                    .map(|(p, t)| Work::Trigger(p.clone(), t.clone())),
+            );
+        }
+        for w in work {
+            self.queue.add(w);
+        }
+    }
+
+    /// Runs one work item.
+    pub async fn process(&self, work: &Work) -> Result<(), ReconcileError> {
+        match work {
+            Work::Trigger(pack, trigger) => self.reconcile(pack, trigger).await,
+            Work::Prune(pack) => self.prune(pack).await,
+        }
+    }
+}
