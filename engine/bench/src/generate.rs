@@ -68,8 +68,17 @@ fn meta(name: &str, namespace: &str, workspace: &str) -> Value {
 }
 
 fn insert(world: &mut MemoryWorld, cluster: &str, object: Value) {
+    // The source role's objects live in the workspace their annotation names, as the
+    // pack declares (`workspaces: kcp`).
+    let cluster = match object
+        .pointer("/metadata/annotations/kcp.io~1cluster")
+        .and_then(Value::as_str)
+    {
+        Some(workspace) if cluster == "source" => format!("source/{workspace}"),
+        _ => cluster.to_string(),
+    };
     // Every generated object has apiVersion, kind and metadata.name.
-    if let Err(e) = world.insert(cluster, object) {
+    if let Err(e) = world.insert(&cluster, object) {
         unreachable!("generated object without identity: {e}");
     }
 }

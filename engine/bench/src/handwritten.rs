@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 use switchyard_core::evaluate::Precedence;
+use switchyard_core::object::cluster_id;
 use switchyard_core::plan::Conflict;
 use switchyard_core::{MemoryWorld, ObjectKey, World};
 
@@ -58,16 +59,23 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
     let mut triggers = Vec::new();
     // In the order FleetWorkloads claim an object they render differently: the one that
     // desired it first (oldest creationTimestamp, then uid, then key) keeps it.
+    // Every workspace of the source role is a member: `source/<workspace>`.
     let mut workloads: Vec<(Precedence, ObjectKey, std::sync::Arc<Value>)> = world
-        .list(SOURCE, PORTAL, "FleetWorkload", None)
-        .into_iter()
-        .filter_map(|fw| {
-            let key = ObjectKey::of(SOURCE, &fw).ok()?;
-            Some((Precedence::of(&fw), key, fw))
+        .members(SOURCE)
+        .iter()
+        .flat_map(|member| {
+            let cluster = cluster_id(SOURCE, member);
+            world
+                .list(&cluster, PORTAL, "FleetWorkload", None)
+                .into_iter()
+                .filter_map(move |fw| {
+                    let key = ObjectKey::of(&cluster, &fw).ok()?;
+                    Some((Precedence::of(&fw), key, fw))
+                })
         })
         .collect();
     workloads.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    for (_, _, fw) in &workloads {
+    for (_, key, fw) in &workloads {
         let fw = fw.as_ref();
         let Some(name) = fw.pointer("/metadata/name").and_then(Value::as_str) else {
             continue;
@@ -77,7 +85,7 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
             .and_then(Value::as_str)
             .filter(|ns| !ns.is_empty());
         let trigger = ObjectKey {
-            cluster: SOURCE.to_string(),
+            cluster: key.cluster.clone(),
             api_version: PORTAL.to_string(),
             kind: "FleetWorkload".to_string(),
             namespace: namespace.map(str::to_string),
@@ -94,8 +102,8 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
             });
             continue;
         }
-        let owner = owner_of(namespace, name);
-        let (synced, rule_status) = match fleet_workload(world, fw) {
+        let owner = owner_of(&key.cluster, namespace, name);
+        let (synced, rule_status) = match fleet_workload(world, &key.cluster, fw) {
             Ok(fired) => {
                 let mut synced = json!({"type": "Synced", "status": "True", "reason": "Synced",
                     "message": format!("rendered by {RULE} ({} outputs)", fired.outputs.len())});
@@ -177,10 +185,10 @@ pub fn handwritten(world: &MemoryWorld, now: DateTime<Utc>) -> Rendered {
 }
 
 /// The owner string of a FleetWorkload (`ObjectKey`'s display).
-fn owner_of(namespace: Option<&str>, name: &str) -> String {
+fn owner_of(cluster: &str, namespace: Option<&str>, name: &str) -> String {
     match namespace {
-        Some(ns) => format!("{SOURCE}:FleetWorkload.platform.edge-portal.eu:{ns}/{name}"),
-        None => format!("{SOURCE}:FleetWorkload.platform.edge-portal.eu:{name}"),
+        Some(ns) => format!("{cluster}:FleetWorkload.platform.edge-portal.eu:{ns}/{name}"),
+        None => format!("{cluster}:FleetWorkload.platform.edge-portal.eu:{name}"),
     }
 }
 

@@ -57,6 +57,7 @@ pub type Objects = Vec<(String, serde_json::Value)>;
 /// A file that cannot be read or parsed.
 pub fn example_inputs() -> Result<Vec<(String, Objects)>, String> {
     let dir = repo_root().join(PACK_DIR);
+    let pack = load_pack()?;
     let mut out = Vec::new();
     for folder in ["examples", "fixtures"] {
         for path in walk(&dir.join(folder)).map_err(|e| e.to_string())? {
@@ -72,7 +73,10 @@ pub fn example_inputs() -> Result<Vec<(String, Objects)>, String> {
                 .unwrap_or_else(|_| path.display().to_string());
             let text =
                 std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let objects = parse_inputs(&text, &relative, "source").map_err(|d| d.to_string())?;
+            let mut objects =
+                parse_inputs(&text, &relative, "source").map_err(|d| d.to_string())?;
+            // Each object in its workspace (`source/<workspace>`), as the dry run reads it.
+            pack.place_all(&mut objects)?;
             out.push((relative, objects));
         }
     }

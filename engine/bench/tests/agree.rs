@@ -128,6 +128,10 @@ fn test_suite_inputs_agree() {
             for inline in &case.inputs {
                 objects.extend(parse_inputs(&yaml::to_yaml(inline), file, "source").unwrap());
             }
+            if pack.place_all(&mut objects).is_err() {
+                // Inputs the engine refuses (no workspace): nothing to compare.
+                continue;
+            }
             let world = world_of(&objects, &[]).unwrap();
             check(&pack, &format!("{file}, case `{}`", case.name), &world);
             cases += 1;

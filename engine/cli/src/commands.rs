@@ -101,7 +101,7 @@ fn plan_for(
 
 /// The world of a dry run: the input objects and the member clusters named.
 fn world_for(pack: &Pack, inputs: &Inputs) -> Result<switchyard_core::MemoryWorld, CliError> {
-    let objects = read_inputs_checked(&inputs.paths, pack.source_cluster(), &mut |n| {
+    let mut objects = read_inputs_checked(&inputs.paths, pack.source_cluster(), &mut |n| {
         memory::check(Progress {
             objects: n as u64,
             triggers: 0,
@@ -144,6 +144,7 @@ fn world_for(pack: &Pack, inputs: &Inputs) -> Result<switchyard_core::MemoryWorl
             )));
         }
     }
+    pack.place_all(&mut objects).map_err(CliError::Input)?;
     plan::world_from(objects, &clusters).map_err(CliError::Input)
 }
 
@@ -615,9 +616,9 @@ pub fn simulate(
         if at > 0 {
             simulation.settle();
             for (_, file) in changes.iter().filter(|(s, _)| *s == at) {
-                for (cluster, object) in
-                    read_inputs(std::slice::from_ref(file), pack.source_cluster())?
-                {
+                let mut read = read_inputs(std::slice::from_ref(file), pack.source_cluster())?;
+                pack.place_all(&mut read).map_err(CliError::Input)?;
+                for (cluster, object) in read {
                     let key = switchyard_core::ObjectKey::of(&cluster, &object)
                         .map_err(CliError::Input)?;
                     let mut merged = switchyard_core::World::get_key(&simulation.world, &key)

@@ -220,7 +220,7 @@ fn explain_traces_guards_lookups_and_outputs() {
     assert!(text.starts_with("rule fleet-workload\n"), "{text}");
     assert!(
         text.contains(
-            "  vars.workspace: self.metadata.annotations['kcp.io/cluster']\n    => \"2vmzxwqzc9k1ajk0\"  (default/api, default/web)\n    => \"1x9k3m7p2q5w8z0a\"  (plant-a/batch, plant-a/cache)\n"
+            "  vars.workspace: self.metadata.annotations['kcp.io/cluster']\n    => \"1x9k3m7p2q5w8z0a\"  (source/1x9k3m7p2q5w8z0a plant-a/batch, source/1x9k3m7p2q5w8z0a plant-a/cache)\n    => \"2vmzxwqzc9k1ajk0\"  (source/2vmzxwqzc9k1ajk0 default/api, source/2vmzxwqzc9k1ajk0 default/web)\n"
         ),
         "{text}"
     );
@@ -231,7 +231,7 @@ fn explain_traces_guards_lookups_and_outputs() {
     );
     // Then each trigger's status: fields and conditions.
     assert!(
-        text.contains("source:FleetWorkload.platform.edge-portal.eu:default/web\n  status.clusters: [{\"applied\":true,\"cluster\":\"edge-fra-1\",\"health\":\"Healthy\"},{\"applied\":true,\"cluster\":\"edge-ams-1\",\"health\":\"Healthy\"}]\n  status.observedGeneration: 3\n"),
+        text.contains("source/2vmzxwqzc9k1ajk0:FleetWorkload.platform.edge-portal.eu:default/web\n  status.clusters: [{\"applied\":true,\"cluster\":\"edge-fra-1\",\"health\":\"Healthy\"},{\"applied\":true,\"cluster\":\"edge-ams-1\",\"health\":\"Healthy\"}]\n  status.observedGeneration: 3\n"),
         "{text}"
     );
     assert!(

@@ -301,3 +301,90 @@ spec:
         Some("ok\nPASS forged \\u{1b}[31mred\\u{1b}[0m \\u{1} \u{202e}")
     );
 }
+
+#[test]
+fn an_object_of_a_workspace_role_needs_a_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.yaml");
+    let run = |annotations: &str| {
+        std::fs::write(
+            &input,
+            format!(
+                "apiVersion: platform.edge-portal.eu/v1alpha1\nkind: FleetWorkload\nmetadata: {{name: web, namespace: default{annotations}}}\nspec: {{fleetRef: {{name: f}}}}\n"
+            ),
+        )
+        .unwrap();
+        let out = switchyard(&[
+            "render",
+            "--pack",
+            "rules/kcp-karmada",
+            "--input",
+            input.to_str().unwrap(),
+        ]);
+        (out.status.code(), stderr(&out))
+    };
+    assert_eq!(
+        run(""),
+        (
+            Some(2),
+            "error: platform.edge-portal.eu/v1alpha1 FleetWorkload `default/web`: the objects of role `source` live in workspaces, and it has no `kcp.io/cluster` annotation naming one\n".to_string()
+        )
+    );
+    assert_eq!(
+        run(", annotations: {kcp.io/cluster: 'ws 1'}"),
+        (
+            Some(2),
+            "error: platform.edge-portal.eu/v1alpha1 FleetWorkload `default/web`: the annotation `kcp.io/cluster` (`ws 1`) does not name a workspace (1-253 letters, digits and `-._#:`)\n".to_string()
+        )
+    );
+}
+
+#[test]
+fn lookups_and_outputs_of_a_workspace_stay_in_it() {
+    let dir = pack(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{self.metadata.name}}\n  namespace: {{self.metadata.namespace}}\n",
+        CONFIGMAP_SCOPE,
+        &[
+            (
+                "pack.yaml",
+                "apiVersion: switchyard.dev/v1alpha1
+kind: RulePack
+metadata: {name: hostile, version: 0.1.0}
+spec:
+  clusters:
+    - name: source
+      access: [read, write, writeStatus]
+      workspaces: kcp
+  scope:
+    - cluster: source
+      kinds: [{apiVersion: v1, kind: ConfigMap}]
+      namespaces: ['*']
+",
+            ),
+            (
+                "rules/app.yaml",
+                "apiVersion: switchyard.dev/v1alpha1
+kind: Rule
+metadata: {name: app}
+spec:
+  watch: {apiVersion: example.com/v1, kind: App}
+  lookups:
+    - {name: all, apiVersion: v1, kind: ConfigMap, allClusters: true, matchLabels: '{}', maxItems: 10}
+  outputs:
+    - {name: out, cluster: source, clusterName: \"'other'\", template: out.yaml.hbs}
+",
+            ),
+        ],
+    );
+    let (code, out) = check(dir.path());
+    assert_eq!(code, Some(1), "{out}");
+    let errors: Vec<&str> = out.lines().filter(|l| l.contains(": error[")).collect();
+    assert_eq!(
+        errors,
+        [
+            "rules/app.yaml:7:65: error[pack::cluster-access]: lookup `all` has `allClusters`, but the objects of role `source` live in workspaces: a trigger's lookups there read its own workspace only",
+            "rules/app.yaml:9:49: error[pack::cluster-access]: output `out` has `clusterName`, but the objects of role `source` live in workspaces: a trigger's outputs there go to its own workspace",
+        ],
+        "{out}"
+    );
+}

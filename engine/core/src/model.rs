@@ -122,8 +122,24 @@ pub struct ClusterRole {
     pub name: String,
     /// What the pack does there.
     pub access: Vec<Access>,
+    /// `kcp`: the role is a kcp virtual workspace, serving the objects of many tenants'
+    /// workspaces. Each object's workspace (its `kcp.io/cluster` annotation) is part of its
+    /// identity, as a member cluster's name is (`source/<workspace>`): lookups of a trigger
+    /// of this role stay in its workspace, outputs and status go back to it, and objects of
+    /// two workspaces never meet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspaces: Option<Workspaces>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+}
+
+/// Where a role's objects name their workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Workspaces {
+    /// kcp: the annotation `kcp.io/cluster`; writes go to `/clusters/<workspace>` of the
+    /// virtual workspace's URL.
+    Kcp,
 }
 
 #[derive(

@@ -31,6 +31,8 @@ pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";
 /// On a test input or fixture: the object is invalid on purpose (what a pack does with an
 /// object an older CRD let in); the value says why. Its CRD is not checked against it.
 pub const ANNOTATION_INVALID_INPUT: &str = "switchyard.dev/invalid";
+/// Annotation kcp puts on every object of a workspace: the workspace's logical cluster.
+pub const ANNOTATION_KCP_CLUSTER: &str = "kcp.io/cluster";
 /// The condition type the engine manages on every trigger.
 pub const CONDITION_SYNCED: &str = "Synced";
 

@@ -158,6 +158,70 @@ impl Pack {
         &self.document.spec.source_cluster
     }
 
+    /// The annotation naming an object's workspace in `role`, when the pack declares the
+    /// role's objects live in workspaces (`workspaces: kcp`).
+    pub fn workspace_annotation(&self, role: &str) -> Option<&'static str> {
+        self.document
+            .spec
+            .clusters
+            .iter()
+            .find(|c| c.name == role)
+            .and_then(|c| c.workspaces)
+            .map(|w| match w {
+                crate::model::Workspaces::Kcp => crate::names::ANNOTATION_KCP_CLUSTER,
+            })
+    }
+
+    /// The cluster of an object read in `cluster`: in a role whose objects live in
+    /// workspaces, the workspace its annotation names is its member (`source/<workspace>`).
+    /// An object of such a role without a workspace has no place: an error naming it.
+    pub fn place(&self, cluster: &str, object: &serde_json::Value) -> Result<String, String> {
+        let (role, member) = crate::object::split_cluster(cluster);
+        let Some(annotation) = self.workspace_annotation(role) else {
+            return Ok(cluster.to_string());
+        };
+        let named = object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(annotation))
+            .and_then(serde_json::Value::as_str);
+        let what = || {
+            crate::object::ObjectKey::of(cluster, object)
+                .map(|k| format!("{} {} `{}`", k.api_version, k.kind, k.namespaced_name()))
+                .unwrap_or_else(|_| "an object".to_string())
+        };
+        match named {
+            Some(workspace) if crate::object::is_member_name(workspace) => {
+                if cluster.contains('/') && member != workspace {
+                    return Err(format!(
+                        "{} is in cluster `{cluster}` but its annotation `{annotation}` names workspace `{workspace}`",
+                        what()
+                    ));
+                }
+                Ok(crate::object::cluster_id(role, workspace))
+            }
+            Some(workspace) => Err(format!(
+                "{}: the annotation `{annotation}` (`{workspace}`) does not name a workspace (1-253 letters, digits and `-._#:`)",
+                what()
+            )),
+            None if cluster.contains('/') => Ok(cluster.to_string()),
+            None => Err(format!(
+                "{}: the objects of role `{role}` live in workspaces, and it has no `{annotation}` annotation naming one",
+                what()
+            )),
+        }
+    }
+
+    /// [`Pack::place`] for every object read.
+    ///
+    /// # Errors
+    /// The first object that has no place.
+    pub fn place_all(&self, objects: &mut [(String, serde_json::Value)]) -> Result<(), String> {
+        for (cluster, object) in objects.iter_mut() {
+            *cluster = self.place(cluster, object)?;
+        }
+        Ok(())
+    }
+
     pub fn rule_names(&self) -> impl Iterator<Item = &str> {
         self.rules.iter().map(|r| r.name.as_str())
     }

@@ -107,6 +107,9 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
             Err(d) => report.failures.push(d.to_string()),
         }
     }
+    if let Err(e) = pack.place_all(&mut objects) {
+        report.failures.push(e);
+    }
     if !report.failures.is_empty() {
         return report;
     }
@@ -191,8 +194,10 @@ fn apply_step(
         let mut parsed = Vec::new();
         for object in objects {
             let text = yaml::to_yaml(object);
-            let found = parse_inputs(&text, &format!("{label} {what}"), pack.source_cluster())
+            let mut found = parse_inputs(&text, &format!("{label} {what}"), pack.source_cluster())
                 .map_err(|d| d.to_string())?;
+            pack.place_all(&mut found)
+                .map_err(|e| format!("{label} {what}: {e}"))?;
             parsed.extend(found);
         }
         Ok(parsed)

@@ -4,8 +4,6 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::names::ANNOTATION_WORKSPACE;
-
 /// Why a trigger renders nothing: the `Synced=False` reason and message.
 pub(super) struct Stop {
     pub(super) reason: &'static str,
@@ -141,13 +139,4 @@ pub(super) fn namespace_of(workspace: &str) -> String {
         out.push(char::from(HEX[usize::from(b & 0xf)]));
     }
     out
-}
-
-/// The workspace annotation of a Fleet or PlacementPolicy, `''` when absent.
-pub(super) fn workspace_of(object: &Value) -> Result<Option<&Value>, Stop> {
-    let metadata = req(object, "metadata")?;
-    match opt(metadata, "annotations")? {
-        None => Ok(None),
-        Some(annotations) => opt(annotations, ANNOTATION_WORKSPACE),
-    }
 }

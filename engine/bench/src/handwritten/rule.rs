@@ -6,12 +6,10 @@ use switchyard_core::{MemoryWorld, ObjectKey, World};
 
 use super::access::{
     Stop, as_str, contains, is_dns1035_label, is_dns1123_subdomain, is_label_value, namespace_of,
-    non_empty, number, obj, opt, req, size, stop, truthy, type_error, workspace_of,
+    non_empty, number, obj, opt, req, size, stop, truthy, type_error,
 };
 use super::binding::binding_status;
-use super::names::{
-    ANNOTATION_WORKSPACE, KARMADA, LABEL_NAME, LABEL_WORKSPACE, PORTAL, RULE, SOURCE,
-};
+use super::names::{ANNOTATION_WORKSPACE, KARMADA, LABEL_NAME, LABEL_WORKSPACE, PORTAL, RULE};
 use super::tables::{requirement_target, strategies};
 
 /// What a FleetWorkload renders when no guard stops it.
@@ -30,7 +28,12 @@ pub(super) struct Requirement {
 }
 
 /// The rule `fleet-workload` for one FleetWorkload.
-pub(super) fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, Stop> {
+/// `cluster` is the FleetWorkload's own (`source/<workspace>`): its lookups read there.
+pub(super) fn fleet_workload(
+    world: &MemoryWorld,
+    cluster: &str,
+    fw: &Value,
+) -> Result<Fired, Stop> {
     let metadata = req(fw, "metadata")?;
     let name = as_str(req(metadata, "name")?, "metadata.name")?;
 
@@ -125,29 +128,20 @@ pub(super) fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, S
         ));
     }
 
-    // Lookup fleet (required), then guard FleetNotFound (other workspace).
+    // Lookup fleet (required), in the FleetWorkload's own workspace.
     let kcp_namespace = metadata.get("namespace").and_then(Value::as_str);
     let fleet_name = as_str(fleet_name, "spec.fleetRef.name")?;
-    let Some(fleet) = world.get(SOURCE, PORTAL, "Fleet", kcp_namespace, fleet_name) else {
+    let member = switchyard_core::object::split_cluster(cluster).1;
+    let Some(fleet) = world.get(cluster, PORTAL, "Fleet", kcp_namespace, fleet_name) else {
         return Err(stop(
             "FleetNotFound",
             format!(
-                "Fleet `{fleet_name}` not found in namespace `{}` of cluster `{SOURCE}` \
+                "Fleet `{fleet_name}` not found in namespace `{}` of workspace `{member}` \
                  (lookup `fleet` of rule `{RULE}`)",
                 kcp_namespace.unwrap_or("")
             ),
         ));
     };
-    if workspace_of(&fleet)?.and_then(Value::as_str).unwrap_or("") != workspace {
-        let namespace = as_str(req(metadata, "namespace")?, "metadata.namespace")?;
-        return Err(stop(
-            "FleetNotFound",
-            format!(
-                "Fleet `{fleet_name}` not found in namespace `{namespace}` of workspace \
-                 `{workspace}`"
-            ),
-        ));
-    }
 
     // vars.namespace, vars.bindingName, lookup binding (not required).
     let namespace = namespace_of(workspace);
@@ -168,7 +162,7 @@ pub(super) fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, S
     let policy = if non_empty(&policy_name) {
         let policy_name = as_str(&policy_name, "spec.placementPolicyRef.name")?;
         let Some(policy) = world.get(
-            SOURCE,
+            cluster,
             PORTAL,
             "PlacementPolicy",
             kcp_namespace,
@@ -177,34 +171,23 @@ pub(super) fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, S
             return Err(stop(
                 "PlacementPolicyNotFound",
                 format!(
-                    "PlacementPolicy `{policy_name}` not found in namespace `{}` of cluster \
-                     `{SOURCE}` (lookup `policy` of rule `{RULE}`)",
+                    "PlacementPolicy `{policy_name}` not found in namespace `{}` of workspace \
+                     `{member}` (lookup `policy` of rule `{RULE}`)",
                     kcp_namespace.unwrap_or("")
                 ),
             ));
         };
-        Some((policy_name, policy))
+        Some(policy)
     } else {
         None
     };
 
-    // Guards on the policy: PlacementPolicyNotFound (other workspace), then
-    // InvalidPlacementPolicy (strategy, weights, spread).
+    // Guards on the policy: InvalidPlacementPolicy (strategy, weights, spread).
     let mut strategy = "None";
     let mut weights: &[Value] = &[];
     let mut policy_spec: Option<&Value> = None;
-    if let Some((policy_name, policy)) = &policy {
+    if let Some(policy) = &policy {
         let policy = policy.as_ref();
-        if workspace_of(policy)?.and_then(Value::as_str).unwrap_or("") != workspace {
-            let namespace = as_str(req(metadata, "namespace")?, "metadata.namespace")?;
-            return Err(stop(
-                "PlacementPolicyNotFound",
-                format!(
-                    "PlacementPolicy `{policy_name}` not found in namespace `{namespace}` of \
-                     workspace `{workspace}`"
-                ),
-            ));
-        }
         let policy_metadata_name = || -> Result<&str, Stop> {
             as_str(
                 req(req(policy, "metadata")?, "name")?,
@@ -353,7 +336,7 @@ pub(super) fn fleet_workload(world: &MemoryWorld, fw: &Value) -> Result<Fired, S
         }
     }
     if let Some(invalid) = requirements.iter().find(|r| r.target.is_err())
-        && let (Err(problem), Some((_, policy))) = (&invalid.target, &policy)
+        && let (Err(problem), Some(policy)) = (&invalid.target, &policy)
     {
         let policy_metadata_name = as_str(
             req(req(policy, "metadata")?, "name")?,

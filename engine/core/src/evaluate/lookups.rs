@@ -158,9 +158,17 @@ impl<'a> EvalContext<'a> {
                 message,
             });
         }
+        let in_workspaces = self.pack.workspace_annotation(&lookup.cluster).is_some();
         let searched = || {
             if lookup.all_clusters {
                 format!("any cluster of role `{}`", lookup.cluster)
+            } else if in_workspaces {
+                // A tenant reads this: its own workspace, nothing of the role's others.
+                let names: Vec<&str> = clusters
+                    .iter()
+                    .map(|c| crate::object::split_cluster(c).1)
+                    .collect();
+                format!("workspace `{}`", names.join(", "))
             } else {
                 format!("cluster `{}`", clusters.join(", "))
             }

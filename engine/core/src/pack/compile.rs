@@ -259,6 +259,27 @@ impl Loader<'_> {
                 .clone()
                 .unwrap_or_else(|| watch_cluster.clone());
             need_role(self, &cluster, Access::Read, &format!("{base}.cluster"));
+            if cluster == watch_cluster
+                && in_workspaces(pack, &cluster)
+                && (lookup.all_clusters || lookup.cluster_name.is_some())
+            {
+                let field = if lookup.all_clusters {
+                    "allClusters"
+                } else {
+                    "clusterName"
+                };
+                self.error(
+                    Diagnostic::error(
+                        "pack::cluster-access",
+                        format!(
+                            "lookup `{}` has `{field}`, but the objects of role `{cluster}` live in workspaces: a trigger's lookups there read its own workspace only",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.{field}")))
+                    .in_rule(&rule),
+                );
+            }
             let namespace = lookup.namespace.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.namespace"), s)
             });
@@ -526,6 +547,22 @@ impl Loader<'_> {
             let for_each = output.for_each.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.forEach"), s)
             });
+            if output.cluster == watch_cluster
+                && in_workspaces(pack, &output.cluster)
+                && output.cluster_name.is_some()
+            {
+                self.error(
+                    Diagnostic::error(
+                        "pack::cluster-access",
+                        format!(
+                            "output `{}` has `clusterName`, but the objects of role `{}` live in workspaces: a trigger's outputs there go to its own workspace",
+                            output.name, output.cluster
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.clusterName")))
+                    .in_rule(&rule),
+                );
+            }
             let cluster_name = output.cluster_name.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.clusterName"), s)
             });
@@ -982,6 +1019,14 @@ fn find_in_source(source: &str, needle: &str) -> (usize, usize) {
 
 fn is_ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The pack declares that the objects of `role` live in workspaces.
+fn in_workspaces(pack: &PackDocument, role: &str) -> bool {
+    pack.spec
+        .clusters
+        .iter()
+        .any(|c| c.name == role && c.workspaces.is_some())
 }
 
 #[cfg(test)]
