@@ -50,6 +50,9 @@ struct Resource {
 /// The API clients of the clusters, and the resources discovered in each.
 pub struct Clusters {
     clients: RwLock<BTreeMap<String, Client>>,
+    /// The configurations of the configured clusters, for the clients of workspaces made
+    /// on first use (`source/<workspace>` from `source`'s).
+    configs: BTreeMap<String, kube::Config>,
     recorders: RwLock<BTreeMap<String, Recorder>>,
     resources: Mutex<HashMap<ResourceKey, Resource>>,
     reachability: Arc<Reachability>,
@@ -58,11 +61,21 @@ pub struct Clusters {
 impl Clusters {
     /// `clients` maps the core's cluster names (`source`, `provider/x86`) to clients.
     pub fn new(clients: BTreeMap<String, Client>) -> Arc<Self> {
+        Clusters::with_configs(clients, BTreeMap::new())
+    }
+
+    /// As [`Clusters::new`], with each cluster's configuration, so that the workspaces of a
+    /// role whose cluster is a kcp virtual workspace get clients of their own.
+    pub fn with_configs(
+        clients: BTreeMap<String, Client>,
+        configs: BTreeMap<String, kube::Config>,
+    ) -> Arc<Self> {
         let recorders = clients
             .iter()
             .map(|(name, client)| (name.clone(), Recorder::new(client.clone(), reporter())))
             .collect();
         Arc::new(Clusters {
+            configs,
             recorders: RwLock::new(recorders),
             clients: RwLock::new(clients),
             resources: Mutex::new(HashMap::new()),
@@ -71,15 +84,46 @@ impl Clusters {
     }
 
     pub fn client(&self, cluster: &str) -> Result<Client, ApplyError> {
-        self.clients
+        if let Some(client) = self
+            .clients
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(cluster)
-            .cloned()
+        {
+            return Ok(client.clone());
+        }
+        self.workspace_client(cluster)
             .ok_or_else(|| ApplyError::UnknownCluster(cluster.to_string()))
     }
 
+    /// The client of `role/<workspace>` when `role`'s cluster is configured (a kcp virtual
+    /// workspace): made once, then kept with its Event recorder.
+    fn workspace_client(&self, cluster: &str) -> Option<Client> {
+        let (role, workspace) = switchyard_core::object::split_cluster(cluster);
+        if workspace.is_empty() {
+            return None;
+        }
+        let config = crate::clusters::workspace_config(self.configs.get(role)?, workspace)?;
+        let client = Client::try_from(config).ok()?;
+        self.recorders
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                cluster.to_string(),
+                Recorder::new(client.clone(), reporter()),
+            );
+        self.clients
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cluster.to_string(), client.clone());
+        Some(client)
+    }
+
+    /// The configured clusters (not the workspaces found behind them).
     pub fn names(&self) -> Vec<String> {
+        if !self.configs.is_empty() {
+            return self.configs.keys().cloned().collect();
+        }
         self.clients
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -127,6 +171,14 @@ impl Clusters {
         api_version: &str,
         kind: &str,
     ) -> Result<Resource, ApplyError> {
+        // Every workspace behind one virtual workspace serves the same kinds: discovered once,
+        // for the role.
+        let (role, member) = switchyard_core::object::split_cluster(cluster);
+        let cluster = if !member.is_empty() && self.configs.contains_key(role) {
+            role
+        } else {
+            cluster
+        };
         let key = (
             cluster.to_string(),
             api_version.to_string(),

@@ -45,11 +45,13 @@ pub async fn run(
 ) -> Result<(), BrokerError> {
     config.validate()?;
     let mut clients = BTreeMap::new();
+    let mut configs = BTreeMap::new();
     for cluster in &config.clusters {
-        let client = crate::clusters::connect(cluster).await?;
+        let (client, client_config) = crate::clusters::connect_with_config(cluster).await?;
         clients.insert(cluster.id().to_string(), client);
+        configs.insert(cluster.id().to_string(), client_config);
     }
-    let clusters = Clusters::new(clients);
+    let clusters = Clusters::with_configs(clients, configs);
     let names = clusters.names();
     let store = Store::with_clusters(names.iter().map(String::as_str));
     let queue: Arc<Queue<Work>> = Queue::new(Backoff::default());
@@ -314,7 +316,10 @@ fn ensure_watches(
                 continue;
             }
         };
-        let cache = Arc::new(KindCache::new(matches!(mode, WatchMode::Metadata { .. })));
+        let cache = Arc::new(KindCache::of_workspaces(
+            matches!(mode, WatchMode::Metadata { .. }),
+            store.workspace_annotation(&kind.cluster),
+        ));
         store.add(kind.clone(), cache.clone());
         health.set_watch(kind.to_string(), false);
         let task = tokio::spawn(watch::run(

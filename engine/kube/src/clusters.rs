@@ -39,17 +39,39 @@ pub async fn client_config(cluster: &ClusterConfig) -> Result<kube::Config, Conf
 
 /// A client for the cluster.
 pub async fn connect(cluster: &ClusterConfig) -> Result<kube::Client, ConfigError> {
+    connect_with_config(cluster).await.map(|(client, _)| client)
+}
+
+/// A client for the cluster, and its configuration (from which the clients of the
+/// workspaces behind a kcp virtual workspace are made).
+pub async fn connect_with_config(
+    cluster: &ClusterConfig,
+) -> Result<(kube::Client, kube::Config), ConfigError> {
     install_crypto_provider();
     let config = client_config(cluster).await?;
+    let kept = config.clone();
     tracing::debug!(cluster = %cluster.id(), url = %config.cluster_url, "cluster client");
-    kube::Client::try_from(config).map_err(|error| ConfigError::Client {
+    let client = kube::Client::try_from(config).map_err(|error| ConfigError::Client {
         cluster: cluster.id(),
         source_text: match &cluster.kubeconfig {
             Some(path) => format!("kubeconfig `{}`", switchyard_files::display(path)),
             None => IN_CLUSTER.to_string(),
         },
         error: Box::new(error),
-    })
+    })?;
+    Ok((client, kept))
+}
+
+/// The configuration of one workspace behind a kcp virtual workspace: the same connection
+/// and credentials, the URL's path extended by `/clusters/<workspace>`, as kcp routes a
+/// request to one workspace.
+pub fn workspace_config(base: &kube::Config, workspace: &str) -> Option<kube::Config> {
+    let mut config = base.clone();
+    let url = base.cluster_url.to_string();
+    config.cluster_url = format!("{}/clusters/{workspace}", url.trim_end_matches('/'))
+        .parse()
+        .ok()?;
+    Some(config)
 }
 
 /// Clients for every configured cluster, by id; the first failure stops.

@@ -98,6 +98,16 @@ pub enum PackSetError {
         first: String,
         second: String,
     },
+    /// Two packs disagree on whether a role's objects live in workspaces: the role's one
+    /// cluster cannot be both.
+    #[error(
+        "pack `{with}` declares that the objects of role `{role}` live in workspaces, and pack `{without}` does not: a role's cluster is one or the other"
+    )]
+    WorkspacesDisagree {
+        role: String,
+        with: String,
+        without: String,
+    },
 }
 
 /// The diagnostics of one pack that did not load.
@@ -207,6 +217,25 @@ pub fn load_pack_set(config: &BrokerConfig) -> Result<PackSet, PackSetError> {
                 first: switchyard_files::display(first),
                 second: switchyard_files::display(dir),
             });
+        }
+    }
+    for pack in &set.packs {
+        for role in &pack.spec().clusters {
+            let declared = role.workspaces.is_some();
+            for other in &set.packs {
+                let disagrees = other
+                    .spec()
+                    .clusters
+                    .iter()
+                    .any(|r| r.name == role.name && r.workspaces.is_some() != declared);
+                if declared && disagrees {
+                    return Err(PackSetError::WorkspacesDisagree {
+                        role: role.name.clone(),
+                        with: pack.name().to_string(),
+                        without: other.name().to_string(),
+                    });
+                }
+            }
         }
     }
     set.fingerprints = set

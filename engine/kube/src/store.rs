@@ -1,15 +1,20 @@
 //! The watch caches, and the core's [`World`] read straight from them: an evaluation borrows
 //! the cached objects (`Arc`s), nothing is copied per evaluation.
+//!
+//! A role whose objects live in workspaces (a kcp virtual workspace) is watched once, and
+//! its cache keys each object by its workspace too: the world answers for `source/<ws>` from
+//! that one cache, and never lets one workspace's object stand for another's.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
-use switchyard_core::World;
+use switchyard_core::object::{World, cluster_id, is_member_name, split_cluster};
+use switchyard_core::{ObjectKey, Pack};
 
 /// A kind in a cluster, as the core names clusters (`source`, `karmada`; a member of a role
-/// with several clusters is `role/name`).
+/// with several clusters is `role/name`; a role of workspaces is watched as the role).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KindKey {
     pub cluster: String,
@@ -23,16 +28,20 @@ impl std::fmt::Display for KindKey {
     }
 }
 
-type NameKey = (Option<String>, String);
+/// (workspace, namespace, name): the workspace only in a cache of workspaces.
+type CacheKey = (Option<Arc<str>>, Option<String>, String);
 
-/// The cache of one watch: every object of a kind in a cluster, ordered by namespace and name
-/// so lists come out sorted as the core expects.
+/// The cache of one watch: every object of a kind in a cluster, ordered by workspace,
+/// namespace and name so lists come out sorted as the core expects.
 #[derive(Default)]
 pub struct KindCache {
-    objects: RwLock<BTreeMap<NameKey, Arc<Value>>>,
+    objects: RwLock<BTreeMap<CacheKey, Arc<Value>>>,
     synced: AtomicBool,
     /// Only metadata is cached (outputs no rule reads).
     pub metadata_only: bool,
+    /// The annotation naming each object's workspace, when the role's objects live in
+    /// workspaces.
+    pub workspace: Option<&'static str>,
 }
 
 impl KindCache {
@@ -43,42 +52,132 @@ impl KindCache {
         }
     }
 
-    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<Value>> {
-        let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
-        objects
-            .get(&(namespace.map(str::to_string), name.to_string()))
-            .cloned()
-    }
-
-    pub fn list(&self, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
-        match namespace {
-            None => objects.values().cloned().collect(),
-            Some(ns) => objects
-                .range((Some(ns.to_string()), String::new())..)
-                .take_while(|((n, _), _)| n.as_deref() == Some(ns))
-                .map(|(_, o)| o.clone())
-                .collect(),
+    /// A cache whose objects each live in the workspace `annotation` names.
+    pub fn of_workspaces(metadata_only: bool, annotation: Option<&'static str>) -> Self {
+        KindCache {
+            metadata_only,
+            workspace: annotation,
+            ..KindCache::default()
         }
     }
 
-    /// Stores an object; returns the previous version.
-    pub fn insert(&self, object: Arc<Value>) -> Option<Arc<Value>> {
-        let key = name_key(&object);
-        let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
-        objects.insert(key, object)
+    /// The workspace an object names, in a cache of workspaces: `Some(None)` when it names
+    /// none (it cannot be cached), `None` in other caches.
+    pub fn workspace_of(&self, object: &Value) -> Option<Option<Arc<str>>> {
+        let annotation = self.workspace?;
+        Some(
+            object
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(annotation))
+                .and_then(Value::as_str)
+                .filter(|ws| is_member_name(ws))
+                .map(Arc::from),
+        )
     }
 
-    pub fn remove(&self, namespace: Option<&str>, name: &str) -> Option<Arc<Value>> {
+    /// The cluster an object of this cache lives in: `role/<workspace>` in a cache of
+    /// workspaces, else the watch's own cluster.
+    pub fn cluster_of(&self, watched: &str, object: &Value) -> Option<String> {
+        match self.workspace_of(object) {
+            None => Some(watched.to_string()),
+            Some(Some(workspace)) => Some(cluster_id(watched, &workspace)),
+            Some(None) => None,
+        }
+    }
+
+    fn key(&self, object: &Value) -> Option<CacheKey> {
+        let workspace = match self.workspace_of(object) {
+            None => None,
+            Some(Some(ws)) => Some(ws),
+            Some(None) => return None,
+        };
+        let (namespace, name) = name_key(object);
+        Some((workspace, namespace, name))
+    }
+
+    pub fn get(
+        &self,
+        workspace: Option<&str>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
+        objects
+            .get(&(
+                workspace.map(Arc::from),
+                namespace.map(str::to_string),
+                name.to_string(),
+            ))
+            .cloned()
+    }
+
+    /// The objects of one workspace (or all, in other caches) in one namespace or all.
+    pub fn list(&self, workspace: Option<&str>, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
+        let workspace: Option<Arc<str>> = workspace.map(Arc::from);
+        let start: CacheKey = (
+            workspace.clone(),
+            namespace.map(str::to_string),
+            String::new(),
+        );
+        objects
+            .range(start..)
+            .take_while(|((w, n, _), _)| {
+                *w == workspace && namespace.is_none_or(|ns| n.as_deref() == Some(ns))
+            })
+            .map(|(_, o)| o.clone())
+            .collect()
+    }
+
+    /// Every object, of every workspace.
+    pub fn all(&self) -> Vec<Arc<Value>> {
+        self.objects
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The workspaces that have objects here.
+    pub fn workspaces(&self) -> BTreeSet<Arc<str>> {
+        self.objects
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .filter_map(|(w, _, _)| w.clone())
+            .collect()
+    }
+
+    /// Stores an object; returns the previous version. An object of a cache of workspaces
+    /// that names no workspace is not stored (`Err`): it has no place.
+    pub fn insert(&self, object: Arc<Value>) -> Result<Option<Arc<Value>>, ()> {
+        let key = self.key(&object).ok_or(())?;
         let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
-        objects.remove(&(namespace.map(str::to_string), name.to_string()))
+        Ok(objects.insert(key, object))
+    }
+
+    /// Removes the object the way `object` identifies it.
+    pub fn remove(&self, object: &Value) -> Option<Arc<Value>> {
+        let key = self.key(object)?;
+        let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
+        objects.remove(&key)
+    }
+
+    /// The cached version of the object `object` identifies.
+    pub fn current(&self, object: &Value) -> Option<Arc<Value>> {
+        let key = self.key(object)?;
+        let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
+        objects.get(&key).cloned()
     }
 
     /// Replaces every object (a relist); returns the objects that were dropped.
     pub fn replace(&self, fresh: Vec<Arc<Value>>) -> Vec<Arc<Value>> {
-        let mut next: BTreeMap<NameKey, Arc<Value>> = BTreeMap::new();
+        let mut next: BTreeMap<CacheKey, Arc<Value>> = BTreeMap::new();
         for object in fresh {
-            next.insert(name_key(&object), object);
+            if let Some(key) = self.key(&object) {
+                next.insert(key, object);
+            }
         }
         let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
         let previous = std::mem::replace(&mut *objects, next);
@@ -109,7 +208,7 @@ impl KindCache {
     }
 }
 
-fn name_key(object: &Value) -> NameKey {
+fn name_key(object: &Value) -> (Option<String>, String) {
     let meta = |field: &str| {
         object
             .pointer(&format!("/metadata/{field}"))
@@ -127,6 +226,9 @@ pub struct Store {
     kinds: RwLock<HashMap<KindKey, Arc<KindCache>>>,
     /// Role -> member names (`""` for a role's unnamed cluster), from the broker's clusters.
     members: BTreeMap<String, Vec<String>>,
+    /// Roles whose objects live in workspaces -> the annotation naming them (from the loaded
+    /// packs).
+    workspace_roles: RwLock<BTreeMap<String, &'static str>>,
 }
 
 impl Store {
@@ -138,7 +240,7 @@ impl Store {
     pub fn with_clusters<'a>(clusters: impl IntoIterator<Item = &'a str>) -> Arc<Self> {
         let mut members: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for id in clusters {
-            let (role, name) = switchyard_core::object::split_cluster(id);
+            let (role, name) = split_cluster(id);
             members
                 .entry(role.to_string())
                 .or_default()
@@ -151,7 +253,55 @@ impl Store {
         Arc::new(Store {
             kinds: RwLock::default(),
             members,
+            workspace_roles: RwLock::default(),
         })
+    }
+
+    /// Takes the roles whose objects live in workspaces from the packs loaded now.
+    pub fn set_workspace_roles(&self, packs: &[Arc<Pack>]) {
+        let mut roles = BTreeMap::new();
+        for pack in packs {
+            for cluster in &pack.spec().clusters {
+                if let Some(annotation) = pack.workspace_annotation(&cluster.name) {
+                    roles.insert(cluster.name.clone(), annotation);
+                }
+            }
+        }
+        *self
+            .workspace_roles
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = roles;
+    }
+
+    /// The annotation naming the workspaces of `role`, if its objects live in workspaces.
+    pub fn workspace_annotation(&self, role: &str) -> Option<&'static str> {
+        self.workspace_roles
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(role)
+            .copied()
+    }
+
+    /// The clusters a kind of `role` is watched in: the role itself for a role of
+    /// workspaces (one watch serves them all), else each member, or the role when it has
+    /// none (a watch of it then reports that no cluster is configured).
+    pub fn watch_clusters(&self, role: &str) -> Vec<String> {
+        if self.workspace_annotation(role).is_some() {
+            return vec![role.to_string()];
+        }
+        match self.members.get(role) {
+            Some(names) if !names.is_empty() => names.iter().map(|m| cluster_id(role, m)).collect(),
+            _ => vec![role.to_string()],
+        }
+    }
+
+    /// The key of a cached object of the watch `kind`.
+    pub fn key_of(&self, kind: &KindKey, object: &Value) -> Option<ObjectKey> {
+        let cluster = match self.cache(kind) {
+            Some(cache) => cache.cluster_of(&kind.cluster, object)?,
+            None => kind.cluster.clone(),
+        };
+        ObjectKey::of(&cluster, object).ok()
     }
 
     pub fn cache(&self, key: &KindKey) -> Option<Arc<KindCache>> {
@@ -177,12 +327,28 @@ impl Store {
             .remove(key);
     }
 
-    fn find(&self, cluster: &str, api_version: &str, kind: &str) -> Option<Arc<KindCache>> {
-        self.cache(&KindKey {
+    /// The cache holding `cluster`'s objects of a kind, and the workspace to read there.
+    fn find<'c>(
+        &self,
+        cluster: &'c str,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<(Arc<KindCache>, Option<&'c str>)> {
+        let key = |cluster: &str| KindKey {
             cluster: cluster.to_string(),
             api_version: api_version.to_string(),
             kind: kind.to_string(),
-        })
+        };
+        let (role, member) = split_cluster(cluster);
+        if self.workspace_annotation(role).is_some() {
+            // A workspace's objects are in the role's cache, under the workspace; the
+            // role itself (no workspace) has none.
+            if member.is_empty() {
+                return None;
+            }
+            return self.cache(&key(role)).map(|c| (c, Some(member)));
+        }
+        self.cache(&key(cluster)).map(|c| (c, None))
     }
 }
 
@@ -195,7 +361,8 @@ impl World for Store {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<Arc<Value>> {
-        self.find(cluster, api_version, kind)?.get(namespace, name)
+        let (cache, workspace) = self.find(cluster, api_version, kind)?;
+        cache.get(workspace, namespace, name)
     }
 
     fn list(
@@ -206,11 +373,23 @@ impl World for Store {
         namespace: Option<&str>,
     ) -> Vec<Arc<Value>> {
         self.find(cluster, api_version, kind)
-            .map(|c| c.list(namespace))
+            .map(|(cache, workspace)| cache.list(workspace, namespace))
             .unwrap_or_default()
     }
 
     fn members(&self, role: &str) -> Vec<String> {
+        if self.workspace_annotation(role).is_some() {
+            let caches: Vec<Arc<KindCache>> = self
+                .kinds
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .filter(|(k, _)| k.cluster == role)
+                .map(|(_, c)| c.clone())
+                .collect();
+            let names: BTreeSet<Arc<str>> = caches.iter().flat_map(|c| c.workspaces()).collect();
+            return names.iter().map(|n| n.to_string()).collect();
+        }
         self.members.get(role).cloned().unwrap_or_default()
     }
 }
@@ -225,12 +404,24 @@ mod tests {
                          "metadata": {"namespace": ns, "name": name}}))
     }
 
+    fn names(list: Vec<Arc<Value>>) -> Vec<String> {
+        list.iter()
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    o["metadata"]["namespace"].as_str().unwrap(),
+                    o["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn lists_one_namespace_or_all_in_order() {
         let store = Store::new();
         let cache = Arc::new(KindCache::new(false));
         for (ns, name) in [("b", "x"), ("a", "y"), ("ab", "z"), ("a", "x")] {
-            cache.insert(cm(ns, name));
+            cache.insert(cm(ns, name)).unwrap();
         }
         let key = KindKey {
             cluster: "source".into(),
@@ -239,17 +430,6 @@ mod tests {
         };
         store.add(key, cache.clone());
         let world: &dyn World = &*store;
-        let names = |list: Vec<Arc<Value>>| -> Vec<String> {
-            list.iter()
-                .map(|o| {
-                    format!(
-                        "{}/{}",
-                        o["metadata"]["namespace"].as_str().unwrap(),
-                        o["metadata"]["name"].as_str().unwrap()
-                    )
-                })
-                .collect()
-        };
         assert_eq!(
             names(world.list("source", "v1", "ConfigMap", None)),
             ["a/x", "a/y", "ab/z", "b/x"]
@@ -271,5 +451,54 @@ mod tests {
         let dropped = cache.replace(vec![cm("a", "x")]);
         assert_eq!(dropped.len(), 3);
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn workspaces_keep_their_objects_apart() {
+        let store = Store::new();
+        store
+            .workspace_roles
+            .write()
+            .unwrap()
+            .insert("source".into(), "kcp.io/cluster");
+        let cache = Arc::new(KindCache::of_workspaces(false, Some("kcp.io/cluster")));
+        let object = |ws: Option<&str>, name: &str| {
+            let annotations = match ws {
+                Some(ws) => json!({"kcp.io/cluster": ws}),
+                None => json!({}),
+            };
+            Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"namespace": "default", "name": name, "annotations": annotations}}))
+        };
+        cache.insert(object(Some("ws-a"), "shop")).unwrap();
+        cache.insert(object(Some("ws-b"), "shop")).unwrap();
+        cache.insert(object(Some("ws-b"), "edge")).unwrap();
+        assert!(cache.insert(object(None, "lost")).is_err());
+        assert!(cache.insert(object(Some("a b"), "lost")).is_err());
+        let key = KindKey {
+            cluster: "source".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        store.add(key.clone(), cache.clone());
+        let world: &dyn World = &*store;
+        assert_eq!(world.members("source"), ["ws-a", "ws-b"]);
+        assert_eq!(
+            names(world.list("source/ws-a", "v1", "ConfigMap", None)),
+            ["default/shop"]
+        );
+        assert_eq!(
+            names(world.list("source/ws-b", "v1", "ConfigMap", Some("default"))),
+            ["default/edge", "default/shop"]
+        );
+        assert!(
+            world
+                .get("source/ws-a", "v1", "ConfigMap", Some("default"), "edge")
+                .is_none()
+        );
+        assert!(world.list("source", "v1", "ConfigMap", None).is_empty());
+        let shop_b = store.key_of(&key, &object(Some("ws-b"), "shop")).unwrap();
+        assert_eq!(shop_b.cluster, "source/ws-b");
+        assert_eq!(store.watch_clusters("source"), ["source"]);
     }
 }

@@ -42,6 +42,8 @@ impl WatchMode {
 #[derive(Debug, Clone)]
 pub struct Change {
     pub kind: KindKey,
+    /// The object's cluster: the watch's, or `role/<workspace>` in a role of workspaces.
+    pub cluster: String,
     pub namespace: Option<String>,
     pub name: String,
     /// The object as it is now (`None`: deleted) and as it was.
@@ -145,7 +147,11 @@ async fn pump<K: serde::Serialize>(
             }
             Event::InitApply(object) => {
                 if let Some(object) = to_value(key, &object, managers) {
-                    relist.push(object);
+                    if cache.workspace_of(&object).is_some_and(|ws| ws.is_none()) {
+                        unplaced(key, &object);
+                    } else {
+                        relist.push(object);
+                    }
                 }
                 true
             }
@@ -153,21 +159,17 @@ async fn pump<K: serde::Serialize>(
                 let fresh = std::mem::take(&mut relist);
                 let mut changes = Vec::new();
                 for object in &fresh {
-                    let (namespace, name) = identity(object);
-                    let previous = cache.get(namespace.as_deref(), &name);
-                    if !same_version(previous.as_deref(), object) {
-                        changes.push(change(key, object.clone(), previous));
+                    let previous = cache.current(object);
+                    if !same_version(previous.as_deref(), object)
+                        && let Some(c) = change(key, cache, Some(object.clone()), previous)
+                    {
+                        changes.push(c);
                     }
                 }
                 for gone in cache.replace(fresh) {
-                    let (namespace, name) = identity(&gone);
-                    changes.push(Change {
-                        kind: key.clone(),
-                        namespace,
-                        name,
-                        current: None,
-                        previous: Some(gone),
-                    });
+                    if let Some(c) = change(key, cache, None, Some(gone)) {
+                        changes.push(c);
+                    }
                 }
                 cache.set_synced();
                 changes
@@ -176,31 +178,22 @@ async fn pump<K: serde::Serialize>(
                     && events.send(WatchEvent::Synced(key.clone())).is_ok()
             }
             Event::Apply(object) => match to_value(key, &object, managers) {
-                Some(object) => {
-                    let previous = cache.insert(object.clone());
-                    if same_version(previous.as_deref(), &object) {
+                Some(object) => match cache.insert(object.clone()) {
+                    Ok(previous) if same_version(previous.as_deref(), &object) => true,
+                    Ok(previous) => change(key, cache, Some(object), previous)
+                        .is_none_or(|c| events.send(WatchEvent::Changed(c)).is_ok()),
+                    Err(()) => {
+                        unplaced(key, &object);
                         true
-                    } else {
-                        events
-                            .send(WatchEvent::Changed(change(key, object, previous)))
-                            .is_ok()
                     }
-                }
+                },
                 None => true,
             },
             Event::Delete(object) => match to_value(key, &object, managers) {
                 Some(object) => {
-                    let (namespace, name) = identity(&object);
-                    let previous = cache.remove(namespace.as_deref(), &name);
-                    events
-                        .send(WatchEvent::Changed(Change {
-                            kind: key.clone(),
-                            namespace,
-                            name,
-                            current: None,
-                            previous,
-                        }))
-                        .is_ok()
+                    let previous = cache.remove(&object).or(Some(object));
+                    change(key, cache, None, previous)
+                        .is_none_or(|c| events.send(WatchEvent::Changed(c)).is_ok())
                 }
                 None => true,
             },
@@ -212,15 +205,37 @@ async fn pump<K: serde::Serialize>(
     }
 }
 
-fn change(key: &KindKey, object: Arc<Value>, previous: Option<Arc<Value>>) -> Change {
-    let (namespace, name) = identity(&object);
-    Change {
+/// What changed about an object: where it lives (its workspace, in a role of workspaces)
+/// and its versions. `None` for an object that has no place.
+fn change(
+    key: &KindKey,
+    cache: &KindCache,
+    current: Option<Arc<Value>>,
+    previous: Option<Arc<Value>>,
+) -> Option<Change> {
+    let object = current.as_deref().or(previous.as_deref())?;
+    let cluster = cache.cluster_of(&key.cluster, object)?;
+    let (namespace, name) = identity(object);
+    Some(Change {
         kind: key.clone(),
+        cluster,
         namespace,
         name,
-        current: Some(object),
+        current,
         previous,
-    }
+    })
+}
+
+/// An object of a role of workspaces that names no workspace: it cannot be told apart from
+/// another workspace's, so it is left out (a virtual workspace never serves one).
+fn unplaced(key: &KindKey, object: &Value) {
+    let (namespace, name) = identity(object);
+    tracing::warn!(
+        watch = %key,
+        namespace = namespace.as_deref().unwrap_or(""),
+        %name,
+        "object names no workspace; ignored"
+    );
 }
 
 fn same_version(previous: Option<&Value>, current: &Value) -> bool {

@@ -6,30 +6,24 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use switchyard_core::evaluate::LABEL_PACK;
-use switchyard_core::object::{World, cluster_id};
 use switchyard_core::{ObjectKey, Pack, ReadKey};
 
-use crate::store::KindKey;
+use crate::store::{KindKey, Store};
 use crate::watch::WatchMode;
 
-/// The clusters of a role: `ROLE/NAME` for each member the world knows, or the role itself
-/// when it has none (a watch of it then reports that no cluster is configured).
-pub fn role_clusters(world: &dyn World, role: &str) -> Vec<String> {
-    let members = world.members(role);
-    if members.is_empty() {
-        return vec![role.to_string()];
-    }
-    members.iter().map(|m| cluster_id(role, m)).collect()
+/// The clusters a kind of `role` is watched in (see [`Store::watch_clusters`]).
+pub fn role_clusters(store: &Store, role: &str) -> Vec<String> {
+    store.watch_clusters(role)
 }
 
-/// A kind in every cluster of a role.
+/// A kind in every cluster of a role it is watched in.
 pub(super) fn kind_in_role(
-    world: &dyn World,
+    store: &Store,
     role: &str,
     api_version: &str,
     kind: &str,
 ) -> Vec<KindKey> {
-    role_clusters(world, role)
+    role_clusters(store, role)
         .into_iter()
         .map(|cluster| KindKey {
             cluster,
@@ -41,7 +35,7 @@ pub(super) fn kind_in_role(
 
 /// What a loaded pack needs watched, by kind and cluster: rules watch and look up kinds in
 /// roles, and a role may have many member clusters.
-pub fn watch_plan(pack: &Pack, world: &dyn World) -> BTreeMap<KindKey, WatchMode> {
+pub fn watch_plan(pack: &Pack, world: &Store) -> BTreeMap<KindKey, WatchMode> {
     let mut plan: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
     for rule in pack.rule_kinds() {
         let watched = std::iter::once(&rule.watch).chain(&rule.lookups);
@@ -95,7 +89,7 @@ pub fn watch_plan(pack: &Pack, world: &dyn World) -> BTreeMap<KindKey, WatchMode
 }
 
 /// The kinds a pack may emit, in every cluster of the roles its scope names.
-pub(super) fn output_kinds(pack: &Pack, world: &dyn World) -> BTreeSet<KindKey> {
+pub(super) fn output_kinds(pack: &Pack, world: &Store) -> BTreeSet<KindKey> {
     pack.spec()
         .scope
         .iter()

@@ -28,11 +28,11 @@ impl PackState {
             let Some(cache) = store.cache(kind) else {
                 continue;
             };
-            for o in cache.list(None) {
+            for o in cache.all() {
                 if !created_by(&o, pack_name) {
                     continue;
                 }
-                if let Ok(key) = ObjectKey::of(&kind.cluster, &o)
+                if let Some(key) = store.key_of(kind, &o)
                     && !self.by_output.contains_key(&key)
                 {
                     found.push((key, o));

@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use switchyard_core::evaluate::Precedence;
-use switchyard_core::object::World;
 use switchyard_core::plan::Conflict;
 use switchyard_core::{DesiredObject, ObjectKey, Pack};
 
@@ -77,7 +76,7 @@ pub(super) struct PackState {
 }
 
 impl PackState {
-    pub(super) fn new(pack: Arc<Pack>, world: &dyn World) -> Self {
+    pub(super) fn new(pack: Arc<Pack>, world: &Store) -> Self {
         PackState {
             kinds: watch_plan(&pack, world),
             output_kinds: output_kinds(&pack, world),

@@ -53,6 +53,8 @@ impl Controller {
     /// definition changed (`None`: the pack is new or changed as a whole). Only triggers of
     /// changed rules are evaluated again; the pack's prune waits until they all were.
     pub fn install(&self, packs: Vec<(Arc<Pack>, Option<BTreeSet<String>>)>) {
+        let loaded: Vec<Arc<Pack>> = packs.iter().map(|(p, _)| p.clone()).collect();
+        self.store.set_workspace_roles(&loaded);
         let mut state = self.lock();
         let names: BTreeSet<Arc<str>> = packs.iter().map(|(p, _)| Arc::from(p.name())).collect();
         let removed: Vec<Arc<str>> = state
@@ -120,9 +122,9 @@ impl Controller {
                 let Some(cache) = self.store.cache(&kind) else {
                     continue;
                 };
-                for object in cache.list(None) {
+                for object in cache.all() {
                     if has_finalizer(&object, &finalizer)
-                        && let Ok(key) = ObjectKey::of(&kind.cluster, &object)
+                        && let Some(key) = self.store.key_of(&kind, &object)
                     {
                         found.push(key);
                     }
@@ -185,12 +187,12 @@ impl Controller {
                         let Some(cache) = self.store.cache(&kind) else {
                             continue;
                         };
-                        for object in cache.list(None) {
+                        for object in cache.all() {
                             let selected = rule
                                 .selector
                                 .as_ref()
                                 .is_none_or(|sel| selector_matches(sel, &labels(&object)));
-                            if selected && let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
+                            if selected && let Some(key) = self.store.key_of(&kind, &object) {
                                 triggers.insert(key);
                             }
                         }
@@ -251,8 +253,8 @@ impl Controller {
                         let Some(cache) = self.store.cache(&kind) else {
                             continue;
                         };
-                        for object in cache.list(None) {
-                            if let Ok(key) = ObjectKey::of(&kind.cluster, &object) {
+                        for object in cache.all() {
+                            if let Some(key) = self.store.key_of(&kind, &object) {
                                 work.push(Work::Trigger(name.clone(), key));
                             }
                         }
@@ -271,7 +273,7 @@ impl Controller {
     /// when it is an output nobody desires.
     pub fn changed(&self, change: &Change) {
         let key = ObjectKey {
-            cluster: change.kind.cluster.clone(),
+            cluster: change.cluster.clone(),
             api_version: change.kind.api_version.clone(),
             kind: change.kind.kind.clone(),
             namespace: change.namespace.clone(),

@@ -54,7 +54,17 @@ pub struct PackDir {
 }
 
 impl PackDir {
+    /// The pack for a plain API server as its source cluster: the tenants' objects carry
+    /// `kcp.io/cluster` but one server holds them all, so the source role is declared as
+    /// one cluster rather than kcp workspaces (see [`PackDir::with_workspaces`]).
     pub fn new() -> PackDir {
+        let packs = PackDir::with_workspaces();
+        packs.edit("pack.yaml", |t| t.replace("      workspaces: kcp\n", ""));
+        packs
+    }
+
+    /// The pack as shipped: its source role is a kcp virtual workspace.
+    pub fn with_workspaces() -> PackDir {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(
             &repo().join("rules/kcp-karmada"),
