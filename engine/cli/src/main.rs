@@ -212,6 +212,26 @@ enum Command {
         #[arg(long)]
         broker_config: bool,
     },
+    /// Print the least-privilege RBAC the broker needs to run packs: per cluster role, a
+    /// ClusterRole (and Roles in the namespaces a scope names), with bindings, and the
+    /// leader-election Role of the broker's own cluster.
+    Rbac {
+        /// A pack folder, or a folder of packs (as `run --packs`).
+        #[arg(long)]
+        packs: PathBuf,
+        /// `yaml`: the manifests, one commented stream per role; `json`: the computed rules
+        /// per role, with why each is needed (for tools and the Helm chart).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        format: RenderFormat,
+        /// The namespace of the broker's ServiceAccount and leader-election Lease.
+        #[arg(long, default_value = "switchyard-system")]
+        lease_namespace: String,
+        /// The ServiceAccount the bindings name.
+        #[arg(long, default_value = "switchyard")]
+        service_account: String,
+        #[command(flatten)]
+        sources: Sources,
+    },
     /// Run the broker: watch the clusters, apply what the packs produce, write status,
     /// clean up on delete, reload packs when they change on disk.
     Run(run_command::RunArgs),
@@ -339,6 +359,13 @@ fn main() -> ExitCode {
                 .with_setting_names("--kubernetes", "--extension"),
         ),
         Command::Schema { broker_config } => commands::schema(broker_config),
+        Command::Rbac {
+            packs,
+            format,
+            lease_namespace,
+            service_account,
+            sources,
+        } => commands::rbac(&packs, format, &lease_namespace, &service_account, &sources),
         Command::Run(args) => run_command::run(args),
     };
     match result {

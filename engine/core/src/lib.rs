@@ -17,6 +17,7 @@ pub mod model;
 pub mod object;
 pub mod pack;
 pub mod plan;
+pub mod rbac;
 pub mod simulate;
 pub mod table;
 pub mod template;
