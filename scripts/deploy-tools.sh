@@ -52,14 +52,23 @@ build() {
     cd "$work/$name"
     go mod init "switchyard.dev/deploy-$name" >/dev/null 2>&1
     go get "${module}@v${version}" >&2
+    if [[ "$name" == helm ]]; then
+      # The Kubernetes version helm assumes without a cluster (`helm template`, `helm lint`,
+      # a chart's kubeVersion) is its client-go's (v0.N.M -> 1.N), as helm's Makefile sets it.
+      local client_go minor
+      client_go="$(go list -m -f '{{.Version}}' k8s.io/client-go)"
+      minor="$(echo "$client_go" | cut -d. -f2)"
+      for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$minor"
+      done
+    fi
     go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "$package"
   )
   mv "$bin/$name.tmp" "$bin/$name"
 }
 
 if [[ ! -x "$bin/helm" ]]; then
-  # helm prints its version from these variables; `helm lint` checks kubeVersion against
-  # the Kubernetes version compiled in from the module graph.
+  # helm prints its version from these variables.
   build helm helm.sh/helm/v3 "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
     "-s -w -X helm.sh/helm/v3/internal/version.version=v${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 fi

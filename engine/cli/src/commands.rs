@@ -667,6 +667,7 @@ pub fn rbac(
     format: RenderFormat,
     lease_namespace: &str,
     service_account: &str,
+    roles: &[String],
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let dirs =
@@ -679,8 +680,21 @@ pub fn rbac(
     }
     let kinds = switchyard_core::rbac::Kinds::new(&crds);
     let pack_refs: Vec<&Pack> = packs.iter().collect();
-    let rbac = switchyard_core::rbac::compute(&pack_refs, &kinds, lease_namespace)
+    let mut rbac = switchyard_core::rbac::compute(&pack_refs, &kinds, lease_namespace)
         .map_err(|e| CliError::Input(e.to_string()))?;
+    if let Some(unknown) = roles
+        .iter()
+        .find(|r| !rbac.roles.iter().any(|x| &x.role == *r))
+    {
+        let known: Vec<&str> = rbac.roles.iter().map(|r| r.role.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "--role `{unknown}`: the packs have no such cluster role (they have {})",
+            known.join(", ")
+        )));
+    }
+    if !roles.is_empty() {
+        rbac.roles.retain(|r| roles.contains(&r.role));
+    }
     match format {
         RenderFormat::Yaml => {
             let naming = switchyard_core::rbac::Naming::for_packs(&rbac, service_account);

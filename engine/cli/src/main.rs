@@ -229,6 +229,10 @@ enum Command {
         /// The ServiceAccount the bindings name.
         #[arg(long, default_value = "switchyard")]
         service_account: String,
+        /// Only this cluster role (repeatable): what one cluster needs, for the roles it
+        /// holds. The leader-election Role is printed either way.
+        #[arg(long = "role", value_name = "ROLE")]
+        roles: Vec<String>,
         #[command(flatten)]
         sources: Sources,
     },
@@ -364,8 +368,16 @@ fn main() -> ExitCode {
             format,
             lease_namespace,
             service_account,
+            roles,
             sources,
-        } => commands::rbac(&packs, format, &lease_namespace, &service_account, &sources),
+        } => commands::rbac(
+            &packs,
+            format,
+            &lease_namespace,
+            &service_account,
+            &roles,
+            &sources,
+        ),
         Command::Run(args) => run_command::run(args),
     };
     match result {

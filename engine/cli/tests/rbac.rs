@@ -231,3 +231,22 @@ fn a_folder_of_packs_merges_roles() {
         ]
     );
 }
+
+#[test]
+fn role_limits_the_output_to_one_cluster_s_roles() {
+    let out = switchyard(&[
+        "rbac",
+        "--packs",
+        "rules/resource-broker",
+        "--role",
+        "compute",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("switchyard-resource-broker-compute"));
+    assert!(!text.contains("switchyard-resource-broker-consumer"));
+    assert!(text.contains("switchyard-resource-broker-leader-election"));
+    let out = switchyard(&["rbac", "--packs", "rules/resource-broker", "--role", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--role `nope`"), "{}", stderr(&out));
+}
