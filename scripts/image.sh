@@ -69,6 +69,7 @@ created="$(git log -1 --format=%cI 2>/dev/null || echo 1970-01-01T00:00:00Z)"
 "$builder" build \
   --file deploy/Dockerfile \
   --build-context "build=$context" \
+  --build-arg TARGETARCH=amd64 \
   --build-arg "VERSION=$version" \
   --build-arg "REVISION=$revision" \
   --build-arg "CREATED=$created" \
