@@ -972,6 +972,9 @@ fn custom_call<'a>(
     let mut args = Vec::with_capacity(call.args.len());
     for (i, a) in call.args.iter().enumerate() {
         let v = eval(a, scope, cx)?;
+        // The argument is read whole (converted to JSON): charged by its size, before the
+        // conversion, so a large object in a loop stops on the cost limit.
+        cx.charge(limits::deep_cost(&v, cx.remaining()), id)?;
         let json = v.to_json().map_err(|e| {
             let reason = e
                 .message
@@ -995,7 +998,9 @@ fn custom_call<'a>(
             format!("{}: {}", call.name, crate::error::lowercase_first(&e)),
         )
     })?;
-    Ok(Value::from_json(&result))
+    let result = Value::from_json(&result);
+    cx.charge(limits::deep_cost(&result, cx.remaining()), id)?;
+    Ok(result)
 }
 
 /// What a comprehension iterates over.

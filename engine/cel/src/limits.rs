@@ -86,6 +86,36 @@ pub(crate) fn creation_cost(v: &Value) -> u64 {
     }
 }
 
+/// What reading or building all of `v` costs, as [`creation_cost`] counts a value but
+/// over every nested value: a string 1 per 10 bytes, a list or map 1 per element or entry
+/// (a map key's string bytes too). The engine's own functions take and return JSON, so a
+/// call reads its arguments and builds its result whole: this is their charge. Counting
+/// stops once it passes `cap`.
+pub(crate) fn deep_cost(v: &Value, cap: u64) -> u64 {
+    let mut total: u64 = 0;
+    let mut pending: Vec<&Value> = vec![v];
+    while let Some(value) = pending.pop() {
+        total = total.saturating_add(creation_cost(value));
+        match value {
+            Value::List(items) => pending.extend(items.iter()),
+            Value::Map(map) => {
+                for (key, item) in map.iter() {
+                    if let crate::value::Key::String(s) = key {
+                        total = total.saturating_add(s.len() as u64 / 10);
+                    }
+                    pending.push(item);
+                }
+            }
+            Value::Optional(Some(inner)) => pending.push(inner),
+            _ => {}
+        }
+        if total > cap {
+            break;
+        }
+    }
+    total
+}
+
 /// Compiles a pattern within the largest compiled size allowed ([`REGEX_LARGE`]), if it is
 /// no longer than [`MAX_PATTERN_BYTES`].
 fn compile_bounded(pattern: &str) -> Result<Regex, String> {

@@ -133,12 +133,12 @@ pub fn run(
                 0
             }
             Err(message) => {
-                eprintln!("error: {message}");
+                errln!("error: {message}");
                 1
             }
         });
     }
-    eprintln!(
+    errln!(
         "switchyard cel: one expression per line; `:let NAME = JSON` binds a variable, `:vars` lists them, `:quit` ends"
     );
     let stdin = std::io::stdin();
@@ -165,10 +165,10 @@ pub fn run(
                         Ok(value) => {
                             bound.insert(name.trim().to_string(), cel::Value::from_json(&value));
                         }
-                        Err(e) => eprintln!("error: `{}` is not JSON: {e}", json.trim()),
+                        Err(e) => errln!("error: `{}` is not JSON: {e}", json.trim()),
                     }
                 }
-                None => eprintln!("error: use `:let NAME = JSON`"),
+                None => errln!("error: use `:let NAME = JSON`"),
             }
             continue;
         }
@@ -176,7 +176,7 @@ pub fn run(
             Ok(json) => outln!("{}", serde_json::to_string(&json).unwrap_or_default()),
             Err(message) => {
                 failed = true;
-                eprintln!("error: {message}");
+                errln!("error: {message}");
             }
         }
     }

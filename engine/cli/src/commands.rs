@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use switchyard_cli::CliError;
 use switchyard_cli::files::{read_inputs, read_inputs_checked};
 use switchyard_core::diagnostic::Severity;
-use switchyard_core::{Pack, diff, model, plan, testing};
+use switchyard_core::{Pack, diff, model, plan, testing, text};
 
 use crate::args::{DiffFormat, ExplainFormat, RenderFormat, Sources};
 use crate::memory::{self, Progress};
@@ -47,7 +47,7 @@ fn load_pack(dir: &Path, sources: &Sources) -> Result<Pack, CliError> {
     let mut warnings = 0;
     for d in &result.diagnostics {
         if d.is_error() {
-            eprintln!("{d}");
+            errln!("{d}");
         } else {
             warnings += 1;
         }
@@ -153,7 +153,7 @@ fn report_errors(plan: &plan::Plan) -> u8 {
 
 fn report(errors: Vec<String>) -> u8 {
     for e in &errors {
-        eprintln!("error: {e}");
+        errln!("error: {e}");
     }
     u8::from(!errors.is_empty())
 }
@@ -454,7 +454,7 @@ pub fn test(
                             "{}: case `{}`: golden file `{file}` not written: {e}",
                             report.file, report.case
                         );
-                        eprintln!("error: {message}");
+                        errln!("error: {message}");
                         report.failures.push(message);
                     }
                 }
@@ -474,14 +474,24 @@ pub fn test(
             }
             if report.passed() {
                 passed += 1;
-                outln!("PASS {} {}: {}", pack.name(), report.suite, report.case);
+                outln!(
+                    "PASS {} {}: {}",
+                    pack.name(),
+                    text::one_line(&report.suite),
+                    text::one_line(&report.case)
+                );
             } else {
                 failed += 1;
                 // The golden mismatch is the one failure an update fixes.
                 if updated.is_none() || report.failures.len() > 1 {
                     unfixed += 1;
                 }
-                outln!("FAIL {} {}: {}", pack.name(), report.suite, report.case);
+                outln!(
+                    "FAIL {} {}: {}",
+                    pack.name(),
+                    text::one_line(&report.suite),
+                    text::one_line(&report.case)
+                );
                 for failure in &report.failures {
                     for line in failure.lines() {
                         outln!("    {line}");
@@ -502,12 +512,9 @@ pub fn test(
 }
 
 fn junit_xml(suites: &[(String, Vec<testing::CaseReport>)]) -> String {
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
+    // Names and messages come from packs and inputs: text::xml keeps the file well-formed
+    // whatever they hold (XML 1.0 cannot carry most control characters at all).
+    let escape = text::xml;
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
     for (pack, reports) in suites {
         let failures = reports.iter().filter(|r| !r.passed()).count();
@@ -723,7 +730,7 @@ pub fn probe(
     let probe = switchyard_core::evaluate::probe_rule(&pack, rule, &world, now, expression)
         .map_err(CliError::Input)?;
     for note in &probe.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     match probe.value {
         Ok(value) => {
@@ -734,7 +741,7 @@ pub fn probe(
             Ok(0)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             Ok(1)
         }
     }

@@ -263,7 +263,7 @@ fn main() -> ExitCode {
         match budget {
             Ok(()) => {}
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitCode::from(2);
             }
         }
@@ -383,7 +383,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         }
     }

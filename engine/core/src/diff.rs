@@ -7,9 +7,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::evaluate::{ANNOTATION_PACK_VERSION, DesiredObject};
+use crate::markdown;
 use crate::model::OutputMode;
+use crate::names::ANNOTATION_PACK_VERSION;
 use crate::object::ObjectKey;
+use crate::outcome::DesiredObject;
 use crate::plan::{Plan, plan_order};
 use crate::testing::unified_diff;
 use crate::yaml;
@@ -63,10 +65,16 @@ impl PlanDiff {
         out
     }
 
-    /// A pull-request comment.
+    /// A pull-request comment. Everything a pack or a tenant wrote (names, kinds, clusters,
+    /// the diffs) is quoted as code ([`crate::markdown`]), so it renders as written and
+    /// nothing else.
     pub fn to_markdown(&self, base: &str, head: &str) -> String {
         let count = |k: ChangeKind| self.changes.iter().filter(|c| c.kind == k).count();
-        let mut out = format!("### switchyard diff: `{base}` → `{head}`\n\n");
+        let mut out = format!(
+            "### switchyard diff: {} → {}\n\n",
+            markdown::code_span(base),
+            markdown::code_span(head)
+        );
         if self.changes.is_empty() {
             out.push_str("No changes: both versions render the same objects and status.\n");
             return out;
@@ -79,15 +87,19 @@ impl PlanDiff {
         ));
         for c in &self.changes {
             out.push_str(&format!(
-                "| {:?} | `{}` | `{}` |\n",
-                c.kind, c.subject, c.cluster
+                "| {:?} | {} | {} |\n",
+                c.kind,
+                markdown::code_span(&c.subject),
+                markdown::code_span(&c.cluster)
             ));
         }
         out.push('\n');
         for c in &self.changes {
             out.push_str(&format!(
-                "<details><summary>{:?} <code>{}</code></summary>\n\n```diff\n{}```\n</details>\n\n",
-                c.kind, c.subject, c.diff
+                "<details><summary>{:?} <code>{}</code></summary>\n\n{}</details>\n\n",
+                c.kind,
+                markdown::html_text(&c.subject),
+                markdown::code_block(&c.diff, "diff")
             ));
         }
         out

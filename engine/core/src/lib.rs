@@ -13,8 +13,14 @@ pub mod diff;
 pub mod duration;
 pub mod evaluate;
 pub mod functions;
+pub mod glob;
+pub mod kinds;
+pub mod markdown;
 pub mod model;
+pub mod names;
 pub mod object;
+pub mod outcome;
+pub mod ownership;
 pub mod pack;
 pub mod plan;
 pub mod rbac;
@@ -22,14 +28,13 @@ pub mod simulate;
 pub mod table;
 pub mod template;
 pub mod testing;
+pub mod text;
 pub mod validate;
 pub mod yaml;
 
 pub use diagnostic::{Diagnostic, Severity};
-pub use evaluate::{
-    Conversions, DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger, evaluate,
-    evaluate_in, evaluate_untraced,
-};
+pub use evaluate::{Conversions, evaluate, evaluate_in, evaluate_untraced};
 pub use object::{MemoryWorld, ObjectKey, World};
+pub use outcome::{DesiredObject, Outcome, ReadKey, RuleError, TraceEntry, Trigger};
 pub use pack::{LoadOptions, LoadResult, Pack, PackFiles, load, load_with};
 pub use plan::{Plan, plan};

@@ -289,14 +289,18 @@ pub struct Lookup {
     pub all_clusters: bool,
     pub api_version: String,
     pub kind: String,
-    /// CEL: the namespace to read in; default the trigger's namespace. `''` for
-    /// cluster-scoped kinds (or `clusterScoped: true`).
+    /// CEL: the namespace to read in; default the trigger's namespace. `''` reads without
+    /// a namespace (every namespace: see `allNamespaces`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// The kind is cluster-scoped: read without a namespace (the plain form of
-    /// `namespace: "''"`).
+    /// The kind is cluster-scoped: read without a namespace. Must agree with the kind (its
+    /// CRD, or Kubernetes for built-in kinds).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cluster_scoped: bool,
+    /// List a namespaced kind in every namespace (with `matchLabels`), instead of the
+    /// trigger's or `namespace`'s.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_namespaces: bool,
     /// CEL: the object's name. The binding is the object, or null when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_name: Option<String>,

@@ -9,14 +9,19 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::diagnostic::Diagnostic;
-use crate::evaluate::{
-    ANNOTATION_CLUSTER, ANNOTATION_OWNERS, ANNOTATION_RULE, Conversions, DesiredObject, Outcome,
-    REASON_CONFLICT, Record, Trigger, evaluate_traced, stamp_ownership,
-};
+use crate::evaluate::{Conversions, Record, evaluate_traced};
 use crate::model::OutputMode;
+use crate::names::{ANNOTATION_CLUSTER, REASON_CONFLICT};
 use crate::object::{MemoryWorld, ObjectKey, World, check_cluster_id};
+use crate::outcome::{DesiredObject, Outcome, Trigger};
+use crate::ownership::join;
 use crate::pack::Pack;
 use crate::yaml;
+
+// How one object's versions join is the ownership module's; the broker's merge uses it too.
+pub use crate::ownership::{
+    Conflict, OWNERS_LISTED, OWNERS_MORE, absorb, owners_annotation, stamp_merged,
+};
 
 mod compact;
 
@@ -26,16 +31,6 @@ mod compact;
 pub enum Tracing {
     On,
     Off,
-}
-
-/// Two triggers that want different contents for the same object.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Conflict {
-    pub key: ObjectKey,
-    /// The owners whose version was kept.
-    pub kept: BTreeSet<String>,
-    /// The owner whose different version was refused.
-    pub refused: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,34 +62,6 @@ impl Plan {
         }
         messages
     }
-}
-
-impl std::fmt::Display for Conflict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {} and {} render different contents; kept the version of {}, which desired it first",
-            self.key,
-            join(&self.kept),
-            join(&self.refused),
-            join(&self.kept)
-        )
-    }
-}
-
-impl Conflict {
-    /// The `Synced` message of a trigger whose version was refused.
-    pub fn refused_message(&self) -> String {
-        format!(
-            "`{}` is rendered with different contents by {}, which desired it first",
-            self.key,
-            join(&self.kept)
-        )
-    }
-}
-
-fn join(set: &BTreeSet<String>) -> String {
-    set.iter().cloned().collect::<Vec<_>>().join(", ")
 }
 
 /// One trigger's evaluation in a plan. A plan is one round: what its evaluations read is of
@@ -382,7 +349,7 @@ fn expand_statuses(
 
 /// Merges the outcomes of several triggers into one desired state. Where triggers render
 /// one object differently, the version of the trigger that desired it first
-/// ([`crate::evaluate::Precedence`]) is kept, and the others' `Synced` turns False with
+/// ([`crate::outcome::Precedence`]) is kept, and the others' `Synced` turns False with
 /// reason `Conflict`.
 pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
     let (rank, entries) = claim_order(
@@ -495,143 +462,6 @@ fn precedence_order(outcomes: &[Outcome]) -> Vec<usize> {
 /// then by key.
 pub fn plan_order(key: &ObjectKey) -> (&str, bool, &ObjectKey) {
     (&key.cluster, key.namespace.is_some(), key)
-}
-
-/// How many triggers the `switchyard.dev/owners` annotation names. Kubernetes refuses an
-/// object whose annotations exceed 256 KiB together, and an output shared by thousands of
-/// triggers (a tenant's namespace) must still apply; past this many, the annotation names the
-/// first ones in key order and ends with [`OWNERS_MORE`].
-pub const OWNERS_LISTED: usize = 8;
-/// The last entry of a `switchyard.dev/owners` annotation that names only some owners.
-pub const OWNERS_MORE: &str = "+more";
-
-/// The `switchyard.dev/owners` annotation for a set of owners: bounded whatever its size.
-pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
-    let mut listed: Vec<&str> = owners
-        .iter()
-        .take(OWNERS_LISTED)
-        .map(String::as_str)
-        .collect();
-    if owners.len() > OWNERS_LISTED {
-        listed.push(OWNERS_MORE);
-    }
-    listed.join(",")
-}
-
-/// Adds another trigger's version of an object to the merged one: the same contents (ownership
-/// aside) join its sources and owners; different contents are a conflict and leave it as it
-/// was.
-///
-/// Patches of one object join into one patch when they agree on every field both set.
-pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<(), Box<Conflict>> {
-    let joined = match (existing.mode, incoming.mode) {
-        (OutputMode::Apply, OutputMode::Apply) | (OutputMode::Create, OutputMode::Create) => {
-            same_without_ownership(&existing.object, &incoming.object)
-        }
-        (OutputMode::Patch, OutputMode::Patch) => {
-            match join_patches(&existing.object, &incoming.object) {
-                Some(object) => {
-                    existing.object = object;
-                    true
-                }
-                None => false,
-            }
-        }
-        // One trigger owns the object, another patches it: the pack contradicts itself.
-        _ => false,
-    };
-    match joined {
-        true => {
-            existing.sources.extend(incoming.sources.iter().cloned());
-            existing.owners.extend(incoming.owners.iter().cloned());
-            Ok(())
-        }
-        false => Err(Box::new(Conflict {
-            key: incoming.key.clone(),
-            kept: existing.owners.clone(),
-            refused: incoming.owners.clone(),
-        })),
-    }
-}
-
-/// Two patches of one object as one: maps join key by key, anything else must be equal.
-fn join_patches(a: &Value, b: &Value) -> Option<Value> {
-    match (a, b) {
-        (Value::Object(a), Value::Object(b)) => {
-            let mut joined = a.clone();
-            for (key, value) in b {
-                let merged = match a.get(key) {
-                    Some(existing) => join_patches(existing, value)?,
-                    None => value.clone(),
-                };
-                joined.insert(key.clone(), merged);
-            }
-            Some(Value::Object(joined))
-        }
-        _ => (a == b).then(|| a.clone()),
-    }
-}
-
-/// Writes a merged object's ownership metadata: every source, and its owners as
-/// [`owners_annotation`] bounds them.
-pub fn stamp_merged(pack: &str, version: &str, desired: &mut DesiredObject) {
-    if desired.mode == OutputMode::Patch {
-        // A patch carries only the pack's fields, never its metadata.
-        return;
-    }
-    let sources = desired
-        .sources
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(",");
-    let owners = owners_annotation(&desired.owners);
-    stamp_ownership(&mut desired.object, pack, version, &sources, &owners);
-}
-
-/// Whether two objects are equal once the ownership annotations (`switchyard.dev/owners` and
-/// `switchyard.dev/rule` in `metadata.annotations`) are left out of both, without copying
-/// either.
-fn same_without_ownership(a: &Value, b: &Value) -> bool {
-    // Lookups by key, not zipped iteration: equal whatever the maps' iteration order.
-    fn same_entries<'a>(
-        a: &'a Map<String, Value>,
-        b: &'a Map<String, Value>,
-        special: &str,
-        same: impl Fn(&'a Value, &'a Value) -> bool,
-    ) -> bool {
-        a.len() == b.len()
-            && a.iter().all(|(key, va)| {
-                b.get(key).is_some_and(|vb| {
-                    if key == special {
-                        same(va, vb)
-                    } else {
-                        va == vb
-                    }
-                })
-            })
-    }
-    fn ownership(key: &str) -> bool {
-        key == ANNOTATION_OWNERS || key == ANNOTATION_RULE
-    }
-    let annotations = |a: &Value, b: &Value| match (a, b) {
-        (Value::Object(a), Value::Object(b)) => {
-            let others = |m: &Map<String, Value>| m.keys().filter(|k| !ownership(k)).count();
-            others(a) == others(b)
-                && a.iter()
-                    .filter(|(k, _)| !ownership(k))
-                    .all(|(k, va)| b.get(k) == Some(va))
-        }
-        _ => a == b,
-    };
-    let metadata = |a: &Value, b: &Value| match (a, b) {
-        (Value::Object(a), Value::Object(b)) => same_entries(a, b, "annotations", annotations),
-        _ => a == b,
-    };
-    match (a, b) {
-        (Value::Object(a), Value::Object(b)) => same_entries(a, b, "metadata", metadata),
-        _ => a == b,
-    }
 }
 
 /// Reads input objects from a YAML stream: every document is an object (or a `kind: List`

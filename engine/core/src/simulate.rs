@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Map, Value};
 
-use crate::evaluate::LABEL_PACK;
 use crate::model::OutputMode;
+use crate::names::LABEL_PACK;
 use crate::object::{MemoryWorld, ObjectKey, World};
 use crate::pack::Pack;
 use crate::plan::{Plan, plan};

@@ -83,6 +83,7 @@
 //! parse, and values that make it invalid (a duplicate key), go through the parse for its
 //! error message.
 
+mod context;
 mod decode;
 mod fill;
 mod helpers;
@@ -94,27 +95,18 @@ mod structure;
 mod tests;
 
 use std::borrow::Cow;
-use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use handlebars::template::{Parameter, Subexpression, Template, TemplateElement};
 use handlebars::{Handlebars, Path, RenderError, RenderErrorReason};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+pub use context::{CelMap, Held, RenderContext};
+pub use helpers::Decider;
 use helpers::{BLOCK_HELPERS, RESERVED_PREFIX, VALUE_HELPER, ValueTable, is_known_helper};
-
-/// Callback behind the `decide` helper: `(table name, key=value arguments) -> value`.
-pub type Decider = Arc<dyn Fn(&str, &Map<String, Value>) -> Result<Value, String> + Send + Sync>;
-
-/// A root variable path read by a template, with its 1-based position in the template file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplatePath {
-    pub path: Vec<String>,
-    pub line: usize,
-    pub column: usize,
-}
+pub use paths::TemplatePath;
 
 /// An error registering or rendering a template. Displays as `file:line:col: message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -155,194 +147,9 @@ impl TemplateError {
     }
 }
 
-/// The data a template renders against: the names of its root object (`self`, `vars`, …),
-/// each borrowed, shared or owned, so that building it copies nothing large. The structural
-/// render reads the names where they are; the text render (see [`TemplateSet::render_in`])
-/// builds handlebars' context from them once, when it is first needed, and keeps it up to
-/// date.
-pub struct RenderContext<'a> {
-    root: Root<'a>,
-    text: RefCell<Option<handlebars::Context>>,
-}
-
-enum Root<'a> {
-    Names(Vec<(String, Held<'a>)>),
-    /// A whole value (any JSON), as [`TemplateSet::render`] takes it.
-    Whole(&'a Value),
-}
-
-/// A value of the context.
-pub enum Held<'a> {
-    Borrowed(&'a Value),
-    Shared(Arc<Value>),
-    Owned(Value),
-    /// A map of CEL values (a rule's `vars`), each made JSON when a template first reads it.
-    Cel(CelMap),
-}
-
-impl Held<'_> {
-    fn value(&self) -> &Value {
-        match self {
-            Held::Borrowed(v) => v,
-            Held::Shared(v) => v,
-            Held::Owned(v) => v,
-            Held::Cel(map) => map.whole(),
-        }
-    }
-}
-
-/// A map of CEL values whose JSON is made on first read, member by member: a template reads
-/// a few of a rule's variables, and converting all of them for every render cost more than
-/// the render. A value with no JSON form reads as null.
-pub struct CelMap {
-    members: Vec<(Arc<str>, switchyard_cel::Value, OnceCell<Value>)>,
-    whole: OnceCell<Value>,
-}
-
-impl CelMap {
-    #[must_use]
-    pub fn new(members: impl IntoIterator<Item = (Arc<str>, switchyard_cel::Value)>) -> Self {
-        CelMap {
-            members: members
-                .into_iter()
-                .map(|(name, value)| (name, value, OnceCell::new()))
-                .collect(),
-            whole: OnceCell::new(),
-        }
-    }
-
-    fn json(value: &switchyard_cel::Value) -> Value {
-        value.to_json().unwrap_or(Value::Null)
-    }
-
-    /// Member `name`'s JSON (the last one of that name).
-    fn member(&self, name: &str) -> Option<&Value> {
-        self.members
-            .iter()
-            .rev()
-            .find(|(n, ..)| &**n == name)
-            .map(|(_, value, json)| json.get_or_init(|| Self::json(value)))
-    }
-
-    fn whole(&self) -> &Value {
-        self.whole.get_or_init(|| {
-            Value::Object(
-                self.members
-                    .iter()
-                    .map(|(n, value, json)| {
-                        (
-                            n.to_string(),
-                            json.get().cloned().unwrap_or_else(|| Self::json(value)),
-                        )
-                    })
-                    .collect(),
-            )
-        })
-    }
-}
-
-impl Default for RenderContext<'_> {
-    fn default() -> Self {
-        RenderContext {
-            root: Root::Names(Vec::new()),
-            text: RefCell::new(None),
-        }
-    }
-}
-
-impl<'a> RenderContext<'a> {
-    /// A context whose root object is `data` (any value, as handlebars takes it).
-    #[must_use]
-    pub fn of(data: &'a Value) -> Self {
-        RenderContext {
-            root: Root::Whole(data),
-            text: RefCell::new(None),
-        }
-    }
-
-    /// Sets a top-level name (`item`, `index`), replacing an earlier value.
-    pub fn set(&mut self, name: &str, value: Held<'a>) {
-        if let Some(text) = self.text.get_mut()
-            && let Some(map) = text.data_mut().as_object_mut()
-        {
-            map.insert(name.to_owned(), value.value().clone());
-        }
-        match &mut self.root {
-            Root::Names(names) => match names.iter_mut().find(|(n, _)| n == name) {
-                Some(slot) => slot.1 = value,
-                None => names.push((name.to_owned(), value)),
-            },
-            Root::Whole(_) => {
-                let mut names = self.names_of_whole();
-                names.push((name.to_owned(), value));
-                self.root = Root::Names(names);
-            }
-        }
-    }
-
-    /// Removes a top-level name.
-    pub fn unset(&mut self, name: &str) {
-        if let Some(text) = self.text.get_mut()
-            && let Some(map) = text.data_mut().as_object_mut()
-        {
-            map.remove(name);
-        }
-        if let Root::Whole(_) = self.root {
-            self.root = Root::Names(self.names_of_whole());
-        }
-        if let Root::Names(names) = &mut self.root {
-            names.retain(|(n, _)| n != name);
-        }
-    }
-
-    fn names_of_whole(&self) -> Vec<(String, Held<'a>)> {
-        match self.root {
-            Root::Whole(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| (k.clone(), Held::Borrowed(v)))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The root object's member `name`, read as handlebars reads a path's first segment, or,
-    /// when that member is a [`CelMap`] and `next` is given, that member's member `next`
-    /// (then `true`: both segments are read).
-    fn root(&self, name: &str, next: Option<&str>) -> Result<Option<(&Value, bool)>, fill::Fail> {
-        match &self.root {
-            Root::Names(names) => match names.iter().find(|(n, _)| n == name) {
-                None => Ok(None),
-                Some((_, Held::Cel(map))) => match next {
-                    Some(next) => Ok(map.member(next).map(|v| (v, true))),
-                    None => Ok(Some((map.whole(), false))),
-                },
-                Some((_, held)) => Ok(Some((held.value(), false))),
-            },
-            Root::Whole(value) => Ok(fill::step(value, name)?.map(|v| (v, false))),
-        }
-    }
-
-    /// Whether the root is an object (as the names always make it).
-    fn root_is_object(&self) -> bool {
-        matches!(self.root, Root::Names(_) | Root::Whole(Value::Object(_)))
-    }
-
-    /// The root as one value.
-    fn to_value(&self) -> Value {
-        match &self.root {
-            Root::Names(names) => Value::Object(
-                names
-                    .iter()
-                    .map(|(n, v)| (n.clone(), v.value().clone()))
-                    .collect(),
-            ),
-            Root::Whole(v) => (*v).clone(),
-        }
-    }
-}
-
 const CODE_SYNTAX: &str = "template::syntax";
 const CODE_RENDER: &str = "template::render";
+const CODE_NOT_FOUND: &str = "template::not-found";
 
 /// The templates and partials of a rule pack (plus shared partials), ready to render.
 #[derive(Clone)]
@@ -476,9 +283,11 @@ impl TemplateSet {
     /// `switchyard check` notes. They render the same either way, only slower.
     #[must_use]
     pub fn text_rendered(&self) -> Vec<TemplateError> {
+        let broken = self.calls_missing_partials();
         let mut out: Vec<(&String, TemplateError)> = self
             .structures()
             .iter()
+            .filter(|(name, _)| !broken.contains(*name))
             .filter_map(|(name, s)| s.as_ref().err().map(|u| (name, u)))
             .map(|(name, u)| {
                 (
@@ -498,6 +307,44 @@ impl TemplateSet {
             .collect();
         out.sort_by(|a, b| a.0.cmp(b.0));
         out.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Every `{{> name}}` whose partial is not registered (no template, shared partial or
+    /// inline partial of that name), at its position: each would fail every render, so they
+    /// are load errors (`template::not-found`), with the nearest known name as a suggestion.
+    #[must_use]
+    pub fn missing_partials(&self) -> Vec<TemplateError> {
+        let known: Vec<String> = self.includes.names().map(str::to_owned).collect();
+        self.includes
+            .missing_partials()
+            .into_iter()
+            .map(|(_, file, pos, name)| {
+                let hint = switchyard_cel::check::suggest(&name, known.iter())
+                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .unwrap_or_default();
+                TemplateError {
+                    code: CODE_NOT_FOUND,
+                    ..TemplateError::at(
+                        &file,
+                        Some(pos),
+                        format!(
+                            "partial `{name}` not found: no template, shared partial or inline \
+                             partial has that name{hint}"
+                        ),
+                    )
+                }
+            })
+            .collect()
+    }
+
+    /// Templates that call a partial nobody defines: they have a load error already, and no
+    /// structure to note.
+    fn calls_missing_partials(&self) -> HashSet<String> {
+        self.includes
+            .missing_partials()
+            .into_iter()
+            .map(|(owner, ..)| owner)
+            .collect()
     }
 
     pub fn has_template(&self, name: &str) -> bool {

@@ -3,10 +3,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::evaluate::{
+use crate::model::{Expectation, ExpectedStatus, ObjectSelector, TestCase, TestStep};
+use crate::names::{
     ANNOTATION_OWNERS, ANNOTATION_PACK_VERSION, ANNOTATION_RULE, LABEL_MANAGED_BY, LABEL_PACK,
 };
-use crate::model::{Expectation, ExpectedStatus, ObjectSelector, TestCase, TestStep};
 use crate::object::World;
 use crate::pack::Pack;
 use crate::plan::{Plan, parse_inputs, plan, to_yaml, world_of};

@@ -281,6 +281,37 @@ impl Loader<'_> {
                     .in_rule(&rule),
                 );
             }
+            if lookup.all_namespaces
+                && (lookup.cluster_scoped
+                    || lookup.namespace.is_some()
+                    || lookup.object_name.is_some())
+            {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "lookup `{}` has `allNamespaces` with `clusterScoped`, `namespace` or `objectName`: it lists a namespaced kind by labels in every namespace",
+                            lookup.name
+                        ),
+                    )
+                    .at(file, at(&format!("{base}.allNamespaces")))
+                    .in_rule(&rule),
+                );
+            }
+            if let Some(known) = crate::kinds::lookup(self.crds, &lookup.api_version, &lookup.kind)
+                && known.scope.is_cluster() != lookup.cluster_scoped
+            {
+                self.error(
+                    super::loader::scope_mismatch(
+                        &format!("lookup `{}`", lookup.name),
+                        &lookup.api_version,
+                        &lookup.kind,
+                        known.scope,
+                    )
+                    .at(file, at(&format!("{base}.kind")))
+                    .in_rule(&rule),
+                );
+            }
             if lookup.cluster_name.is_some() && lookup.all_clusters {
                 self.error(
                     Diagnostic::error(
@@ -345,7 +376,7 @@ impl Loader<'_> {
                     (cap(namespace), cap(when), cap(cluster_name));
                 lookups.push(CompiledLookup {
                     max_items: lookup.max_items,
-                    cluster_scoped: lookup.cluster_scoped,
+                    without_namespace: lookup.cluster_scoped || lookup.all_namespaces,
                     name: lookup.name.clone(),
                     cluster,
                     cluster_name,
@@ -477,7 +508,9 @@ impl Loader<'_> {
                     .in_rule(&rule),
                 );
             }
-            if !templates.has_template(&output.template) {
+            if !templates.has_template(&output.template)
+                && !self.broken_templates.contains(&output.template)
+            {
                 self.error(
                     Diagnostic::error(
                         "template::not-found",

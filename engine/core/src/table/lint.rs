@@ -338,6 +338,17 @@ fn lexicographic(members: &[Vec<usize>], limit: usize) -> Vec<Vec<usize>> {
     out
 }
 
+impl Table {
+    /// Static checks for `switchyard check`: overlapping rows (`unique`, errors), rows that
+    /// can never match (`first` dead rows; any policy for rows matching no allowed value),
+    /// input combinations no row matches (when every input has finite values and there is
+    /// no default), and a default that can never be used (warnings). Bounded in time and
+    /// memory (well under a second); see the module docs.
+    pub fn lint(&self) -> Vec<TableLint> {
+        lint(self)
+    }
+}
+
 pub(super) fn lint(table: &Table) -> Vec<TableLint> {
     let analysis = Analysis::new(table);
     let mut lints = Vec::new();

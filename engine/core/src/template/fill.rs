@@ -12,9 +12,8 @@ use std::str::FromStr;
 
 use serde_json::{Map, Number, Value};
 
-use super::Decider;
-use super::RenderContext;
-use super::helpers::{Arg, Args, to_text};
+use super::context::{Held, RenderContext, Root};
+use super::helpers::{Arg, Args, Decider, to_text};
 use super::structure::{
     BlockKind, BlockSite, Call, CallHelper, Expr, Item, Node, Part, PartialSite, PathExpr,
     Structure,
@@ -25,6 +24,30 @@ use super::structure::{
 pub(super) struct Fail;
 
 static NULL: Value = Value::Null;
+
+// How the fill reads the context's root: as it reads every other path segment (`step`).
+impl RenderContext<'_> {
+    /// The root object's member `name`, read as handlebars reads a path's first segment, or,
+    /// when that member is a [`CelMap`](super::context::CelMap) and `next` is given, that member's member `next`
+    /// (then `true`: both segments are read).
+    pub(super) fn root(
+        &self,
+        name: &str,
+        next: Option<&str>,
+    ) -> Result<Option<(&Value, bool)>, Fail> {
+        match &self.root {
+            Root::Names(names) => match names.iter().find(|(n, _)| n == name) {
+                None => Ok(None),
+                Some((_, Held::Cel(map))) => match next {
+                    Some(next) => Ok(map.member(next).map(|v| (v, true))),
+                    None => Ok(Some((map.whole(), false))),
+                },
+                Some((_, held)) => Ok(Some((held.value(), false))),
+            },
+            Root::Whole(value) => Ok(step(value, name)?.map(|v| (v, false))),
+        }
+    }
+}
 
 /// A value the evaluation reads: borrowed from the context or the template, or made.
 #[derive(Clone)]

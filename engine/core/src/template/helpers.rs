@@ -6,6 +6,7 @@
 //! the placeholder table and writes only an opaque ASCII token.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use handlebars::{
     Context, Handlebars, Helper, HelperDef, PathAndJson, RenderContext, RenderError,
@@ -13,7 +14,8 @@ use handlebars::{
 };
 use serde_json::{Map, Value};
 
-use super::Decider;
+/// Callback behind the `decide` helper: `(table name, key=value arguments) -> value`.
+pub type Decider = Arc<dyn Fn(&str, &Map<String, Value>) -> Result<Value, String> + Send + Sync>;
 
 /// The helper every plain `{{expr}}` is rewritten into (`{{__sy_value expr}}`).
 pub(super) const VALUE_HELPER: &str = "__sy_value";

@@ -146,6 +146,8 @@ struct Call {
     callee: String,
     depth: usize,
     pos: (usize, usize),
+    /// `{{#> name}}…{{/name}}`: the block renders when the partial is missing.
+    has_fallback: bool,
 }
 
 /// What renders when a partial name is included: a template's body or an inline partial.
@@ -200,6 +202,36 @@ impl Graph {
             }
         }
         checked
+    }
+
+    /// Partial calls without a fallback whose partial no template, shared partial or inline
+    /// partial defines: (the registered template making the call, its file, the position,
+    /// the missing name), in file and position order. Rendering any of them fails, so a pack
+    /// that has one does not load.
+    pub(super) fn missing_partials(&self) -> Vec<(String, String, (usize, usize), String)> {
+        let mut out = Vec::new();
+        for bodies in self.bodies.values() {
+            for body in bodies {
+                for call in &body.calls {
+                    if !call.has_fallback && !self.bodies.contains_key(&call.callee) {
+                        out.push((
+                            body.owner.clone(),
+                            body.file.clone(),
+                            call.pos,
+                            call.callee.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        out.sort_by(|a, b| (&a.1, a.2, &a.3).cmp(&(&b.1, b.2, &b.3)));
+        out.dedup();
+        out
+    }
+
+    /// Every name a partial call may use.
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.bodies.keys().map(String::as_str)
     }
 
     fn add(&mut self, node: String, body: Body) {
@@ -501,7 +533,13 @@ fn walk(
                 if let Some(callee) = static_name(&dt.name)
                     && callee != "@partial-block"
                 {
-                    body.calls.push(Call { callee, depth, pos });
+                    let has_fallback = matches!(el, TemplateElement::PartialBlock(_));
+                    body.calls.push(Call {
+                        callee,
+                        depth,
+                        pos,
+                        has_fallback,
+                    });
                 }
                 if let Some(inner) = &dt.template {
                     walk(inner, depth + 1, pos, body, out);

@@ -5,7 +5,13 @@ use std::collections::HashSet;
 use handlebars::template::{Parameter, Template, TemplateElement};
 use handlebars::{Handlebars, Path, PathSeg};
 
-use super::TemplatePath;
+/// A root variable path read by a template, with its 1-based position in the template file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplatePath {
+    pub path: Vec<String>,
+    pub line: usize,
+    pub column: usize,
+}
 
 /// Where and how paths are resolved in the part of the template being walked.
 #[derive(Clone)]

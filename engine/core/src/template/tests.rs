@@ -1,6 +1,6 @@
 use std::sync::Mutex;
 
-use serde_json::json;
+use serde_json::{Map, json};
 
 use super::*;
 

@@ -1,0 +1,74 @@
+//! The names one rule evaluation binds (lookups, variables, names bound for a while such as
+//! `stage`), held as one CEL activation and as JSON for templates.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchyard_cel as cel;
+
+/// The bindings of one rule evaluation, as CEL values and as JSON for templates.
+///
+/// The CEL side lives in one activation, kept up to date as names are bound, rather than
+/// an activation built for every expression.
+pub(super) struct Bindings<'e> {
+    /// Each lookup's CEL value and JSON (shared with the templates' context).
+    pub(super) lookups: BTreeMap<String, (cel::Value, Arc<Value>)>,
+    /// The variables in order; their JSON is made when templates need it.
+    pub(super) vars: Vec<(Arc<str>, cel::Value)>,
+    pub(super) activation: cel::Activation<'e>,
+    /// What the activation binds besides the rule's names (`self`, `vars`, ...), to restore
+    /// one that an extra binding of the same name hid.
+    pub(super) fixed: [(&'static str, cel::Value); 5],
+}
+
+impl<'e> Bindings<'e> {
+    pub(super) fn new(env: &'e cel::Env, fixed: [(&'static str, cel::Value); 5]) -> Self {
+        let mut activation = cel::Activation::with_capacity(env, 12);
+        for (name, value) in &fixed {
+            activation.bind_borrowed(name, value.clone());
+        }
+        activation.bind_borrowed("vars", cel::Value::map(Vec::new()));
+        Bindings {
+            lookups: BTreeMap::new(),
+            vars: Vec::new(),
+            activation,
+            fixed,
+        }
+    }
+
+    pub(super) fn add_var(&mut self, name: Arc<str>, value: cel::Value) {
+        // In place: nothing else holds the map between expressions, so this does not copy
+        // it (rebuilding it per variable made a rule's variables quadratic).
+        if let Some(vars) = self.activation.get_mut("vars") {
+            vars.insert_string_key(name.clone(), value.clone());
+        }
+        self.vars.push((name, value));
+    }
+
+    /// Binds a lookup's result (or a name bound for a while) under `name`.
+    pub(super) fn bind_lookup(&mut self, name: String, binding: (cel::Value, Arc<Value>)) {
+        self.activation.bind(&name, binding.0.clone());
+        self.lookups.insert(name, binding);
+    }
+
+    /// Binds a name for a while (`stage`, `resources`): it reads like a lookup.
+    pub(super) fn bind_extra(&mut self, name: &str, value: &Value) {
+        self.bind_lookup(
+            name.to_string(),
+            (cel::Value::from_json(value), Arc::new(value.clone())),
+        );
+    }
+
+    pub(super) fn unbind_extra(&mut self, name: &str) {
+        self.lookups.remove(name);
+        // A name the evaluation binds itself reads as it did before.
+        match self.fixed.iter().find(|(n, _)| *n == name) {
+            Some((n, value)) => self.activation.bind_borrowed(n, value.clone()),
+            None if name == "vars" => self
+                .activation
+                .bind_borrowed("vars", cel::Value::string_map(&self.vars)),
+            None => self.activation.unbind(name),
+        }
+    }
+}

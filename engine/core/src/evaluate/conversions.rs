@@ -1,0 +1,79 @@
+//! The CEL copies of the objects an evaluation reads: made once per round and shared by every
+//! rule and trigger that reads them.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchyard_cel as cel;
+
+/// Objects converted to CEL values once per evaluation round, shared by every rule and
+/// trigger that reads them: a Fleet read by fifty FleetWorkloads is converted once.
+///
+/// Entries are keyed by the object's address and hold the `Arc` that owns it, so an
+/// address cannot be reused while the cache lives; a trigger borrowed for `'w` is kept
+/// alive by that borrow.
+#[derive(Default)]
+pub struct Conversions<'w> {
+    converted: RefCell<HashMap<usize, Converted>>,
+    /// Triggers are converted but not kept (see [`Conversions::forgetting_triggers`]).
+    forget_triggers: bool,
+    _objects: PhantomData<&'w Value>,
+}
+
+impl<'w> Conversions<'w> {
+    /// A cache that does not keep the conversion of a trigger (objects read through
+    /// lookups are kept as usual): for a round that evaluates each trigger once, where
+    /// keeping them would hold a CEL copy of every watched object until the round ends. A
+    /// trigger another trigger also looks up is then converted twice.
+    #[must_use]
+    pub fn forgetting_triggers() -> Self {
+        Conversions {
+            forget_triggers: true,
+            ..Conversions::default()
+        }
+    }
+
+    fn convert(&self, object: &Value, owner: Option<&Arc<Value>>) -> cel::Value {
+        let key = std::ptr::from_ref(object) as usize;
+        if let Some((_, value)) = self.converted.borrow().get(&key) {
+            return value.clone();
+        }
+        let value = cel::Value::from_json(object);
+        self.converted
+            .borrow_mut()
+            .insert(key, (owner.cloned(), value.clone()));
+        value
+    }
+
+    /// How many objects were converted so far.
+    pub fn len(&self) -> usize {
+        self.converted.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A trigger, borrowed for the whole round.
+    pub(super) fn trigger(&self, object: &'w Value) -> cel::Value {
+        if self.forget_triggers {
+            let key = std::ptr::from_ref(object) as usize;
+            if let Some((_, value)) = self.converted.borrow().get(&key) {
+                return value.clone();
+            }
+            return cel::Value::from_json(object);
+        }
+        self.convert(object, None)
+    }
+
+    /// An object the world handed out.
+    pub(super) fn shared(&self, object: &Arc<Value>) -> cel::Value {
+        self.convert(object, Some(object))
+    }
+}
+
+/// The owner of a converted object (none for a borrowed trigger) and its CEL value.
+type Converted = (Option<Arc<Value>>, cel::Value);
