@@ -399,7 +399,11 @@ mod tests {
             "scope": "Cluster",
             "versions": [{"name": "v1alpha1", "subresources": {"status": {}}}],
         }});
-        let found = lookup(std::slice::from_ref(&crd), "cluster.karmada.io/v1alpha1", "Cluster");
+        let found = lookup(
+            std::slice::from_ref(&crd),
+            "cluster.karmada.io/v1alpha1",
+            "Cluster",
+        );
         assert_eq!(found.as_ref().map(|k| k.scope), Some(Scope::Cluster));
         assert_eq!(found.map(|k| k.status), Some(true));
         assert!(lookup(&[crd], "cluster.karmada.io/v1", "Cluster").is_none());

@@ -18,8 +18,9 @@
 //!   repeated one) in the trigger's cluster;
 //! - leader election holds a Lease in the broker's own cluster (`coordination.k8s.io`).
 //!
-//! Kinds become resources without discovery: built-in kinds from a table, custom kinds from
-//! the CRDs the pack is loaded with. A kind neither knows is an error naming it.
+//! Kinds become resources without discovery ([`crate::kinds`]): built-in kinds from its
+//! table, custom kinds from the CRDs the pack is loaded with. A kind neither knows is an
+//! error naming it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,273 +51,27 @@ pub enum RbacError {
     NoPack,
 }
 
-/// What the broker needs of a kind: its resource name, scope and status subresource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KindInfo {
-    pub group: String,
-    /// The plural resource name (`deployments`).
-    pub resource: String,
-    pub namespaced: bool,
-    /// It has a `status` subresource: the broker writes a trigger's status only there.
-    pub status: bool,
-}
+pub use crate::kinds::{KindInfo, group_of};
 
-/// Built-in kinds: (group, kind, resource, namespaced, status subresource). The kinds packs
-/// commonly read or write; anything else is a CRD or an error naming it.
-const BUILT_IN: &[(&str, &str, &str, bool, bool)] = &[
-    ("", "ConfigMap", "configmaps", true, false),
-    ("", "Endpoints", "endpoints", true, false),
-    ("", "Event", "events", true, false),
-    ("", "LimitRange", "limitranges", true, false),
-    ("", "Namespace", "namespaces", false, true),
-    ("", "Node", "nodes", false, true),
-    ("", "PersistentVolume", "persistentvolumes", false, true),
-    (
-        "",
-        "PersistentVolumeClaim",
-        "persistentvolumeclaims",
-        true,
-        true,
-    ),
-    ("", "Pod", "pods", true, true),
-    ("", "PodTemplate", "podtemplates", true, false),
-    (
-        "",
-        "ReplicationController",
-        "replicationcontrollers",
-        true,
-        true,
-    ),
-    ("", "ResourceQuota", "resourcequotas", true, true),
-    ("", "Secret", "secrets", true, false),
-    ("", "Service", "services", true, true),
-    ("", "ServiceAccount", "serviceaccounts", true, false),
-    (
-        "admissionregistration.k8s.io",
-        "MutatingWebhookConfiguration",
-        "mutatingwebhookconfigurations",
-        false,
-        false,
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingAdmissionPolicy",
-        "validatingadmissionpolicies",
-        false,
-        true,
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingAdmissionPolicyBinding",
-        "validatingadmissionpolicybindings",
-        false,
-        false,
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingWebhookConfiguration",
-        "validatingwebhookconfigurations",
-        false,
-        false,
-    ),
-    (
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-        true,
-    ),
-    (
-        "apiregistration.k8s.io",
-        "APIService",
-        "apiservices",
-        false,
-        true,
-    ),
-    (
-        "apps",
-        "ControllerRevision",
-        "controllerrevisions",
-        true,
-        false,
-    ),
-    ("apps", "DaemonSet", "daemonsets", true, true),
-    ("apps", "Deployment", "deployments", true, true),
-    ("apps", "ReplicaSet", "replicasets", true, true),
-    ("apps", "StatefulSet", "statefulsets", true, true),
-    (
-        "autoscaling",
-        "HorizontalPodAutoscaler",
-        "horizontalpodautoscalers",
-        true,
-        true,
-    ),
-    ("batch", "CronJob", "cronjobs", true, true),
-    ("batch", "Job", "jobs", true, true),
-    (
-        "certificates.k8s.io",
-        "CertificateSigningRequest",
-        "certificatesigningrequests",
-        false,
-        true,
-    ),
-    ("coordination.k8s.io", "Lease", "leases", true, false),
-    (
-        "discovery.k8s.io",
-        "EndpointSlice",
-        "endpointslices",
-        true,
-        false,
-    ),
-    ("events.k8s.io", "Event", "events", true, false),
-    ("networking.k8s.io", "Ingress", "ingresses", true, true),
-    (
-        "networking.k8s.io",
-        "IngressClass",
-        "ingressclasses",
-        false,
-        false,
-    ),
-    (
-        "networking.k8s.io",
-        "NetworkPolicy",
-        "networkpolicies",
-        true,
-        false,
-    ),
-    (
-        "node.k8s.io",
-        "RuntimeClass",
-        "runtimeclasses",
-        false,
-        false,
-    ),
-    (
-        "policy",
-        "PodDisruptionBudget",
-        "poddisruptionbudgets",
-        true,
-        true,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "ClusterRole",
-        "clusterroles",
-        false,
-        false,
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        false,
-        false,
-    ),
-    ("rbac.authorization.k8s.io", "Role", "roles", true, false),
-    (
-        "rbac.authorization.k8s.io",
-        "RoleBinding",
-        "rolebindings",
-        true,
-        false,
-    ),
-    (
-        "scheduling.k8s.io",
-        "PriorityClass",
-        "priorityclasses",
-        false,
-        false,
-    ),
-    ("storage.k8s.io", "CSIDriver", "csidrivers", false, false),
-    (
-        "storage.k8s.io",
-        "StorageClass",
-        "storageclasses",
-        false,
-        false,
-    ),
-    (
-        "storage.k8s.io",
-        "VolumeAttachment",
-        "volumeattachments",
-        false,
-        true,
-    ),
-];
-
-/// The group of an apiVersion (`apps/v1` -> `apps`, `v1` -> the core group `""`).
-pub fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(g, _)| g)
-}
-
-/// Kinds to resources: the built-in table and the CRDs given.
+/// Kinds to resources: Kubernetes' own table (`crate::kinds`) and the CRDs given.
 #[derive(Debug, Clone, Default)]
 pub struct Kinds {
-    /// (group, kind) -> what RBAC needs of it. RBAC rules name no version.
-    kinds: BTreeMap<(String, String), KindInfo>,
+    crds: Vec<Value>,
 }
 
 impl Kinds {
     /// The built-in kinds and those of `crds` (CustomResourceDefinitions as JSON; other
     /// documents are ignored). A CRD wins over the table for the same group and kind.
     pub fn new(crds: &[Value]) -> Self {
-        let mut kinds = BTreeMap::new();
-        for (group, kind, resource, namespaced, status) in BUILT_IN {
-            kinds.insert(
-                (group.to_string(), kind.to_string()),
-                KindInfo {
-                    group: group.to_string(),
-                    resource: resource.to_string(),
-                    namespaced: *namespaced,
-                    status: *status,
-                },
-            );
+        Kinds {
+            crds: crds.to_vec(),
         }
-        for crd in crds {
-            if let Some(info) = crd_kind(crd) {
-                kinds.insert((info.0, info.1), info.2);
-            }
-        }
-        Kinds { kinds }
     }
 
     /// The kind's resource, scope and status subresource.
-    pub fn get(&self, api_version: &str, kind: &str) -> Option<&KindInfo> {
-        self.kinds
-            .get(&(group_of(api_version).to_string(), kind.to_string()))
+    pub fn get(&self, api_version: &str, kind: &str) -> Option<KindInfo> {
+        crate::kinds::lookup(&self.crds, api_version, kind)
     }
-}
-
-/// (group, kind, info) of a CustomResourceDefinition.
-fn crd_kind(crd: &Value) -> Option<(String, String, KindInfo)> {
-    if crd.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
-        return None;
-    }
-    let spec = crd.get("spec")?;
-    let group = spec.get("group")?.as_str()?.to_string();
-    let names = spec.get("names")?;
-    let kind = names.get("kind")?.as_str()?.to_string();
-    let resource = names.get("plural")?.as_str()?.to_string();
-    let namespaced = spec.get("scope").and_then(Value::as_str) != Some("Cluster");
-    // The status subresource is per version; RBAC is not, so any served version's counts.
-    let status = spec
-        .get("versions")
-        .and_then(Value::as_array)
-        .is_some_and(|versions| {
-            versions
-                .iter()
-                .any(|v| v.pointer("/subresources/status").is_some())
-        });
-    Some((
-        group.clone(),
-        kind,
-        KindInfo {
-            group,
-            resource,
-            namespaced,
-            status,
-        },
-    ))
 }
 
 /// A verb, in the order RBAC rules are written.
@@ -550,7 +305,7 @@ fn add_pack(
     let resolve = |role: &str, api_version: &str, kind: &str, usage: &'static str| match kinds
         .get(api_version, kind)
     {
-        Some(info) => Ok(info.clone()),
+        Some(info) => Ok(info),
         None => Err(RbacError::UnknownKind {
             pack: pack.name().to_string(),
             role: role.to_string(),
@@ -651,7 +406,7 @@ fn add_pack(
             }
             // Every kind of the scope is watched (metadata) across all namespaces.
             let all = grants.scope_all.entry(key.clone()).or_default();
-            if !info.namespaced || !patterns.is_empty() {
+            if info.scope.is_cluster() || !patterns.is_empty() {
                 all.extend(verbs);
             } else if !verbs.is_empty() {
                 for ns in &scope.namespaces {
@@ -1030,13 +785,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn groups_of_api_versions() {
-        assert_eq!(group_of("v1"), "");
-        assert_eq!(group_of("apps/v1"), "apps");
-        assert_eq!(group_of("policy.karmada.io/v1alpha1"), "policy.karmada.io");
-    }
-
-    #[test]
     fn crds_name_their_resources() {
         let crd = serde_json::json!({
             "apiVersion": "apiextensions.k8s.io/v1",
@@ -1049,22 +797,13 @@ mod tests {
             }
         });
         let kinds = Kinds::new(&[crd]);
-        let info = kinds.get("example.dev/v1", "Widget");
-        assert_eq!(
-            info,
-            Some(&KindInfo {
-                group: "example.dev".into(),
-                resource: "widgets".into(),
-                namespaced: false,
-                status: true,
-            })
-        );
+        let info = kinds.get("example.dev/v1", "Widget").unwrap();
+        assert_eq!(info.resource, "widgets");
+        assert!(info.scope.is_cluster() && info.status);
         assert!(kinds.get("example.dev/v1", "Gadget").is_none());
         assert_eq!(
-            kinds
-                .get("apps/v1", "Deployment")
-                .map(|k| k.resource.as_str()),
-            Some("deployments")
+            kinds.get("apps/v1", "Deployment").map(|k| k.resource),
+            Some("deployments".to_string())
         );
     }
 
