@@ -343,6 +343,32 @@ fn render(dir: &Path) -> Rendered {
         json!({"role": "consumer", "name": "tenant-a", "kubeconfig": "/etc/switchyard/kubeconfigs/consumer-tenant-a/kubeconfig"})
     );
 
+    // Packs from a volume another container fills (git-sync), instead of ConfigMaps.
+    let values = write(
+        dir,
+        "packs-volume.yaml",
+        r#"
+clusters: [{role: karmada, inCluster: true}]
+packsVolume:
+  volume: {emptyDir: {}}
+  subPath: repo/rules
+extraContainers:
+  - name: git-sync
+    image: git-sync:v4
+    volumeMounts: [{name: packs, mountPath: /git}]
+"#,
+    );
+    ok("helm", &["lint", "--strict", CHART, "-f", &values]);
+    let docs = documents(&ok("helm", &["template", "pv", CHART, "-f", &values]));
+    let config = find(&docs, "ConfigMap", "pv-switchyard-config");
+    let config = documents(config["data"]["broker.yaml"].as_str().unwrap()).remove(0);
+    assert_eq!(
+        config["spec"]["packs"],
+        "/etc/switchyard/packs-volume/repo/rules"
+    );
+    let pod = &find(&docs, "Deployment", "pv-switchyard")["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][1]["name"], "git-sync");
+
     // What the chart refuses.
     let two_writers = run(
         "helm",
