@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::kinds::{KindInfo, group_of};
 use crate::model::Access;
 use crate::pack::Pack;
 
@@ -50,8 +51,6 @@ pub enum RbacError {
     #[error("no pack given")]
     NoPack,
 }
-
-pub use crate::kinds::{KindInfo, group_of};
 
 /// Kinds to resources: Kubernetes' own table (`crate::kinds`) and the CRDs given.
 #[derive(Debug, Clone, Default)]
@@ -762,22 +761,6 @@ fn push_binding(
         scalar(&naming.service_account),
         scalar(&naming.namespace)
     ));
-}
-
-/// The rules as Kubernetes `PolicyRule` objects (without the `why`).
-pub fn policy_rules(rules: &[PolicyRule]) -> Value {
-    Value::Array(
-        rules
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "apiGroups": r.api_groups,
-                    "resources": r.resources,
-                    "verbs": r.verbs,
-                })
-            })
-            .collect(),
-    )
 }
 
 #[cfg(test)]
