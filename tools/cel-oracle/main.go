@@ -9,7 +9,8 @@
 // are CEL ints, other JSON numbers doubles.
 //
 // Results are written as `switchyard cel` prints them: maps as objects (keys as strings),
-// bytes as standard base64, durations and timestamps as their CEL strings, doubles always
+// bytes as standard base64, durations and timestamps as their CEL strings (a timestamp at the
+// offset it was written with, as cel-go's own JSON conversion writes it), doubles always
 // with a fraction or an exponent (so 1.0 and 1 stay apart), NaN and infinities as strings,
 // optionals as their value (none as null), Kubernetes library values as their strings, and
 // type values as their names.
@@ -46,6 +47,8 @@ type response struct {
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
 	Phase  string          `json:"phase,omitempty"`
+	// Cost is the evaluation's actual cost, when it ran (to compare Switchyard's meter with).
+	Cost *uint64 `json:"cost,omitempty"`
 }
 
 // envs caches one environment per set of variable names.
@@ -134,15 +137,19 @@ func handle(base *cel.Env, line []byte) (resp response) {
 		// cel-go plans the program here, evaluating constant calls (OptOptimize).
 		return response{Error: err.Error(), Phase: "program"}
 	}
-	val, _, err := prg.Eval(vars)
+	val, details, err := prg.Eval(vars)
+	var cost *uint64
+	if details != nil {
+		cost = details.ActualCost()
+	}
 	if err != nil {
-		return response{Error: err.Error(), Phase: "eval"}
+		return response{Error: err.Error(), Phase: "eval", Cost: cost}
 	}
 	var buf bytes.Buffer
 	if err := writeValue(&buf, val); err != nil {
-		return response{Error: err.Error(), Phase: "result"}
+		return response{Error: err.Error(), Phase: "result", Cost: cost}
 	}
-	return response{Result: buf.Bytes()}
+	return response{Result: buf.Bytes(), Cost: cost}
 }
 
 // decodeJSON decodes a binding: JSON integers as int64, other numbers as float64.
@@ -271,7 +278,7 @@ func writeValue(buf *bytes.Buffer, val ref.Val) error {
 	case types.Duration:
 		return writeString(buf, formatDuration(v.Duration))
 	case types.Timestamp:
-		return writeString(buf, v.Time.UTC().Format(time.RFC3339Nano))
+		return writeString(buf, v.Time.Format(time.RFC3339Nano))
 	case *types.Type:
 		return writeString(buf, v.TypeName())
 	case *types.Optional:

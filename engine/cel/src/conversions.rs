@@ -4,7 +4,13 @@
 
 use std::sync::Arc;
 
-use crate::value::{Value, format_duration, format_timestamp};
+use crate::golang;
+use crate::value::{Value, format_timestamp};
+
+/// cel-go's error for a string that does not convert.
+fn conversion_error(to: &str) -> String {
+    format!("type conversion error from 'string' to '{to}'")
+}
 
 pub(crate) fn to_int(v: &Value) -> Result<Value, String> {
     match v {
@@ -19,11 +25,11 @@ pub(crate) fn to_int(v: &Value) -> Result<Value, String> {
                 Err("int: integer overflow".to_string())
             }
         }
-        Value::String(s) => s
-            .parse::<i64>()
+        // Go's strconv.ParseInt: a sign, then decimal digits.
+        Value::String(s) => golang::parse_int(s)
             .map(Value::Int)
-            .map_err(|e| format!("int: string parse error: {e}")),
-        Value::Timestamp(t) => Ok(Value::Int(t.timestamp())),
+            .ok_or_else(|| conversion_error("int")),
+        Value::Timestamp(t) => Ok(Value::Int(t.unix_seconds())),
         // cel-go: the nanoseconds; a duration in range always fits an int64
         Value::Duration(d) => d
             .num_nanoseconds()
@@ -50,10 +56,10 @@ pub(crate) fn to_uint(v: &Value) -> Result<Value, String> {
                 Err("uint: unsigned integer overflow".to_string())
             }
         }
-        Value::String(s) => s
-            .parse::<u64>()
+        // Go's strconv.ParseUint: decimal digits, no sign (`uint('+1')` fails).
+        Value::String(s) => golang::parse_uint(s)
             .map(Value::Uint)
-            .map_err(|e| format!("uint: string parse error: {e}")),
+            .ok_or_else(|| conversion_error("uint")),
         other => Err(format!(
             "no matching overload for 'uint' applied to ({})",
             other.type_name()
@@ -66,18 +72,11 @@ pub(crate) fn to_double(v: &Value) -> Result<Value, String> {
         Value::Double(d) => Ok(Value::Double(*d)),
         Value::Int(i) => Ok(Value::Double(*i as f64)),
         Value::Uint(u) => Ok(Value::Double(*u as f64)),
-        Value::String(s) => {
-            let d = s
-                .parse::<f64>()
-                .map_err(|e| format!("double: string parse error: {e}"))?;
-            // Go's ParseFloat fails on a number beyond the double range (`1e400`) where
-            // Rust answers an infinity; only the infinity's own names give one
-            let named = s.trim_start_matches(['+', '-']).to_ascii_lowercase();
-            if d.is_infinite() && named != "inf" && named != "infinity" {
-                return Err("double: string parse error: value out of range".to_string());
-            }
-            Ok(Value::Double(d))
-        }
+        // Go's strconv.ParseFloat: hexadecimal (`0x1p-2`) and `_` between digits read,
+        // a number beyond the double range (`1e400`) does not.
+        Value::String(s) => golang::parse_float(s)
+            .map(Value::Double)
+            .ok_or_else(|| conversion_error("double")),
         other => Err(format!(
             "no matching overload for 'double' applied to ({})",
             other.type_name()
@@ -122,7 +121,8 @@ pub(crate) fn to_string(v: &Value) -> Result<Value, String> {
             .map_err(|_| "string: invalid UTF-8 in bytes, cannot convert to string".to_string())?
             .to_string(),
         Value::Timestamp(t) => format_timestamp(t),
-        Value::Duration(d) => format_duration(d),
+        // cel-go writes the seconds as a double, not `format_duration`'s exact form.
+        Value::Duration(d) => golang::format_duration_seconds(d.num_nanoseconds().unwrap_or(0)),
         Value::Type(t) => t.name().to_string(),
         Value::Opaque(o) => o.to_display().ok_or_else(|| {
             format!(
@@ -142,11 +142,9 @@ pub(crate) fn to_string(v: &Value) -> Result<Value, String> {
 pub(crate) fn to_bool(v: &Value) -> Result<Value, String> {
     match v {
         Value::Bool(b) => Ok(Value::Bool(*b)),
-        Value::String(s) => match &**s {
-            "1" | "t" | "true" | "TRUE" | "True" => Ok(Value::Bool(true)),
-            "0" | "f" | "false" | "FALSE" | "False" => Ok(Value::Bool(false)),
-            _ => Err(format!("bool: cannot convert '{s}' to bool")),
-        },
+        Value::String(s) => golang::parse_bool(s)
+            .map(Value::Bool)
+            .ok_or_else(|| conversion_error("bool")),
         other => Err(format!(
             "no matching overload for 'bool' applied to ({})",
             other.type_name()

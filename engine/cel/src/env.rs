@@ -1,6 +1,10 @@
 //! The environment ([`Env`]) and its programs: compiling an expression (parse, check that its
 //! calls are in the environment, plan) into a [`Program`], and evaluating a program with the
 //! variables of an [`Activation`] under the cost limits.
+//!
+//! [`Env::compile`] itself is in `strict.rs`, above the type checker: in strict mode
+//! ([`Strictness::Kubernetes`]) it type-checks what this file parses and plans, and the
+//! checker compiles with an [`Env`] too, so the two cannot be in one file without a circle.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -94,6 +98,25 @@ impl Default for Limits {
     }
 }
 
+/// How closely an environment checks expressions against Kubernetes' CEL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strictness {
+    /// As the engine compiles pack expressions. Kubernetes' checks that packs relax are
+    /// off: list and map literals may mix types (`{'name': n, 'replicas': 3}`), `null` goes
+    /// wherever a value does, field names may be quoted (`` m.`content-type` ``), and the
+    /// engine's own functions (`sha256`, ...) are there. [`Env::compile`] does not run the
+    /// type checker ([`crate::check::check`] does).
+    #[default]
+    Relaxed,
+    /// As the API server compiles CRD validation rules and admission policies:
+    /// [`Env::compile`] also runs the type checker with every check of Kubernetes' base
+    /// environment on ([`crate::check::TypeEnv::kubernetes`]: homogeneous literals, `null`
+    /// only where cel-go takes it) and fails on the first issue; quoted field names do not
+    /// parse (`unsupported syntax: '`'`), and the engine's own functions are not in the
+    /// environment.
+    Kubernetes,
+}
+
 /// The functions expressions may call. Build once per pack; cheap to clone.
 ///
 /// The parser (with its macros) and the function registry are built once here; every
@@ -106,6 +129,7 @@ pub struct Env {
 struct EnvInner {
     custom: Vec<(String, CustomFunction)>,
     limits: Limits,
+    strictness: Strictness,
     /// The Kubernetes version and extensions whose functions expressions may call.
     environment: CelEnvironment,
     /// The container's prefixes, most specific first (`com.example`, `com`); see
@@ -135,7 +159,13 @@ impl Env {
     /// The functions and macros of `environment` (and the engine's own functions): an
     /// expression calling one outside it does not compile.
     pub fn new(environment: CelEnvironment) -> Env {
-        Env::build(Vec::new(), Limits::default(), Arc::from([]), environment)
+        Env::build(
+            Vec::new(),
+            Limits::default(),
+            Strictness::default(),
+            Arc::from([]),
+            environment,
+        )
     }
 
     /// This environment's custom functions, limits and container, in `environment`.
@@ -144,9 +174,35 @@ impl Env {
         Env::build(
             self.inner.custom.clone(),
             self.inner.limits,
+            self.inner.strictness,
             Arc::clone(&self.inner.container),
             environment,
         )
+    }
+
+    /// This environment, checking expressions as `strictness` says (see [`Strictness`]).
+    #[must_use]
+    pub fn with_strictness(self, strictness: Strictness) -> Env {
+        Env::build(
+            self.inner.custom.clone(),
+            self.inner.limits,
+            strictness,
+            Arc::clone(&self.inner.container),
+            self.inner.environment.clone(),
+        )
+    }
+
+    /// This environment in strict mode ([`Strictness::Kubernetes`]): expressions compile
+    /// only if the API server would compile them in a CRD validation rule or an admission
+    /// policy.
+    #[must_use]
+    pub fn strict(self) -> Env {
+        self.with_strictness(Strictness::Kubernetes)
+    }
+
+    /// How this environment checks expressions.
+    pub fn strictness(&self) -> Strictness {
+        self.inner.strictness
     }
 
     /// The Kubernetes version and extensions expressions compile in.
@@ -167,6 +223,7 @@ impl Env {
         Env::build(
             custom,
             self.inner.limits,
+            self.inner.strictness,
             Arc::clone(&self.inner.container),
             self.inner.environment.clone(),
         )
@@ -178,6 +235,7 @@ impl Env {
         Env::build(
             self.inner.custom.clone(),
             limits,
+            self.inner.strictness,
             Arc::clone(&self.inner.container),
             self.inner.environment.clone(),
         )
@@ -201,6 +259,7 @@ impl Env {
         Env::build(
             self.inner.custom.clone(),
             self.inner.limits,
+            self.inner.strictness,
             Arc::from(prefixes),
             self.inner.environment.clone(),
         )
@@ -214,14 +273,16 @@ impl Env {
     fn build(
         custom: Vec<(String, CustomFunction)>,
         limits: Limits,
+        strictness: Strictness,
         container: Arc<[Arc<str>]>,
         environment: CelEnvironment,
     ) -> Env {
-        let built = build(&custom, &environment);
+        let built = build(&custom, &environment, strictness);
         Env {
             inner: Arc::new(EnvInner {
                 custom,
                 limits,
+                strictness,
                 environment,
                 container,
                 built,
@@ -236,13 +297,9 @@ impl Env {
             .map_err(|e| CompileError::new(e.clone(), 1, 1))
     }
 
-    /// Parses `source` once and plans its evaluation; the program is evaluated many times.
-    ///
-    /// Besides syntax errors, refuses an expression with more than [`MAX_OPERATORS`]
-    /// operators, nested more than 96 levels deep, or calling a built-in function or macro
-    /// outside the environment (`cel.bind` without the extension `bindings`): the message
-    /// names the Kubernetes version or the extension that has it.
-    pub fn compile(&self, source: &str) -> Result<Program, CompileError> {
+    /// [`Env::compile`] but the type checker: parses `source` once and plans its
+    /// evaluation.
+    pub(crate) fn parse_and_plan(&self, source: &str) -> Result<Program, CompileError> {
         let built = self.built()?;
         if source.len() > MAX_SOURCE_BYTES {
             return Err(CompileError::new(
@@ -277,10 +334,12 @@ impl Env {
         let custom = &self.inner.custom;
         let parse = || {
             stacker::grow(PARSE_STACK, || {
+                // Quoted field names are cel-go's `EnableIdentEscapeSyntax`, which Kubernetes
+                // leaves off.
                 let (expression, source_info) = built
                     .parser
                     .parser()
-                    .enable_ident_escape_syntax(true)
+                    .enable_ident_escape_syntax(self.inner.strictness == Strictness::Relaxed)
                     .parse_with_source_info(source)
                     .map_err(|errors| compile_error(source, &errors))?;
                 let gate = Gate {
@@ -357,11 +416,16 @@ fn parser_for(environment: &CelEnvironment) -> Result<cel::Env, cel::Declaration
 fn build(
     custom: &[(String, CustomFunction)],
     environment: &CelEnvironment,
+    strictness: Strictness,
 ) -> Result<Built, String> {
     let parser =
         parser_for(environment).map_err(|e| format!("the CEL environment cannot be built: {e}"))?;
     let full = &*FULL_REGISTRY;
-    let registry = full.filtered(|library| environment.has(library));
+    // Strict: the engine's own functions are not Kubernetes'.
+    let registry = full.filtered(|library| {
+        environment.has(library)
+            && !(strictness == Strictness::Kubernetes && library == Library::Switchyard)
+    });
     // The namespaces of every library, available or not: `math.abs(x)` calls a function
     // (that the environment may refuse), it does not read a variable `math`.
     let mut namespaces: BTreeSet<String> = ["optional", "strings", "cel", "math"]

@@ -18,7 +18,8 @@
 //! | 1.34 | cel-go lists version 3 (`slice`, `flatten`, `distinct`, `reverse`, `sort`, `sortBy`, `lists.range`) |
 //!
 //! The engine's own functions (`sha256`, `isDNS1123Label`, `isDNS1123Subdomain`,
-//! `dns1123Label`, and the custom functions an engine adds) are in every environment.
+//! `dns1123Label`, and the custom functions an engine adds) are in every environment, but a
+//! strict one ([`crate::Strictness::Kubernetes`]) has only the custom functions.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -236,6 +237,13 @@ impl CelEnvironment {
     /// 'bindings'`, `it was introduced in Kubernetes 1.30 (...)`.
     pub(crate) fn needs(&self, libraries: &BTreeSet<Library>) -> String {
         let mut clauses = Vec::new();
+        if libraries.contains(&Library::Switchyard) {
+            // Only a strict environment lacks them (see `Strictness`).
+            clauses.push(
+                "is the engine's own, which Kubernetes does not have (the environment is strict)"
+                    .to_string(),
+            );
+        }
         for requirement in libraries.iter().filter_map(|l| l.requirement()) {
             let clause = match requirement {
                 Requirement::Kubernetes(minor) => {
@@ -273,7 +281,7 @@ pub(crate) enum Library {
     /// URLs, regex, Kubernetes' lists library, quantity, strings version 0.
     #[default]
     Base,
-    /// The engine's own functions (`sha256`, ...): in every environment.
+    /// The engine's own functions (`sha256`, ...): in every environment but strict ones.
     Switchyard,
     /// cel-go's strings version 2 (`format`, `strings.quote`, `join`): Kubernetes 1.29.
     StringsV2,

@@ -118,8 +118,16 @@ pub(crate) fn compile_error(source: &str, errors: &cel::ParseErrors) -> CompileE
     } else {
         let line = usize::try_from(error.pos.0).unwrap_or(1).max(1);
         let column = usize::try_from(error.pos.1).unwrap_or(1).max(1);
-        if positioned_in_bytes(&msg) {
-            (line, byte_column_to_chars(source, line, column))
+        let column = if positioned_in_bytes(&msg) {
+            byte_column_to_chars(source, line, column)
+        } else {
+            column
+        };
+        if msg == "unsupported syntax: '`'" {
+            // The parser places a quoted field name at its `.`, cel-go at the backquote.
+            let text = source.split('\n').nth(line - 1).unwrap_or("");
+            let after = text.chars().skip(column - 1).position(|c| c == '`');
+            (line, after.map_or(column, |n| column + n))
         } else {
             (line, column)
         }

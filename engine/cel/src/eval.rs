@@ -381,29 +381,22 @@ fn has(v: &Value, field: &str, id: u64) -> Result<bool, Failure> {
     match v {
         Value::Map(m) => Ok(m.get_str(field).is_some()),
         Value::Optional(Some(inner)) => has(inner, field, id),
-        Value::Optional(None) => Ok(false),
-        other => Err(fail(
-            id,
-            format!(
-                "type '{}' does not support field selection",
-                other.type_name()
-            ),
-        )),
+        Value::List(_) => Err(fail(id, LIST_FIELD.to_string())),
+        // cel-go: a value that has no fields has not this one (`has(dyn(1).x)`).
+        _ => Ok(false),
     }
 }
+
+/// cel-go's error for a field of a list.
+const LIST_FIELD: &str = "unsupported index type 'string' in list";
 
 fn opt_select(v: &Value, field: &str, id: u64) -> Result<Value, Failure> {
     match v {
         Value::Map(m) => Ok(Value::Optional(m.get_str(field).cloned().map(Arc::new))),
         Value::Optional(Some(inner)) => opt_select(inner, field, id),
-        Value::Optional(None) => Ok(Value::Optional(None)),
-        other => Err(fail(
-            id,
-            format!(
-                "type '{}' does not support field selection",
-                other.type_name()
-            ),
-        )),
+        Value::List(_) => Err(fail(id, LIST_FIELD.to_string())),
+        // cel-go finds no field in a value that has none (`dyn(1).?x`).
+        _ => Ok(Value::Optional(None)),
     }
 }
 
@@ -440,6 +433,8 @@ fn index<'v>(v: &'v Value, k: &Value, id: u64) -> Result<Cow<'v, Value>, Failure
                 .map(Cow::Borrowed)
                 .ok_or_else(|| fail(id, format!("index out of bounds: {i}")))
         }
+        // cel-go finds a `null` key with `in` only.
+        Value::Map(_) if matches!(k, Value::Null) => Err(fail(id, NULL_QUALIFIER.to_string())),
         Value::Map(m) => match m.get(k) {
             Some(x) => Ok(Cow::Borrowed(x)),
             None if Key::from_value(k).is_none() && !matches!(k, Value::Double(_)) => {
@@ -455,6 +450,9 @@ fn index<'v>(v: &'v Value, k: &Value, id: u64) -> Result<Cow<'v, Value>, Failure
     }
 }
 
+/// cel-go's error for a map indexed with `null`.
+const NULL_QUALIFIER: &str = "invalid qualifier type: null";
+
 fn opt_index(v: &Value, k: &Value, id: u64) -> Result<Value, Failure> {
     match v {
         Value::List(items) => {
@@ -469,10 +467,12 @@ fn opt_index(v: &Value, k: &Value, id: u64) -> Result<Value, Failure> {
                     .map(Arc::new),
             ))
         }
+        Value::Map(_) if matches!(k, Value::Null) => Err(fail(id, NULL_QUALIFIER.to_string())),
         Value::Map(m) => Ok(Value::Optional(m.get(k).cloned().map(Arc::new))),
         Value::Optional(Some(inner)) => opt_index(inner, k, id),
         Value::Optional(None) => Ok(Value::Optional(None)),
-        _ => Err(fail(id, no_overload("_[?_]", &[v, k]))),
+        // cel-go finds nothing in a value that has no elements (`dyn(1)[?'x']`).
+        _ => Ok(Value::Optional(None)),
     }
 }
 
@@ -483,7 +483,7 @@ fn negate(v: &Value) -> Result<Value, String> {
             .map(Value::Int)
             .ok_or_else(|| "integer overflow".to_string()),
         Value::Double(d) => Ok(Value::Double(-d)),
-        Value::Duration(d) => Ok(Value::Duration(-*d)),
+        Value::Duration(d) => duration_result(Some(-*d)),
         other => Err(no_overload("-_", &[other])),
     }
 }
@@ -531,7 +531,8 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
             // Strings and bytes are read up to the shorter's end.
             cx.charge(limits::order_cost(a, b), id)?;
             match compare(a, b) {
-                Ok(None) => Ok(Value::Bool(false)),
+                // cel-go: an ordering of NaN is an error, not false.
+                Ok(None) => Err("NaN values cannot be ordered".to_string()),
                 Ok(Some(o)) => Ok(Value::Bool(match op {
                     Op::Lt => o == Ordering::Less,
                     Op::Le => o != Ordering::Greater,
@@ -590,9 +591,7 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
                 Ok(Value::List(concat(x, y)))
             }
             (Value::Timestamp(t), Value::Duration(d))
-            | (Value::Duration(d), Value::Timestamp(t)) => {
-                timestamp_result(t.checked_add_signed(*d))
-            }
+            | (Value::Duration(d), Value::Timestamp(t)) => timestamp_result(t.checked_add(*d)),
             (Value::Duration(x), Value::Duration(y)) => duration_result(x.checked_add(y)),
             _ => Err(no_overload(op.name(), &[a, b])),
         },
@@ -607,9 +606,13 @@ fn binary(op: Op, a: &Value, b: &Value, id: u64, cx: &mut Cx) -> Result<Value, F
                 .ok_or_else(|| OVERFLOW.to_string()),
             (Value::Double(x), Value::Double(y)) => Ok(Value::Double(x - y)),
             (Value::Timestamp(x), Value::Timestamp(y)) => {
-                duration_result(Some(x.signed_duration_since(*y)))
+                duration_result(Some(x.instant().signed_duration_since(y.instant())))
             }
-            (Value::Timestamp(t), Value::Duration(d)) => timestamp_result(t.checked_sub_signed(*d)),
+            // cel-go negates the duration first: the most negative one overflows.
+            (Value::Timestamp(_), Value::Duration(d)) if d.num_nanoseconds() == Some(i64::MIN) => {
+                Err(OVERFLOW.to_string())
+            }
+            (Value::Timestamp(t), Value::Duration(d)) => timestamp_result(t.checked_sub(*d)),
             (Value::Duration(x), Value::Duration(y)) => duration_result(x.checked_sub(y)),
             _ => Err(no_overload(op.name(), &[a, b])),
         },
@@ -748,8 +751,9 @@ fn map<'a>(
         let value = eval(v, scope, cx)?;
         if *opt {
             match &*value {
-                Value::Optional(Some(inner)) => out.push((key, (**inner).clone())),
-                Value::Optional(None) => {}
+                Value::Optional(Some(inner)) => out.push((key, Some((**inner).clone()))),
+                // cel-go removes the key an earlier entry set.
+                Value::Optional(None) => out.push((key, None)),
                 other => {
                     return Err(fail(
                         id,
@@ -761,13 +765,14 @@ fn map<'a>(
                 }
             }
         } else {
-            out.push((key, value.into_owned()));
+            out.push((key, Some(value.into_owned())));
         }
     }
-    Map::from_entries(out)
-        .map(|m| Value::Map(Arc::new(m)))
-        .map_err(|e| fail(id, e.message))
+    Ok(Value::Map(Arc::new(Map::from_literal(out))))
 }
+
+/// Go's zero `time.Time`, in seconds since the Unix epoch.
+const GO_ZERO_TIME: i64 = -62_135_596_800;
 
 fn is_zero(v: &Value) -> bool {
     match v {
@@ -781,8 +786,10 @@ fn is_zero(v: &Value) -> bool {
         Value::List(l) => l.is_empty(),
         Value::Map(m) => m.is_empty(),
         Value::Duration(d) => d.is_zero(),
-        Value::Timestamp(t) => t.timestamp() == 0 && t.timestamp_subsec_nanos() == 0,
-        Value::Optional(o) => o.is_none(),
+        // Go's zero time, 0001-01-01T00:00:00Z, not the Unix epoch.
+        Value::Timestamp(t) => t.unix_seconds() == GO_ZERO_TIME && t.subsec_nanos() == 0,
+        // cel-go's optional values have no zero value: `optional.none()` is kept.
+        Value::Optional(_) => false,
         Value::Type(_) | Value::Opaque(_) => false,
     }
 }
@@ -802,7 +809,9 @@ fn builtin<'a>(
             (Value::Optional(Some(_)), Builtin::OptOr) => Ok(v),
             (Value::Optional(Some(inner)), _) => Ok(Cow::Owned((**inner).clone())),
             (Value::Optional(None), _) => eval(alt, scope, cx),
-            (other, _) => Err(fail(id, no_method_overload(b.name(), &[other]))),
+            // cel-go returns a receiver that is not an optional as it is (the checker
+            // refuses it unless it is `dyn`).
+            _ => Ok(v),
         };
     }
     let mut values: [Cow<'a, Value>; 2] = [Cow::Owned(Value::Null), Cow::Owned(Value::Null)];

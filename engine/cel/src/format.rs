@@ -1,13 +1,14 @@
 //! `string.format(list)` of the strings extension: printf-style clauses
 //! `%[.precision]conversion` (`s d f e b x X o`), `%%` a literal `%`, each clause taking the
-//! next argument of the list, as cel-go's formatting.
+//! next argument of the list, as cel-go's formatting at version 2 of the library
+//! (Kubernetes 1.34; `%f` and `%e` as its locale printer writes them: see `locale.rs`).
 
-use crate::value::{Value, format_duration, format_timestamp};
+mod locale;
+
+use crate::value::{Value, format_timestamp};
 
 /// The precision of `%f` and `%e` when the clause has none.
 const DEFAULT_PRECISION: usize = 6;
-/// The largest precision a clause may ask for (it bounds the size of the result).
-const MAX_PRECISION: usize = 100;
 
 /// `format` with each clause replaced by its argument, in order.
 pub(crate) fn format(format: &str, args: &[Value]) -> Result<String, String> {
@@ -119,16 +120,22 @@ impl Clause {
                 };
             }
             // Kubernetes (cel-go v0.26) takes integers only for `%d`, doubles only for `%f`
-            // and `%e`; cel-spec's newer suite accepts either
+            // and `%e` (and the strings naming the doubles JSON cannot hold); cel-spec's
+            // newer suite accepts either
             Self::Decimal => match val {
                 Value::Int(i) => Some(i.to_string()),
                 Value::Uint(u) => Some(u.to_string()),
                 _ => None,
             },
-            Self::Fixed(precision) => as_double(val)
-                .map(|d| non_finite(d).map_or_else(|| format!("{d:.precision$}"), str::to_owned)),
-            Self::Scientific(precision) => as_double(val)
-                .map(|d| non_finite(d).map_or_else(|| scientific(d, precision), str::to_owned)),
+            Self::Fixed(precision) => {
+                bounded(precision)?;
+                as_double(val).map(|d| locale::fixed(d, precision))
+            }
+            // cel-go makes the precision a width (`%6e`): see `locale.rs`.
+            Self::Scientific(width) => {
+                bounded(width)?;
+                as_double(val).map(|d| locale::scientific(d, width))
+            }
             Self::Binary => match val {
                 Value::Bool(b) => Some(u8::from(*b).to_string()),
                 Value::Int(i) => Some(format!("{}{:b}", sign(*i), i.unsigned_abs())),
@@ -177,11 +184,6 @@ fn precision(clause: &str) -> Result<(usize, &str), String> {
     let precision: usize = rest[..end]
         .parse()
         .map_err(|e| format!("error while converting precision to integer: {e}"))?;
-    if precision > MAX_PRECISION {
-        return Err(format!(
-            "precision {precision} exceeds maximum allowed precision {MAX_PRECISION}"
-        ));
-    }
     Ok((precision, &rest[end..]))
 }
 
@@ -195,8 +197,7 @@ fn string(val: &Value) -> Result<String, String> {
         Value::String(s) => s.to_string(),
         Value::Bytes(b) => lossy_utf8(b),
         Value::Duration(d) => {
-            let secs = d.num_seconds() as f64 + f64::from(d.subsec_nanos()) / 1e9;
-            format!("{}s", double(secs))
+            crate::golang::format_duration_seconds(d.num_nanoseconds().unwrap_or(0))
         }
         Value::Timestamp(t) => format_timestamp(t),
         Value::Null => "null".to_owned(),
@@ -231,7 +232,10 @@ fn nested(val: &Value) -> Result<String, String> {
                 );
             }
         },
-        Value::Duration(d) => format!("duration(\"{}\")", format_duration(d)),
+        Value::Duration(d) => format!(
+            "duration(\"{}\")",
+            crate::golang::format_duration_seconds(d.num_nanoseconds().unwrap_or(0))
+        ),
         Value::Timestamp(t) => format!("timestamp(\"{}\")", format_timestamp(t)),
         Value::Null => "null".to_owned(),
         Value::Type(t) => t.name().to_owned(),
@@ -283,36 +287,29 @@ fn string_type_error(val: &Value) -> String {
     )
 }
 
+/// The argument of `%f` and `%e`: a double, or one of the strings that name the doubles
+/// JSON cannot hold, which cel-go takes too.
 fn as_double(val: &Value) -> Option<f64> {
     match val {
         Value::Double(d) => Some(*d),
+        Value::String(s) => match &**s {
+            "NaN" => Some(f64::NAN),
+            "Infinity" => Some(f64::INFINITY),
+            "-Infinity" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
         _ => None,
     }
 }
 
-fn non_finite(d: f64) -> Option<&'static str> {
-    if d.is_nan() {
-        Some("NaN")
-    } else if d.is_infinite() {
-        Some(if d > 0.0 { "Infinity" } else { "-Infinity" })
-    } else {
-        None
-    }
-}
-
 fn double(d: f64) -> String {
-    non_finite(d).map_or_else(|| d.to_string(), str::to_owned)
-}
-
-/// `d` as `[-]d.ddde±dd`.
-fn scientific(d: f64, precision: usize) -> String {
-    let formatted = format!("{d:.precision$e}");
-    let Some((mantissa, exponent)) = formatted.split_once('e') else {
-        return formatted;
-    };
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let sign = if exponent < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs())
+    if d.is_nan() {
+        "NaN".to_owned()
+    } else if d.is_infinite() {
+        (if d > 0.0 { "Infinity" } else { "-Infinity" }).to_owned()
+    } else {
+        d.to_string()
+    }
 }
 
 fn sign(i: i64) -> &'static str {

@@ -81,17 +81,29 @@
 //! - `reverse()` of a string, from version 3 of cel-go's strings library (Kubernetes
 //!   enables version 2): the extension `strings-v3`;
 //! - quoted field names, as cel-go's `EnableIdentEscapeSyntax` allows them:
-//!   `` m.`content-type` ``, `` has(m.`foo.txt`) ``;
+//!   `` m.`content-type` `` (but in strict mode), `` has(m.`foo.txt`) ``;
 //! - a container to resolve variable names in, as cel-go's `cel.Container`
 //!   ([`Env::with_container`]; [`Env::kubernetes`] has none, as Kubernetes).
 //!
 //! # Kubernetes settings
 //!
 //! As in Kubernetes: timestamps are in UTC (`cel.DefaultUTCTimeZone`: `getHours()` and the
-//! other accessors answer in UTC unless given a time zone), numbers of different types
-//! compare (`1 < 2.5`), and JSON integers are `int`. Kubernetes' type checker is not run
-//! at compile time (see [`check`] for one): heterogeneous list and map literals are
-//! accepted, and a type error surfaces when the expression is evaluated.
+//! other accessors answer in UTC unless given a time zone) and keep the offset they were
+//! written with for `string()` (a Go `time.Time` does), numbers of different types compare
+//! (`1 < 2.5`), and JSON integers are `int`. Strings convert as Go parses them (`uint('+1')`
+//! fails, `double('0x1p-2')` and `double('1_000')` do not, timestamps as `time.Parse`
+//! reads RFC 3339), `%f` and `%e` print through cel-go's locale printer (`1,234.50`,
+//! `1.230000×10⁻⁰⁴`), a map literal keeps the last value of a repeated key, ordering NaN
+//! is an error, and
+//! `distinct`, `sort`, `sortBy` and `flatten` cost what Kubernetes charges (`sort` and
+//! `sortBy` also order equal keys as Go's `sort.Slice` does).
+//!
+//! Kubernetes' type checker is not run by [`Env::compile`] (see [`check`] for one):
+//! heterogeneous list and map literals are accepted, and a type error surfaces when the
+//! expression is evaluated. In strict mode ([`Env::strict`], [`Strictness::Kubernetes`]),
+//! for expressions meant for the API server (CRD validation rules, admission policies), it
+//! is: [`Env::compile`] refuses what the API server refuses (Kubernetes' checker and its
+//! validators, homogeneous literals, no quoted field names, no engine functions).
 //!
 //! # Limits
 //!
@@ -112,8 +124,11 @@
 //! `eval.rs`, which import each other.
 //!
 //! - `lib.rs`: the public API (re-exports of the modules below) and this documentation.
-//! - `env.rs`: [`Env`], [`Program`], [`Activation`], [`Limits`]: compiling (parse, analyse,
-//!   plan) and evaluating on a stack of the right size, the source limits, custom functions.
+//! - `strict.rs`: [`Env::compile`] and [`Strictness`]'s type check: above the checker,
+//!   which compiles with an [`Env`] itself.
+//! - `env.rs`: [`Env`], [`Program`], [`Activation`], [`Limits`], [`Strictness`]: parsing,
+//!   analysing and planning, evaluating on a stack of the right size, the source limits,
+//!   custom functions.
 //! - `analysis.rs`: [`References`] (what an expression reads), its depth, and the calls
 //!   outside the environment, from the parsed AST.
 //! - `plan.rs`: the plan's nodes and the lowering of the AST into them (scopes, overload
@@ -124,7 +139,8 @@
 //!   strings (v2, and `reverse` of v3), optional `first`/`last`, the engine's functions.
 //! - `conversions.rs`: `int`, `uint`, `double`, `string`, `bool`, `bytes`, and how a double
 //!   is written.
-//! - `format.rs`: `string.format` (its clauses, and their check for the type checker).
+//! - `format.rs`: `string.format` (its clauses, and their check for the type checker);
+//!   `format/locale.rs` how cel-go's locale printer writes `%f` and `%e`.
 //! - `math.rs`: cel-go's math extension; `encoders.rs`: its base64 encoders.
 //! - `macros.rs`: the macros the `cel` parser lacks (two-variable comprehensions,
 //!   `cel.bind`, `math.greatest` and `math.least`).
@@ -137,8 +153,11 @@
 //!   for regular expressions.
 //! - `environment.rs`: [`CelEnvironment`]: Kubernetes versions, extensions and the libraries
 //!   they bring.
-//! - `value.rs`: [`Value`] and its parts (maps, keys, types, library values), equality,
-//!   ordering, JSON, and how timestamps and durations are written and bounded.
+//! - `value.rs`: [`Value`] and its parts (maps, keys, types, library values, timestamps
+//!   with their offsets), equality, ordering, JSON, and how timestamps and durations are
+//!   written and bounded.
+//! - `golang.rs`: Go's parsing of the strings cel-go converts (`strconv`, `time`) and its
+//!   writing of times and durations.
 //! - `functions.rs`: the engine's own functions as plain Rust (`sha256`, DNS-1123).
 //! - `error.rs`: [`CompileError`], [`EvalError`] and their positions.
 //! - `check/`: the type checker and the cost estimator ([`check`]): `mod.rs` the API and
@@ -161,6 +180,7 @@ mod error;
 mod eval;
 mod format;
 mod functions;
+mod golang;
 mod k8s;
 mod limits;
 mod macros;
@@ -168,6 +188,7 @@ mod math;
 mod plan;
 pub(crate) mod registry;
 mod stdlib;
+mod strict;
 mod value;
 
 #[cfg(test)]
@@ -178,6 +199,7 @@ mod tests;
 pub use analysis::References;
 pub use env::{
     Activation, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS, Program,
+    Strictness,
 };
 pub use environment::{
     CelEnvironment, EnvironmentError, Extension, KubernetesVersion, SettingNames,

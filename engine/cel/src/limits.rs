@@ -227,6 +227,37 @@ pub(crate) fn sets_cost(a: &[Value], b: &[Value], factor: u64) -> u64 {
     work.saturating_mul(factor)
 }
 
+/// What Kubernetes charges for `distinct()`, `sort()` and `sortBy` of `n` elements (cel-go's
+/// lists extension, `trackListSelfCompare`): 2 per pair, 2.1 when the first element is a
+/// string or bytes, and 10 for the list it allocates (the call itself is the node's 1).
+pub(crate) fn self_compare_cost(n: usize, strings: bool) -> u64 {
+    let n = n as u64;
+    let pairs = n.saturating_mul(n);
+    let charge = if strings {
+        pairs.saturating_mul(21) / 10
+    } else {
+        pairs.saturating_mul(2)
+    };
+    charge.saturating_add(LIST_CREATE_COST)
+}
+
+/// What Kubernetes charges for `flatten(depth)` of a list of `n` elements (cel-go's
+/// `trackListFlatten`): `depth` per element (its float product, truncated), and 10 for the
+/// list it allocates.
+pub(crate) fn flatten_cost(n: usize, depth: i64) -> u64 {
+    let charge = (n as f64 * depth.max(0) as f64) as u64;
+    charge.saturating_add(LIST_CREATE_COST)
+}
+
+/// cel-go's `common.ListCreateBaseCost`.
+const LIST_CREATE_COST: u64 = 10;
+
+/// Whether cel-go charges comparing `items` as strings: its first element is a string or
+/// bytes.
+pub(crate) fn compares_strings(items: &[Value]) -> bool {
+    matches!(items.first(), Some(Value::String(_) | Value::Bytes(_)))
+}
+
 /// What sorting `n` elements costs: 1 per comparison, `n * ceil(log2 n)`.
 pub(crate) fn sort_cost(n: usize) -> u64 {
     let n = n as u64;

@@ -11,7 +11,7 @@ use crate::environment::Library;
 use crate::error::EvalError;
 use crate::limits;
 use crate::registry::{Overload, Param, Registry};
-use crate::value::{Duration, Timestamp, Value, duration_in_range, timestamp_in_range};
+use crate::value::{Duration, Timestamp, Value, timestamp_in_range};
 
 /// Every function of the standard environment that is not a builtin of the evaluator.
 pub(crate) fn register(registry: &mut Registry) {
@@ -76,6 +76,7 @@ fn time_functions() -> Vec<Overload> {
         Overload::global("timestamp", &[Param::Timestamp], |a| Ok(a[0].clone())),
         Overload::global("timestamp", &[Param::Int], |a| match &a[0] {
             Value::Int(secs) => chrono::DateTime::from_timestamp(*secs, 0)
+                .map(Timestamp::from_utc)
                 .filter(timestamp_in_range)
                 .map(Value::Timestamp)
                 .ok_or_else(|| err("timestamp: timestamp out of range")),
@@ -104,7 +105,7 @@ fn time_functions() -> Vec<Overload> {
             name,
             &[Param::Timestamp],
             move |a| match &a[0] {
-                Value::Timestamp(t) => Ok(Value::Int(get(&t.fixed_offset()))),
+                Value::Timestamp(t) => Ok(Value::Int(get(&t.instant().fixed_offset()))),
                 _ => Err(mismatch(name)),
             },
         ));
@@ -138,10 +139,14 @@ fn time_functions() -> Vec<Overload> {
     out
 }
 
+/// Go's `time.Parse(time.RFC3339, s)`, which cel-go converts strings with: the offset is
+/// kept, the instant must be in CEL's range.
 fn parse_timestamp(s: &str) -> Result<Timestamp, EvalError> {
-    let ts = chrono::DateTime::parse_from_rfc3339(s)
-        .map_err(|e| err(format!("timestamp: {e}")))?
-        .with_timezone(&chrono::Utc);
+    let invalid = || err("type conversion error from 'string' to 'google.protobuf.Timestamp'");
+    let parsed = crate::golang::parse_rfc3339(s).ok_or_else(invalid)?;
+    let instant =
+        chrono::DateTime::from_timestamp(parsed.seconds, parsed.nanos).ok_or_else(invalid)?;
+    let ts = Timestamp::with_offset(instant, parsed.offset);
     if !timestamp_in_range(&ts) {
         return Err(err("timestamp: range error parsing timestamp"));
     }
@@ -157,7 +162,7 @@ fn in_zone(t: &Timestamp, tz: &str) -> Result<chrono::DateTime<chrono::FixedOffs
             tz.parse()
                 .map_err(|_| err(format!("timezone: unknown time zone {tz}")))?
         };
-        return Ok(t.with_timezone(&zone).fixed_offset());
+        return Ok(t.instant().with_timezone(&zone).fixed_offset());
     };
     let hr: i32 = hours
         .parse()
@@ -175,80 +180,16 @@ fn in_zone(t: &Timestamp, tz: &str) -> Result<chrono::DateTime<chrono::FixedOffs
     };
     let offset = chrono::FixedOffset::east_opt(offset * 60)
         .ok_or_else(|| err(format!("timezone: offset out of range: {tz}")))?;
-    Ok(t.with_timezone(&offset))
+    Ok(t.instant().with_timezone(&offset))
 }
 
-/// Go's `time.ParseDuration`: an optional sign, then numbers (with an optional fraction)
-/// each followed by a unit (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`); `0` alone.
+/// Go's `time.ParseDuration` (see [`crate::golang::parse_duration`]).
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let invalid = || format!("invalid duration '{s}'");
-    let (negative, mut rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if rest == "0" {
-        return Ok(Duration::zero());
+    match crate::golang::parse_duration(s) {
+        Ok(nanos) => Ok(Duration::nanoseconds(nanos)),
+        Err(crate::golang::DurationError::Invalid) => Err(format!("invalid duration '{s}'")),
+        Err(crate::golang::DurationError::Range) => Err("range error parsing duration".to_string()),
     }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut total: i128 = 0;
-    while !rest.is_empty() {
-        let int_end = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let (int_part, after) = rest.split_at(int_end);
-        let (frac_part, after) = match after.strip_prefix('.') {
-            Some(f) => {
-                let end = f.find(|c: char| !c.is_ascii_digit()).unwrap_or(f.len());
-                f.split_at(end)
-            }
-            None => ("", after),
-        };
-        if int_part.is_empty() && frac_part.is_empty() {
-            return Err(invalid());
-        }
-        let unit_end = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_end);
-        let scale: i128 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return Err(invalid()),
-        };
-        let whole: i128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().map_err(|_| invalid())?
-        };
-        let mut nanos = whole.checked_mul(scale).ok_or_else(invalid)?;
-        if !frac_part.is_empty() {
-            let digits = frac_part.len().min(30);
-            let frac: i128 = frac_part[..digits].parse().map_err(|_| invalid())?;
-            let denom = 10i128
-                .checked_pow(u32::try_from(digits).unwrap_or(30))
-                .ok_or_else(invalid)?;
-            nanos += frac.checked_mul(scale).ok_or_else(invalid)? / denom;
-        }
-        total = total.checked_add(nanos).ok_or_else(invalid)?;
-        if total > i128::from(i64::MAX) {
-            return Err("range error parsing duration".to_string());
-        }
-        rest = after;
-    }
-    let total = if negative { -total } else { total };
-    let nanos = i64::try_from(total).map_err(|_| "range error parsing duration".to_string())?;
-    let d = Duration::nanoseconds(nanos);
-    if !duration_in_range(&d) {
-        return Err("range error parsing duration".to_string());
-    }
-    Ok(d)
 }
 
 // ---- strings ------------------------------------------------------------------------------

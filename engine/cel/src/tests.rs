@@ -447,9 +447,10 @@ fn results_convert_to_json_with_kubernetes_conventions() {
         json!({"1": "a", "2": "b", "true": "c", "d": 4})
     );
     assert_eq!(eval_json("b'\\xff\\x00abc'"), json!("/wBhYmM="));
+    // At the offset it was written with, as cel-go's JSON conversion writes it.
     assert_eq!(
         eval_json("timestamp('2024-05-06T07:08:09+02:00')"),
-        json!("2024-05-06T05:08:09Z")
+        json!("2024-05-06T07:08:09+02:00")
     );
     assert_eq!(
         eval_json("timestamp('2024-05-06T07:08:09.120Z')"),
@@ -778,11 +779,10 @@ fn evaluation_errors_are_clear() {
         "integer overflow"
     );
     assert_eq!(err("[1, 2][self.spec.replicas]"), "index out of bounds: 3");
-    assert_eq!(err("{'a': 1, 'a': 2}"), "repeated map key: 'a'");
     assert_eq!(err("self.spec.replicas ? 1 : 2"), "expected bool, got int");
     assert_eq!(
         err("int('x')"),
-        "int: string parse error: invalid digit found in string"
+        "type conversion error from 'string' to 'int'"
     );
     assert_eq!(
         err("self.spec.replicas * 1.5"),
@@ -791,6 +791,116 @@ fn evaluation_errors_are_clear() {
 }
 
 // ---- Kubernetes semantics ----------------------------------------------------------------
+
+/// What Kubernetes' CEL answers where the CEL spec or Rust's parsers would answer otherwise
+/// (checked against Kubernetes 1.34, `tools/cel-oracle`).
+#[test]
+fn literals_conversions_and_timestamps_answer_as_kubernetes() {
+    for (source, expected) in [
+        // A map literal keeps the last of a repeated key; an absent optional entry removes
+        // the key; `1` and `1u` are two keys; double keys are looked up as cel-go does.
+        ("{'a': 1, 'a': 2}", json!({"a": 2})),
+        ("{'a': 1, ?'a': optional.none()}.size()", json!(0)),
+        ("{dyn(1): 'a', dyn(1u): 'b'}.size()", json!(2)),
+        ("dyn({1: 'a'}) == dyn({1.0: 'a'})", json!(false)),
+        ("dyn({1.0: 'a'}) == dyn({1: 'a'})", json!(true)),
+        ("{1.0: 'a'}[1.0]", json!("a")),
+        // Strings read as Go reads them.
+        ("int('+1')", json!(1)),
+        ("double('0x1p-2')", json!(0.25)),
+        ("double('1_000')", json!(1000.0)),
+        ("bool('F')", json!(false)),
+        (
+            "duration('-9223372036854775808ns')",
+            json!("-9223372036.854775808s"),
+        ),
+        // A timestamp keeps the offset it was written with; Go's zero time is year 1.
+        (
+            "string(timestamp('2024-06-01T12:00:00+02:00') + duration('1h'))",
+            json!("2024-06-01T13:00:00+02:00"),
+        ),
+        (
+            "timestamp('2024-06-01T12:00:00+02:00').getHours()",
+            json!(10),
+        ),
+        (
+            "string(timestamp('2024-01-01T1:00:00,5Z'))",
+            json!("2024-01-01T01:00:00.5Z"),
+        ),
+        (
+            "optional.ofNonZeroValue(timestamp('1970-01-01T00:00:00Z')).hasValue()",
+            json!(true),
+        ),
+        (
+            "optional.ofNonZeroValue(timestamp('0001-01-01T00:00:00Z')).hasValue()",
+            json!(false),
+        ),
+        (
+            "optional.ofNonZeroValue(optional.none()).hasValue()",
+            json!(true),
+        ),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    for source in [
+        "uint('+1')",
+        "double('1e400')",
+        "double('-nan')",
+        "timestamp('2024-01-01t00:00:00z')",
+    ] {
+        assert!(eval(source).is_err(), "{source}");
+    }
+    // A double key has no JSON form.
+    assert!(eval("{1.0: 'a'}").is_ok_and(|v| v.to_json().is_err()));
+}
+
+/// Strict mode refuses what the API server refuses and packs are allowed.
+#[test]
+fn strict_mode_checks_as_the_api_server() {
+    let relaxed = Env::kubernetes();
+    let strict = Env::kubernetes().strict();
+    assert_eq!(strict.strictness(), crate::Strictness::Kubernetes);
+    for (source, message, column) in [
+        ("[1, 'a']", "expected type 'int' but found 'string'", 5),
+        (
+            "{'a': 1, 'b': 'x'}",
+            "expected type 'int' but found 'string'",
+            15,
+        ),
+        ("m.`a-b`", "unsupported syntax: '`'", 3),
+        (
+            "null == 1",
+            "found no matching overload for '_==_' applied to '(null, int)'",
+            6,
+        ),
+        (
+            "sha256('a')",
+            "function 'sha256' is not in this environment: it is the engine's own, which \
+             Kubernetes does not have (the environment is strict)",
+            1,
+        ),
+    ] {
+        assert!(relaxed.compile(source).is_ok(), "{source}");
+        let e = strict.compile(source).unwrap_err();
+        assert_eq!(
+            (e.message.as_str(), e.column),
+            (message, column),
+            "{source}"
+        );
+    }
+    // Variables declared `dyn` are `dyn` as Kubernetes declares them.
+    let types = crate::check::TypeEnv::new().with_variable("x", crate::check::Type::Dyn);
+    assert!(strict.compile("[x, 1]").is_ok());
+    let e = strict.compile_with_types("[x, 1]", &types).unwrap_err();
+    assert_eq!(e.message, "expected type 'dyn' but found 'int'");
+    assert!(relaxed.compile_with_types("[x, 1]", &types).is_ok());
+    // Custom functions stay.
+    let custom = strict.with_function(
+        "decide",
+        std::sync::Arc::new(|_: &[serde_json::Value]| Ok(serde_json::json!(1))),
+    );
+    assert!(custom.compile("decide(1) == 1").is_ok());
+}
 
 #[test]
 fn kubernetes_language_settings() {
@@ -1296,7 +1406,7 @@ fn conversion_and_range_edges() {
     ] {
         assert_eq!(
             eval_err(source),
-            "double: string parse error: value out of range",
+            "type conversion error from 'string' to 'double'",
             "{source}"
         );
     }
@@ -1413,7 +1523,8 @@ fn min_max_and_is_sorted_of_unlike_values() {
 }
 
 /// `string.format` as Kubernetes (cel-go v0.26): `%d` takes integers only, `%f` and `%e`
-/// doubles only, whether the argument is a literal or a `dyn` value.
+/// doubles only (and the strings `NaN`, `Infinity`, `-Infinity`), whether the argument is
+/// a literal or a `dyn` value; doubles as its locale printer writes them.
 #[test]
 fn format_clauses_take_only_their_types() {
     for (source, expected) in [
@@ -1421,7 +1532,12 @@ fn format_clauses_take_only_their_types() {
         ("'%d'.format([dyn(1u)])", "1"),
         ("'%f'.format([1.5])", "1.500000"),
         ("'%.2f'.format([dyn(2.5)])", "2.50"),
-        ("'%e'.format([2.71828])", "2.718280e+00"),
+        ("'%e'.format([2.71828])", "2.718280×10⁰⁰"),
+        ("'%.2e'.format([0.000123])", "1.230000×10⁻⁰⁴"),
+        ("'%f'.format([1.0 / 0.0])", "∞"),
+        ("'%.1f'.format([1234567.25])", "1,234,567.2"),
+        ("'%.3f'.format(['NaN'])", "NaN"),
+        ("'%e'.format(['-Infinity'])", "    -∞"),
     ] {
         assert_eq!(eval_json(source), json!(expected), "{source}");
     }

@@ -15,10 +15,94 @@ use std::sync::Arc;
 
 use crate::error::EvalError;
 
-/// A point in time, in UTC, with nanoseconds.
-pub type Timestamp = chrono::DateTime<chrono::Utc>;
 /// A signed span of time, with nanoseconds.
 pub type Duration = chrono::TimeDelta;
+
+/// A point in time with nanoseconds, and the offset from UTC it was written with.
+///
+/// cel-go's timestamps are Go `time.Time`s, which keep the zone offset they were parsed
+/// with: `string(timestamp('2024-06-01T12:00:00+02:00'))` is `2024-06-01T12:00:00+02:00`,
+/// and adding a duration keeps the offset. Equality, order and the accessors (in UTC unless
+/// given a time zone, as Kubernetes sets cel-go) read the instant only.
+#[derive(Clone, Copy, Debug)]
+pub struct Timestamp {
+    instant: chrono::DateTime<chrono::Utc>,
+    /// Seconds east of UTC. Go reads offsets up to `+24:60` (25 hours), past what chrono's
+    /// `FixedOffset` holds, so the offset is kept apart from the instant.
+    offset: i32,
+}
+
+impl Timestamp {
+    /// The instant, written in UTC (`...Z`).
+    pub fn from_utc(instant: chrono::DateTime<chrono::Utc>) -> Timestamp {
+        Timestamp { instant, offset: 0 }
+    }
+
+    /// The instant, written at `offset` seconds east of UTC.
+    pub(crate) fn with_offset(instant: chrono::DateTime<chrono::Utc>, offset: i32) -> Timestamp {
+        Timestamp { instant, offset }
+    }
+
+    /// The instant.
+    pub fn instant(&self) -> chrono::DateTime<chrono::Utc> {
+        self.instant
+    }
+
+    /// The offset from UTC it is written at, in seconds east.
+    pub fn offset_seconds(&self) -> i32 {
+        self.offset
+    }
+
+    /// Whole seconds since the Unix epoch.
+    pub fn unix_seconds(&self) -> i64 {
+        self.instant.timestamp()
+    }
+
+    /// The nanoseconds past [`Timestamp::unix_seconds`].
+    pub fn subsec_nanos(&self) -> u32 {
+        self.instant.timestamp_subsec_nanos()
+    }
+
+    /// The timestamp `d` later, at the same offset.
+    pub(crate) fn checked_add(&self, d: Duration) -> Option<Timestamp> {
+        self.instant
+            .checked_add_signed(d)
+            .map(|instant| Timestamp::with_offset(instant, self.offset))
+    }
+
+    /// The timestamp `d` earlier, at the same offset.
+    pub(crate) fn checked_sub(&self, d: Duration) -> Option<Timestamp> {
+        self.instant
+            .checked_sub_signed(d)
+            .map(|instant| Timestamp::with_offset(instant, self.offset))
+    }
+}
+
+impl From<chrono::DateTime<chrono::Utc>> for Timestamp {
+    fn from(instant: chrono::DateTime<chrono::Utc>) -> Timestamp {
+        Timestamp::from_utc(instant)
+    }
+}
+
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Self) -> bool {
+        self.instant == other.instant
+    }
+}
+
+impl Eq for Timestamp {}
+
+impl PartialOrd for Timestamp {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Timestamp {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.instant.cmp(&other.instant)
+    }
+}
 
 /// A CEL value. Cheap to clone: strings, bytes, lists, maps and library values are shared.
 ///
@@ -105,12 +189,19 @@ impl fmt::Display for Type {
     }
 }
 
-/// A map key: CEL keys are `bool`, `int`, `uint` or `string`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A map key: CEL's key types are `bool`, `int`, `uint` and `string`; cel-go also takes a
+/// `double` or `null` in a map literal (`{1.0: 'a'}`), which Kubernetes evaluates.
+///
+/// `1` and `1u` are different keys, as in cel-go (a lookup finds either: see [`Map::get`]);
+/// `0.0` and `-0.0` are one key. Keys order `null`, `bool`, `int`, `uint`, `double`,
+/// `string`.
+#[derive(Clone, Debug)]
 pub enum Key {
+    Null,
     Bool(bool),
     Int(i64),
     Uint(u64),
+    Double(f64),
     String(Arc<str>),
 }
 
@@ -118,9 +209,11 @@ impl Key {
     /// The key a value is, if it can be one.
     pub fn from_value(value: &Value) -> Option<Key> {
         match value {
+            Value::Null => Some(Key::Null),
             Value::Bool(b) => Some(Key::Bool(*b)),
             Value::Int(i) => Some(Key::Int(*i)),
             Value::Uint(u) => Some(Key::Uint(*u)),
+            Value::Double(d) => Some(Key::Double(*d)),
             Value::String(s) => Some(Key::String(Arc::clone(s))),
             _ => None,
         }
@@ -128,19 +221,24 @@ impl Key {
 
     pub fn to_value(&self) -> Value {
         match self {
+            Key::Null => Value::Null,
             Key::Bool(b) => Value::Bool(*b),
             Key::Int(i) => Value::Int(*i),
             Key::Uint(u) => Value::Uint(*u),
+            Key::Double(d) => Value::Double(*d),
             Key::String(s) => Value::String(Arc::clone(s)),
         }
     }
 
-    /// The string form, as a JSON object key.
+    /// The string form, as a JSON object key (a `double` or `null` key has none in
+    /// [`Value::to_json`]; this is its CEL string form).
     pub fn to_json_key(&self) -> String {
         match self {
+            Key::Null => "null".to_string(),
             Key::Bool(b) => b.to_string(),
             Key::Int(i) => i.to_string(),
             Key::Uint(u) => u.to_string(),
+            Key::Double(d) => d.to_string(),
             Key::String(s) => s.to_string(),
         }
     }
@@ -150,6 +248,63 @@ impl Key {
             Key::String(s) => format!("'{s}'"),
             Key::Uint(u) => format!("{u}u"),
             other => other.to_json_key(),
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Key::Null => 0,
+            Key::Bool(_) => 1,
+            Key::Int(_) => 2,
+            Key::Uint(_) => 3,
+            Key::Double(_) => 4,
+            Key::String(_) => 5,
+        }
+    }
+}
+
+/// `-0.0` as `0.0`: one key, as in Go's maps.
+fn zero_normalized(d: f64) -> f64 {
+    if d == 0.0 { 0.0 } else { d }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Key::Bool(a), Key::Bool(b)) => a.cmp(b),
+            (Key::Int(a), Key::Int(b)) => a.cmp(b),
+            (Key::Uint(a), Key::Uint(b)) => a.cmp(b),
+            (Key::Double(a), Key::Double(b)) => zero_normalized(*a).total_cmp(&zero_normalized(*b)),
+            (Key::String(a), Key::String(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.rank().hash(state);
+        match self {
+            Key::Null => {}
+            Key::Bool(b) => b.hash(state),
+            Key::Int(i) => i.hash(state),
+            Key::Uint(u) => u.hash(state),
+            Key::Double(d) => zero_normalized(*d).to_bits().hash(state),
+            Key::String(s) => s.hash(state),
         }
     }
 }
@@ -174,18 +329,25 @@ impl Map {
                 w[0].0.shown()
             )));
         }
-        // `1` and `1u` are the same key
-        for (k, _) in &entries {
-            if let Key::Uint(u) = k
-                && let Ok(i) = i64::try_from(*u)
-                && entries
-                    .binary_search_by(|(other, _)| other.cmp(&Key::Int(i)))
-                    .is_ok()
-            {
-                return Err(EvalError::new(format!("repeated map key: {}", k.shown())));
+        Ok(Map::from_sorted(entries))
+    }
+
+    /// The map a literal makes of its entries, in order, as cel-go builds it: a repeated key
+    /// takes the later value (`{'a': 1, 'a': 2}` is `{'a': 2}`), and an optional entry with
+    /// no value (`None`: `?'a': optional.none()`) removes the key an earlier entry set.
+    pub(crate) fn from_literal(entries: Vec<(Key, Option<Value>)>) -> Map {
+        let mut map = std::collections::BTreeMap::new();
+        for (key, value) in entries {
+            match value {
+                Some(value) => {
+                    map.insert(key, value);
+                }
+                None => {
+                    map.remove(&key);
+                }
             }
         }
-        Ok(Map::from_sorted(entries))
+        Map::from_sorted(map.into_iter().collect())
     }
 
     /// A map from entries already sorted and unique.
@@ -248,11 +410,15 @@ impl Map {
             .map(|i| &self.entries[i].1)
     }
 
-    /// The value under `key`, with CEL's numeric key equality (`m[1]`, `m[1u]` and `m[1.0]`
-    /// find the same entry). `None` also for a value that cannot be a key.
+    /// The value under `key`, with cel-go's numeric key equality: the key itself, else an
+    /// `int` key finds a `uint` one of the same value and the other way round, and a
+    /// `double` key finds an `int` or `uint` one (`m[1]`, `m[1u]` and `m[1.0]` find the
+    /// entry `1`), but an integer does not find a `double` key (`{1.0: 'a'}[1]` has none).
+    /// `None` also for a value that cannot be a key.
     pub fn get(&self, key: &Value) -> Option<&Value> {
         match key {
             Value::String(s) => self.get_str(s),
+            Value::Null => self.get_key(&Key::Null),
             Value::Bool(b) => self.get_key(&Key::Bool(*b)),
             Value::Int(i) => self.get_key(&Key::Int(*i)).or_else(|| {
                 u64::try_from(*i)
@@ -265,10 +431,18 @@ impl Map {
                     .and_then(|i| self.get_key(&Key::Int(i)))
             }),
             Value::Double(d) => {
+                // NaN is never found, as in a Go map.
+                if d.is_nan() {
+                    return None;
+                }
+                if let Some(v) = self.get_key(&Key::Double(*d)) {
+                    return Some(v);
+                }
                 if d.fract() != 0.0 || !d.is_finite() {
                     return None;
                 }
-                let as_int = (*d >= -TWO_POW_63 && *d < TWO_POW_63).then_some(*d as i64);
+                // cel-go's lossless conversions: -2^63 itself is out of its int range.
+                let as_int = (*d > -TWO_POW_63 && *d < TWO_POW_63).then_some(*d as i64);
                 let as_uint = (*d >= 0.0 && *d < TWO_POW_64).then_some(*d as u64);
                 as_int
                     .and_then(|i| self.get_key(&Key::Int(i)))
@@ -339,10 +513,11 @@ impl Value {
     /// Converts back to JSON:
     ///
     /// - a map becomes an object; `int`, `uint` and `bool` keys use their string forms
-    ///   (`1`, `true`);
+    ///   (`1`, `true`); a `double` or `null` key has none (an error);
     /// - `bytes` become standard base64 (with padding);
-    /// - a `timestamp` becomes an RFC 3339 string in UTC (`2024-01-02T03:04:05Z`, with a
-    ///   fractional part only when it is not zero), as CEL's `string(timestamp)`;
+    /// - a `timestamp` becomes an RFC 3339 string at the offset it was written with
+    ///   (`2024-01-02T03:04:05Z`, `2024-01-02T05:04:05+02:00`, with a fractional part only
+    ///   when it is not zero), as CEL's `string(timestamp)` and cel-go's JSON conversion;
     /// - a `duration` becomes CEL's `string(duration)` form: seconds with an `s` suffix
     ///   (`"5400s"`, `"1.5s"`);
     /// - an optional becomes its value, or `null` when it has none;
@@ -452,7 +627,8 @@ impl Value {
         Value::Bytes(Arc::from(value.into()))
     }
 
-    /// A map with keys of any of CEL's key types (`int`, `uint`, `bool`, `string`).
+    /// A map with keys of any of the key types (`int`, `uint`, `bool`, `string`, and as
+    /// cel-go `double` and `null`).
     ///
     /// Fails on a key of another type, or on a repeated key.
     pub fn map_from_entries<I: IntoIterator<Item = (Value, Value)>>(
@@ -521,7 +697,7 @@ impl Value {
             ),
             Value::Type(t) => Inspect::Type(t.name().to_string()),
             Value::Duration(d) => Inspect::Duration(d.num_seconds(), d.subsec_nanos()),
-            Value::Timestamp(ts) => Inspect::Timestamp(ts.timestamp(), ts.timestamp_subsec_nanos()),
+            Value::Timestamp(ts) => Inspect::Timestamp(ts.unix_seconds(), ts.subsec_nanos()),
             Value::Optional(o) => Inspect::Optional(o.as_ref().map(|v| Box::new(v.inspect()))),
             Value::Opaque(o) => Inspect::Other(o.type_name().to_string()),
         }
@@ -699,7 +875,10 @@ pub fn compare(a: &Value, b: &Value) -> Result<Option<Ordering>, ()> {
 fn check_json(v: &Value) -> Result<(), String> {
     match v {
         Value::List(items) => items.iter().try_for_each(check_json),
-        Value::Map(map) => map.iter().try_for_each(|(_, v)| check_json(v)),
+        Value::Map(map) => map.iter().try_for_each(|(k, v)| {
+            json_key(k)?;
+            check_json(v)
+        }),
         Value::Type(t) => Err(format!("the type value {t} has no JSON form")),
         Value::Optional(Some(inner)) => check_json(inner),
         Value::Opaque(o) if o.to_display().is_none() => Err(format!(
@@ -735,7 +914,7 @@ fn value_to_json(v: &Value) -> Result<serde_json::Value, String> {
         Value::Map(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map.iter() {
-                out.insert(k.to_json_key(), value_to_json(v)?);
+                out.insert(json_key(k)?, value_to_json(v)?);
             }
             serde_json::Value::Object(out)
         }
@@ -756,6 +935,18 @@ fn value_to_json(v: &Value) -> Result<serde_json::Value, String> {
     })
 }
 
+/// A map key as a JSON object key: `int`, `uint` and `bool` keys in their string forms; a
+/// `double` or `null` key has no JSON form.
+fn json_key(k: &Key) -> Result<String, String> {
+    match k {
+        Key::Double(_) | Key::Null => Err(format!(
+            "a map key of type {} has no JSON form",
+            k.to_value().type_name()
+        )),
+        other => Ok(other.to_json_key()),
+    }
+}
+
 /// CEL's `string(duration)`: whole seconds, a trimmed fractional part when not zero, `s`.
 pub(crate) fn format_duration(d: &Duration) -> String {
     let secs = d.num_seconds();
@@ -770,21 +961,15 @@ pub(crate) fn format_duration(d: &Duration) -> String {
     }
 }
 
-/// CEL's `string(timestamp)`: RFC 3339 in UTC, a trimmed fractional part when not zero.
+/// CEL's `string(timestamp)`, Go's `RFC3339Nano` at the timestamp's offset: a trimmed
+/// fractional part when not zero, `Z` for UTC.
 pub(crate) fn format_timestamp(ts: &Timestamp) -> String {
-    let nanos = ts.timestamp_subsec_nanos() % 1_000_000_000;
-    let base = ts.format("%Y-%m-%dT%H:%M:%S");
-    if nanos == 0 {
-        format!("{base}Z")
-    } else {
-        let frac = format!("{nanos:09}");
-        format!("{base}.{}Z", frac.trim_end_matches('0'))
-    }
+    crate::golang::format_rfc3339_nano(ts.unix_seconds(), ts.subsec_nanos(), ts.offset_seconds())
 }
 
 /// Whether a timestamp is in CEL's range: 0001-01-01T00:00:00Z ..= 9999-12-31T23:59:59.999999999Z.
 pub(crate) fn timestamp_in_range(ts: &Timestamp) -> bool {
-    (-62_135_596_800..=253_402_300_799).contains(&ts.timestamp())
+    (-62_135_596_800..=253_402_300_799).contains(&ts.unix_seconds())
 }
 
 /// Whether a duration is in CEL's range: its nanoseconds fit an `int64`.
@@ -861,8 +1046,13 @@ mod tests {
             value.to_json().unwrap(),
             json!({"-1": "int", "2": "uint", "true": "bool", "s": "string"})
         );
-        let err = Value::map_from_entries([(Value::double(1.0), Value::null())]).unwrap_err();
-        assert_eq!(err.message, "a map key cannot be of type double");
+        let err = Value::map_from_entries([(Value::list([]), Value::null())]).unwrap_err();
+        assert_eq!(err.message, "a map key cannot be of type list");
+        let doubles = Value::map_from_entries([(Value::double(1.0), Value::null())]).unwrap();
+        assert_eq!(
+            doubles.to_json().unwrap_err().message,
+            "the result cannot be represented as JSON: a map key of type double has no JSON form"
+        );
         let err = Value::map_from_entries([
             (Value::int(1), Value::null()),
             (Value::int(1), Value::null()),
@@ -888,6 +1078,28 @@ mod tests {
         assert_eq!(m.get_str("a"), Some(&Value::string("A")));
         assert_eq!(m.get_str("b"), None);
         assert_eq!(m.get(&Value::bool(false)), Some(&Value::string("F")));
+
+        // cel-go's lookups: a double finds an integer key, an integer no double key.
+        let doubles = Value::map_from_entries([
+            (Value::double(1.0), Value::string("one")),
+            (Value::double(-0.0), Value::string("zero")),
+        ])
+        .unwrap();
+        let Value::Map(d) = doubles else { panic!() };
+        assert_eq!(d.get(&Value::double(1.0)), Some(&Value::string("one")));
+        assert_eq!(d.get(&Value::double(0.0)), Some(&Value::string("zero")));
+        assert_eq!(d.get(&Value::int(1)), None);
+        assert_eq!(d.get(&Value::double(f64::NAN)), None);
+        // `1` and `1u` are two keys.
+        let both = Value::map_from_entries([
+            (Value::int(1), Value::string("int")),
+            (Value::uint(1), Value::string("uint")),
+        ])
+        .unwrap();
+        let Value::Map(b) = both else { panic!() };
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.get(&Value::uint(1)), Some(&Value::string("uint")));
+        assert_eq!(b.get(&Value::double(1.0)), Some(&Value::string("int")));
     }
 
     #[test]
@@ -920,10 +1132,19 @@ mod tests {
         assert_eq!(format_duration(&Duration::milliseconds(1500)), "1.5s");
         assert_eq!(format_duration(&Duration::milliseconds(-1500)), "-1.5s");
         assert_eq!(format_duration(&Duration::zero()), "0s");
-        let ts = chrono::Utc.with_ymd_and_hms(2024, 1, 2, 3, 4, 5).unwrap();
+        let instant = chrono::Utc.with_ymd_and_hms(2024, 1, 2, 3, 4, 5).unwrap();
+        let ts = Timestamp::from_utc(instant);
         assert_eq!(format_timestamp(&ts), "2024-01-02T03:04:05Z");
-        let ts = ts + Duration::milliseconds(250);
+        let ts = ts.checked_add(Duration::milliseconds(250)).unwrap();
         assert_eq!(format_timestamp(&ts), "2024-01-02T03:04:05.25Z");
+        // Written at its offset; equal to the same instant written in UTC.
+        let east = Timestamp::with_offset(instant, 2 * 3600);
+        assert_eq!(format_timestamp(&east), "2024-01-02T05:04:05+02:00");
+        assert_eq!(east, Timestamp::from_utc(instant));
+        assert_eq!(
+            Value::Timestamp(east).to_json().unwrap(),
+            json!("2024-01-02T05:04:05+02:00")
+        );
     }
 
     #[test]

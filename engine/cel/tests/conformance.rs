@@ -61,7 +61,9 @@ const FILES: &[(&str, usize, usize)] = &[
     // `base64.*` (cel-go `ext.Encoders`, beyond Kubernetes)
     ("encoders_ext", 4, 0),
     ("enums", 0, 85),
-    ("fields", 60, 0),
+    // Kubernetes 1.34 (cel-go v0.26) where the suite (newer cel-go) differs: a map literal
+    // takes `double` keys and keeps the last of a repeated key (3 tests)
+    ("fields", 57, 0),
     ("fp_math", 30, 0),
     ("integer_math", 64, 0),
     ("lists", 39, 0),
@@ -75,7 +77,9 @@ const FILES: &[(&str, usize, usize)] = &[
     // Kubernetes' `ip` and `cidr`, which refuse every IPv4-mapped IPv6 address, as cel-go's
     // network library does: the suite's `::ffff:c0a8:1` tests fail (2)
     ("network_ext", 67, 0),
-    ("optionals", 59, 11),
+    // Kubernetes 1.34 (cel-go v0.26) where the suite (newer cel-go) differs: a field of an
+    // optional's value that has no fields is absent, not an error (2 tests)
+    ("optionals", 57, 11),
     ("parse", 193, 26),
     ("plumbing", 5, 0),
     ("proto2", 0, 118),
@@ -85,9 +89,10 @@ const FILES: &[(&str, usize, usize)] = &[
     // Kubernetes 1.34 (cel-go v0.26) where the suite (newer cel-go) differs, as
     // tests/differential.rs checks: `%d` takes integers only, `%f` and `%e` doubles only
     // (7 tests), `%s` prints lists and maps as CEL literals (`["a", 3.140000]`,
-    // `{"k":duration("7200s")}`: 6), and `indexOf`/`lastIndexOf` answer -1 for an offset
-    // past the end (2)
-    ("string_ext", 198, 3),
+    // `{"k":duration("7200s")}`: 6), `indexOf`/`lastIndexOf` answer -1 for an offset
+    // past the end (2), and `%f` and `%e` print through a locale printer: `2.718280×10⁰⁰`,
+    // `∞`, and `%e` pads to its precision (`   NaN`) (9)
+    ("string_ext", 189, 3),
     // Kubernetes 1.34 (cel-go v0.26): `duration.getMilliseconds()` is the whole duration in
     // milliseconds, where the suite wants the milliseconds of the second (1 test)
     ("timestamps", 77, 0),
@@ -812,7 +817,9 @@ fn to_value(e: &Expected) -> Result<Value, String> {
                 .ok_or("duration out of range")?,
         ),
         Expected::Timestamp(seconds, nanos) => Value::Timestamp(
-            chrono::DateTime::from_timestamp(*seconds, *nanos).ok_or("timestamp out of range")?,
+            chrono::DateTime::from_timestamp(*seconds, *nanos)
+                .ok_or("timestamp out of range")?
+                .into(),
         ),
     })
 }

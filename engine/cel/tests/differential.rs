@@ -6,8 +6,9 @@
 //! Deployment) is evaluated by both, then a number of generated expressions
 //! (`SWITCHYARD_CEL_DIFF_COUNT`, default 200; seed `SWITCHYARD_CEL_DIFF_SEED`, default 1).
 //! They agree when both fail (in any phase, whatever the message) or both succeed with the
-//! same JSON. Switchyard's side is type-checked as Kubernetes checks first
-//! (`TypeEnv::kubernetes`: Kubernetes' checker and validators). Results are compared as
+//! same JSON. Switchyard's side compiles in strict mode (`Env::strict`: type-checked as
+//! Kubernetes checks, with its checker and validators, no quoted field names, no engine
+//! functions), every variable `dyn` as the oracle declares them. Results are compared as
 //! `switchyard cel` prints them (a type value as its name); `int`, `uint` and `double` stay apart only as far as JSON
 //! keeps them (`1` and `1u` print alike, `1.0` does not), and doubles within one unit in
 //! the last place are equal (see [`same_json`]).
@@ -37,8 +38,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value as Json, json};
-use switchyard_cel::check::{Type as CheckType, TypeEnv, check};
-use switchyard_cel::{Activation, Env, Value};
+use switchyard_cel::check::{Type as CheckType, TypeEnv};
+use switchyard_cel::{Activation, Env, Key, Value};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential")
@@ -208,6 +209,12 @@ fn to_json(value: &Value) -> Result<Json, String> {
         Value::Map(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map.iter() {
+                if matches!(k, Key::Double(_) | Key::Null) {
+                    return Err(format!(
+                        "a map key of type {} has no JSON form",
+                        k.to_value().type_name()
+                    ));
+                }
                 out.insert(k.to_json_key(), to_json(v)?);
             }
             Ok(Json::Object(out))
@@ -217,26 +224,24 @@ fn to_json(value: &Value) -> Result<Json, String> {
     }
 }
 
-/// Switchyard's outcome for `expr` with `bindings`: compiled, type-checked as Kubernetes
-/// checks ([`TypeEnv::kubernetes`], every variable `dyn` as the oracle declares them; rules
-/// and `switchyard cel` check without Kubernetes' literal validators), evaluated as
-/// `switchyard cel` evaluates it.
+/// Switchyard's outcome for `expr` with `bindings`: compiled in strict mode (type-checked as
+/// Kubernetes checks, every variable `dyn` as the oracle declares them), evaluated as
+/// `switchyard cel --strict` evaluates it.
 fn switchyard(env: &Env, expr: &str, bindings: &BTreeMap<String, Value>) -> Outcome {
     let run = || {
-        let program = match env.compile(expr) {
-            Ok(program) => program,
-            Err(e) => return Outcome::Error("compile".into(), e.message),
-        };
-        let mut types = TypeEnv::new().kubernetes();
+        let mut types = TypeEnv::new();
         for name in bindings.keys() {
             types.add_variable(name, CheckType::Dyn);
         }
-        if let Some(issue) = check(&program, &types).1.first() {
-            return Outcome::Error(
-                "check".into(),
-                format!("{}:{}: {}", issue.line, issue.column, issue.message),
-            );
-        }
+        let program = match env.compile_with_types(expr, &types) {
+            Ok(program) => program,
+            Err(e) => {
+                return Outcome::Error(
+                    "compile".into(),
+                    format!("{}:{}: {}", e.line, e.column, e.message),
+                );
+            }
+        };
         let mut activation = Activation::new(env);
         for (name, value) in bindings {
             activation.bind(name, value.clone());
@@ -256,22 +261,64 @@ fn switchyard(env: &Env, expr: &str, bindings: &BTreeMap<String, Value>) -> Outc
 }
 
 /// The classes [`classify`] knows, but `other`.
-const CLASSES: [&str; 2] = ["empty-list", "program"];
+const CLASSES: [&str; 5] = [
+    "dyn-receiver",
+    "free-type",
+    "kubernetes-panic",
+    "library-types",
+    "program",
+];
+
+/// What an expression holds when cel-go may leave a type free in it (see [`classify`]).
+const FREE_TYPES: [&str; 5] = ["[]", "{}", "optional.none()", "[?'", ".flatten()"];
+
+/// The calls of optionals whose receiver may be a `dyn` (see [`classify`]).
+const OPTIONAL_CALLS: [&str; 3] = [".or(", ".orValue(", ".optMap("];
+
+/// The calls that make a value of a Kubernetes library type (see [`classify`]).
+const LIBRARY_VALUES: [&str; 6] = [
+    "quantity(",
+    "isQuantity(",
+    "url(",
+    "ip(",
+    "cidr(",
+    "semver(",
+];
 
 /// The class of a disagreement, for the generated expressions.
 ///
-/// - `empty-list`: the expression reads the elements of an empty list literal (`[].`), whose
-///   type cel-go binds to the first overload that accepts it: it refuses, fails or computes
-///   differently (`0.0` for `0`) what Switchyard, keeping those elements `dyn`, evaluates.
+/// - `kubernetes-panic`: cel-go panics (its homogeneous literal validator takes the type of
+///   an optional entry `?k: x[?j]`, `[?x[?j]]` of a `dyn` `x` for an optional, which cel-go
+///   types `dyn`), Switchyard evaluates it.
+/// - `free-type`: the expression holds an empty literal (`[]`, `{}`), `optional.none()`,
+///   `x[?'k']` or `flatten()`: cel-go leaves the type of their elements (of `x[?'k']` of a
+///   `dyn` `x`, the value; of `flatten()` of a list of `dyn`, the elements) free, and binds
+///   it to the first overload that accepts it or to what it meets later
+///   (`[].map(x, x - 1.0)` is a `list(double)`, `[[], [1]] + y` types `[]` by `y`), so it
+///   refuses, computes or checks differently what follows; Switchyard keeps such types
+///   `dyn`.
+/// - `dyn-receiver`: `or`, `orValue` or `optMap` of a `dyn` receiver: cel-go types the
+///   result by the alternative (or leaves the mapped value free) and binds the call that
+///   follows to that type's overload, while at run time a receiver that is not an optional
+///   is returned as it is (`string(name.orValue(1))` fails as `string(int)` of a string).
 /// - `program`: cel-go fails while planning the program (it evaluates constant calls then,
 ///   `uint(-1)` even in a branch never taken), Switchyard evaluates it.
+/// - `library-types`: Kubernetes' checker refuses the expression through the type of a
+///   library value (`c ? false : q.asInteger()`, `q.asInteger() == 1u`): Switchyard's
+///   checker leaves library values and their functions' results `dyn` (never reported),
+///   so the error surfaces at evaluation, or not at all in a branch not taken.
 /// - `other`: anything else.
 fn classify(expr: &str, kubernetes: &Outcome, switchyard: &Outcome) -> &'static str {
     match (kubernetes, switchyard) {
-        // cel-go gives the elements of an empty list literal the type of the first overload
-        // that accepts them, so what follows `[].` is typed (and run) as that type.
-        _ if expr.contains("[].") => "empty-list",
+        (Outcome::Error(_, message), _) if message.starts_with("panic:") => "kubernetes-panic",
         (Outcome::Error(phase, _), Outcome::Value(_)) if phase == "program" => "program",
+        _ if FREE_TYPES.iter().any(|p| expr.contains(p)) => "free-type",
+        (Outcome::Error(phase, _), _)
+            if phase == "check" && LIBRARY_VALUES.iter().any(|p| expr.contains(p)) =>
+        {
+            "library-types"
+        }
+        _ if OPTIONAL_CALLS.iter().any(|p| expr.contains(p)) => "dyn-receiver",
         _ => "other",
     }
 }
@@ -441,7 +488,7 @@ fn switchyard_agrees_with_kubernetes() {
     );
     let kubernetes = run_oracle(&oracle, &requests);
 
-    let env = Env::kubernetes();
+    let env = Env::kubernetes().strict();
     let mut unlisted = Vec::new();
     let mut listed = 0;
     let mut agreed = BTreeSet::new();
@@ -588,9 +635,21 @@ enum Ty {
     Bool,
     IntList,
     StringList,
+    /// `list(list(int))`.
+    NestedList,
+    Timestamp,
+    Duration,
+    /// A Kubernetes quantity.
+    Quantity,
+    /// `optional(string)`.
+    OptString,
+    /// `optional(int)`.
+    OptInt,
+    /// `map(string, string)`.
+    StringMap,
 }
 
-const TYPES: [Ty; 7] = [
+const TYPES: [Ty; 14] = [
     Ty::Int,
     Ty::Uint,
     Ty::Double,
@@ -598,17 +657,57 @@ const TYPES: [Ty; 7] = [
     Ty::Bool,
     Ty::IntList,
     Ty::StringList,
+    Ty::NestedList,
+    Ty::Timestamp,
+    Ty::Duration,
+    Ty::Quantity,
+    Ty::OptString,
+    Ty::OptInt,
+    Ty::StringMap,
+];
+
+/// The types an operand of the wrong type is drawn from: not a quantity, whose equality
+/// with other types is a listed disagreement (`quantity('1') == 1`).
+const OTHER_TYPES: [Ty; 13] = [
+    Ty::Int,
+    Ty::Uint,
+    Ty::Double,
+    Ty::String,
+    Ty::Bool,
+    Ty::IntList,
+    Ty::StringList,
+    Ty::NestedList,
+    Ty::Timestamp,
+    Ty::Duration,
+    Ty::OptString,
+    Ty::OptInt,
+    Ty::StringMap,
+];
+
+/// The types `==`, `!=` and the orderings compare (both operands of one type).
+const COMPARED: [Ty; 8] = [
+    Ty::Int,
+    Ty::Uint,
+    Ty::Double,
+    Ty::String,
+    Ty::Bool,
+    Ty::Timestamp,
+    Ty::Duration,
+    Ty::IntList,
 ];
 
 /// `count` expressions over `self` (the benchmark object): mostly well typed, about one in
 /// six with an operand of another type somewhere (so ill typed for Kubernetes' checker).
+/// Numbers, strings and their conversions (Go's parsing: `'+1'`, `'0x1p-2'`, `'1_000'`),
+/// `string.format` with every clause, lists (nested ones, `flatten`, `sort`, `distinct`,
+/// `slice`, `first`), optionals, maps, timestamps (at offsets, with time zones), durations
+/// and quantities.
 ///
 /// To keep the generated disagreements to the tolerated classes, the generator avoids what
-/// the corpus already lists one by one: `string.format`, doubles printed as strings
-/// (`string(double)`), `x in []` (cel-go answers `false` without evaluating `x`), map
-/// literals (iterated in insertion order by cel-go), strings' `indexOf` with an offset,
-/// regex classes (`\w`, ...), and the library types (quantity, IP, ...), which the corpus
-/// covers.
+/// the corpus already lists one by one: `x in []` (cel-go answers `false` without
+/// evaluating `x`), iterating a map literal (cel-go iterates it in Go's random order),
+/// regex classes (`\w`, ...), `string()` of a quantity and a quantity compared with
+/// another type.
 fn generate(seed: u64, count: usize) -> Vec<String> {
     let mut rng = Rng(seed);
     (0..count)
@@ -619,11 +718,40 @@ fn generate(seed: u64, count: usize) -> Vec<String> {
         .collect()
 }
 
+/// A `string.format` call: a format and arguments of the types its clauses take.
+fn format_call(rng: &mut Rng, d: usize) -> String {
+    let templates: [(&str, &[Ty]); 20] = [
+        ("%s", &[Ty::String]),
+        ("%d", &[Ty::Int]),
+        ("%s-%d", &[Ty::String, Ty::Int]),
+        ("%.2f", &[Ty::Double]),
+        ("%f", &[Ty::Double]),
+        ("%.0f", &[Ty::Double]),
+        ("%e", &[Ty::Double]),
+        ("%.3e", &[Ty::Double]),
+        ("%.12e", &[Ty::Double]),
+        ("%x", &[Ty::Int]),
+        ("%X", &[Ty::String]),
+        ("%o", &[Ty::Uint]),
+        ("%b", &[Ty::Int]),
+        ("%s", &[Ty::IntList]),
+        ("%s", &[Ty::StringList]),
+        ("%s", &[Ty::Double]),
+        ("%s and %s", &[Ty::Timestamp, Ty::Duration]),
+        ("%%%d%%", &[Ty::Uint]),
+        ("%s %s", &[Ty::Bool, Ty::NestedList]),
+        ("%d items", &[Ty::Int, Ty::Int]),
+    ];
+    let (template, types) = templates[rng.below(templates.len())];
+    let args: Vec<String> = types.iter().map(|t| expr(rng, *t, d)).collect();
+    format!("'{template}'.format([{}])", args.join(", "))
+}
+
 /// An expression of type `ty` (or, now and then, deliberately of another).
 fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
     if depth > 0 && rng.chance(16) {
         // an operand of a random type where `ty` is expected
-        let other = TYPES[rng.below(TYPES.len())];
+        let other = OTHER_TYPES[rng.below(OTHER_TYPES.len())];
         return leaf(rng, other);
     }
     if depth == 0 || rng.chance(25) {
@@ -631,7 +759,7 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
     }
     let d = depth - 1;
     match ty {
-        Ty::Int => match rng.below(9) {
+        Ty::Int => match rng.below(17) {
             0 => format!(
                 "({} {} {})",
                 expr(rng, Ty::Int, d),
@@ -654,9 +782,72 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 expr(rng, Ty::Int, d),
                 expr(rng, Ty::Int, d)
             ),
-            _ => format!("-{}", expr(rng, Ty::Int, d)),
+            8 => format!("int({})", numeric_string(rng)),
+            9 => format!(
+                "{}.{}()",
+                expr(rng, Ty::Timestamp, d),
+                rng.pick(&[
+                    "getFullYear",
+                    "getMonth",
+                    "getDate",
+                    "getDayOfWeek",
+                    "getDayOfYear",
+                    "getHours",
+                    "getMinutes",
+                    "getSeconds",
+                    "getMilliseconds",
+                ])
+            ),
+            10 => format!(
+                "{}.{}({})",
+                expr(rng, Ty::Timestamp, d),
+                rng.pick(&["getHours", "getDate", "getDayOfWeek", "getMinutes"]),
+                rng.pick(&[
+                    "'UTC'",
+                    "'America/New_York'",
+                    "'Asia/Kolkata'",
+                    "'+05:30'",
+                    "'-02:00'",
+                    "'02:00'",
+                    "'Nowhere/Else'",
+                ])
+            ),
+            11 => format!(
+                "{}.{}()",
+                expr(rng, Ty::Duration, d),
+                rng.pick(&["getHours", "getMinutes", "getSeconds", "getMilliseconds"])
+            ),
+            12 => format!(
+                "int({})",
+                if rng.chance(50) {
+                    expr(rng, Ty::Timestamp, d)
+                } else {
+                    expr(rng, Ty::Duration, d)
+                }
+            ),
+            13 => match rng.below(3) {
+                0 => format!("{}.asInteger()", expr(rng, Ty::Quantity, d)),
+                1 => format!(
+                    "{}.compareTo({})",
+                    expr(rng, Ty::Quantity, d),
+                    expr(rng, Ty::Quantity, d)
+                ),
+                _ => format!("sign({})", expr(rng, Ty::Quantity, d)),
+            },
+            14 => format!(
+                "{}.orValue({})",
+                expr(rng, Ty::OptInt, d),
+                leaf(rng, Ty::Int)
+            ),
+            15 => format!("size({})", expr(rng, Ty::StringMap, d)),
+            _ => format!(
+                "{}.{}({})",
+                expr(rng, Ty::IntList, d),
+                rng.pick(&["indexOf", "lastIndexOf"]),
+                leaf(rng, Ty::Int)
+            ),
         },
-        Ty::Uint => match rng.below(4) {
+        Ty::Uint => match rng.below(5) {
             0 => format!(
                 "({} {} {})",
                 expr(rng, Ty::Uint, d),
@@ -670,9 +861,10 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 expr(rng, Ty::Uint, d),
                 expr(rng, Ty::Uint, d)
             ),
+            3 => format!("uint({})", numeric_string(rng)),
             _ => leaf(rng, Ty::Uint),
         },
-        Ty::Double => match rng.below(4) {
+        Ty::Double => match rng.below(7) {
             0 => format!(
                 "({} {} {})",
                 expr(rng, Ty::Double, d),
@@ -681,9 +873,12 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
             ),
             1 => format!("double({})", expr(rng, Ty::Int, d)),
             2 => format!("-{}", expr(rng, Ty::Double, d)),
+            3 => format!("double({})", numeric_string(rng)),
+            4 => format!("{}.asApproximateFloat()", expr(rng, Ty::Quantity, d)),
+            5 => format!("double({})", expr(rng, Ty::Uint, d)),
             _ => leaf(rng, Ty::Double),
         },
-        Ty::String => match rng.below(10) {
+        Ty::String => match rng.below(19) {
             0 => format!(
                 "({} + {})",
                 expr(rng, Ty::String, d),
@@ -719,9 +914,45 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 expr(rng, Ty::String, d),
                 expr(rng, Ty::String, d)
             ),
+            9 | 10 => format_call(rng, d),
+            11 => format!(
+                "string({})",
+                match rng.below(5) {
+                    0 => expr(rng, Ty::Double, d),
+                    1 => expr(rng, Ty::Timestamp, d),
+                    2 => expr(rng, Ty::Duration, d),
+                    3 => expr(rng, Ty::Uint, d),
+                    _ => expr(rng, Ty::Bool, d),
+                }
+            ),
+            12 => format!("strings.quote({})", expr(rng, Ty::String, d)),
+            13 => format!(
+                "{}.substring({}, {})",
+                expr(rng, Ty::String, d),
+                rng.pick(&["0", "1", "2"]),
+                rng.pick(&["1", "3", "4", "50"])
+            ),
+            14 => format!(
+                "{}.{}({}, {})",
+                expr(rng, Ty::String, d),
+                rng.pick(&["indexOf", "lastIndexOf"]),
+                leaf(rng, Ty::String),
+                rng.pick(&["0", "1", "3", "-1", "100"])
+            ),
+            15 => format!(
+                "{}.orValue({})",
+                expr(rng, Ty::OptString, d),
+                leaf(rng, Ty::String)
+            ),
+            16 => format!("{}.lowerAscii()", expr(rng, Ty::String, d)),
+            17 => format!(
+                "{}[?{}].orValue('-')",
+                expr(rng, Ty::StringMap, d),
+                rng.pick(&["'app'", "'tier'", "'a'", "'nope'"])
+            ),
             _ => format!("{}[0]", expr(rng, Ty::StringList, d)),
         },
-        Ty::Bool => match rng.below(11) {
+        Ty::Bool => match rng.below(19) {
             0 => format!(
                 "({} {} {})",
                 expr(rng, Ty::Bool, d),
@@ -729,29 +960,34 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 expr(rng, Ty::Bool, d)
             ),
             1 => format!("!{}", expr(rng, Ty::Bool, d)),
-            2 => {
-                let t = TYPES[rng.below(5)];
+            2 | 3 => {
+                let t = COMPARED[rng.below(COMPARED.len())];
+                let ops: &[&str] = if t == Ty::IntList {
+                    &["==", "!="]
+                } else {
+                    &["==", "!=", "<", "<=", ">", ">="]
+                };
                 format!(
                     "({} {} {})",
                     expr(rng, t, d),
-                    rng.pick(&["==", "!=", "<", "<=", ">", ">="]),
+                    rng.pick(ops),
                     expr(rng, t, d)
                 )
             }
-            3 => format!(
+            4 => format!(
                 "{}.{}({})",
                 expr(rng, Ty::String, d),
                 rng.pick(&["startsWith", "endsWith", "contains", "matches"]),
                 leaf(rng, Ty::String)
             ),
-            4 => format!(
+            5 => format!(
                 "{}.{}(x, x {} {})",
                 expr(rng, Ty::IntList, d),
                 rng.pick(&["all", "exists", "exists_one"]),
                 rng.pick(&["<", ">", "=="]),
                 leaf(rng, Ty::Int)
             ),
-            5 => {
+            6 => {
                 let mut list = expr(rng, Ty::IntList, d);
                 if list == "[]" {
                     // `x in []`: see above
@@ -759,12 +995,12 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 }
                 format!("{} in {list}", leaf(rng, Ty::Int))
             }
-            6 => format!(
+            7 => format!(
                 "{} in {}",
                 leaf(rng, Ty::String),
                 expr(rng, Ty::StringList, d)
             ),
-            7 => format!(
+            8 => format!(
                 "has(self.{})",
                 rng.pick(&[
                     "spec.replicas",
@@ -774,15 +1010,58 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                     "status.readyReplicas",
                 ])
             ),
-            8 => format!(
+            9 => format!(
                 "self.metadata.labels.{}(k, v, {})",
                 rng.pick(&["all", "exists", "existsOne"]),
                 rng.pick(&["k == v", "v.startsWith('p')", "size(k) > 3", "k != 'app'"])
             ),
-            9 => format!("{}.isSorted()", expr(rng, Ty::IntList, d)),
-            _ => leaf(rng, Ty::Bool),
+            10 => format!("{}.isSorted()", expr(rng, Ty::IntList, d)),
+            11 => format!("bool({})", bool_string(rng)),
+            12 => format!(
+                "{}.hasValue()",
+                if rng.chance(50) {
+                    expr(rng, Ty::OptString, d)
+                } else {
+                    expr(rng, Ty::OptInt, d)
+                }
+            ),
+            13 => format!(
+                "{}.{}({})",
+                expr(rng, Ty::Quantity, d),
+                rng.pick(&["isGreaterThan", "isLessThan"]),
+                expr(rng, Ty::Quantity, d)
+            ),
+            // Both operands quantities: see `OTHER_TYPES`.
+            14 => format!(
+                "({} {} {})",
+                leaf(rng, Ty::Quantity),
+                rng.pick(&["==", "!="]),
+                leaf(rng, Ty::Quantity)
+            ),
+            15 => format!("isQuantity({})", quantity_string(rng)),
+            16 => format!(
+                "optional.ofNonZeroValue({}).hasValue()",
+                match rng.below(5) {
+                    0 => expr(rng, Ty::Timestamp, d),
+                    1 => expr(rng, Ty::Duration, d),
+                    2 => expr(rng, Ty::String, d),
+                    3 => expr(rng, Ty::IntList, d),
+                    _ => expr(rng, Ty::Double, d),
+                }
+            ),
+            17 => format!(
+                "{} in {}",
+                rng.pick(&["'app'", "'tier'", "'a'", "'nope'"]),
+                expr(rng, Ty::StringMap, d)
+            ),
+            _ => format!(
+                "({} {} {})",
+                expr(rng, Ty::StringMap, d),
+                rng.pick(&["==", "!="]),
+                expr(rng, Ty::StringMap, d)
+            ),
         },
-        Ty::IntList => match rng.below(9) {
+        Ty::IntList => match rng.below(15) {
             0 => format!(
                 "{}.map(x, x {} {})",
                 expr(rng, Ty::IntList, d),
@@ -811,12 +1090,26 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 rng.pick(&["0", "1", "2"]),
                 rng.pick(&["1", "2", "3", "20"])
             ),
-            5 => format!("lists.range({})", rng.pick(&["0", "3", "5"])),
+            5 => format!("lists.range({})", rng.pick(&["0", "3", "5", "-1"])),
             6 => format!("{}.transformList(i, v, i + v)", expr(rng, Ty::IntList, d)),
             7 => format!("{}.map(s, size(s))", expr(rng, Ty::StringList, d)),
+            8 => format!("{}.flatten()", expr(rng, Ty::NestedList, d)),
+            9 => format!(
+                "{}.flatten({})",
+                expr(rng, Ty::NestedList, d),
+                rng.pick(&["0", "1", "2", "-1"])
+            ),
+            10 => format!("{}.flatten()", expr(rng, Ty::IntList, d)),
+            11 => format!(
+                "{}.sortBy(x, {})",
+                expr(rng, Ty::IntList, d),
+                rng.pick(&["-x", "x % 3", "string(x)"])
+            ),
+            12 => format!("[?{}, {}]", expr(rng, Ty::OptInt, d), leaf(rng, Ty::Int)),
+            13 => format!("[{}, {}]", expr(rng, Ty::Int, d), expr(rng, Ty::Int, d)),
             _ => leaf(rng, Ty::IntList),
         },
-        Ty::StringList => match rng.below(6) {
+        Ty::StringList => match rng.below(9) {
             0 => format!(
                 "{}.map(s, s + {})",
                 expr(rng, Ty::StringList, d),
@@ -839,9 +1132,250 @@ fn expr(rng: &mut Rng, ty: Ty, depth: usize) -> String {
                 rng.pick(&["startsWith", "contains"]),
                 leaf(rng, Ty::String)
             ),
+            5 => format!(
+                "[?{}, {}]",
+                expr(rng, Ty::OptString, d),
+                leaf(rng, Ty::String)
+            ),
+            6 => format!(
+                "[{}, {}]",
+                expr(rng, Ty::String, d),
+                expr(rng, Ty::String, d)
+            ),
+            // The map literals of `leaf` have one key at most: they iterate in one order.
+            7 => format!("{}.map(k, k)", leaf(rng, Ty::StringMap)),
             _ => leaf(rng, Ty::StringList),
         },
+        Ty::NestedList => match rng.below(4) {
+            0 => format!(
+                "[{}, {}]",
+                expr(rng, Ty::IntList, d),
+                expr(rng, Ty::IntList, d)
+            ),
+            1 => format!("{}.map(x, [x, x])", expr(rng, Ty::IntList, d)),
+            2 => format!(
+                "({} + {})",
+                expr(rng, Ty::NestedList, d),
+                expr(rng, Ty::NestedList, d)
+            ),
+            _ => leaf(rng, Ty::NestedList),
+        },
+        Ty::Timestamp => match rng.below(6) {
+            0 => format!(
+                "({} + {})",
+                expr(rng, Ty::Timestamp, d),
+                expr(rng, Ty::Duration, d)
+            ),
+            1 => format!(
+                "({} - {})",
+                expr(rng, Ty::Timestamp, d),
+                expr(rng, Ty::Duration, d)
+            ),
+            2 => format!(
+                "({} + {})",
+                expr(rng, Ty::Duration, d),
+                expr(rng, Ty::Timestamp, d)
+            ),
+            3 => format!("timestamp(string({}))", expr(rng, Ty::Timestamp, d)),
+            4 => format!("timestamp({})", timestamp_string(rng)),
+            _ => leaf(rng, Ty::Timestamp),
+        },
+        Ty::Duration => match rng.below(6) {
+            0 => format!(
+                "({} {} {})",
+                expr(rng, Ty::Duration, d),
+                rng.pick(&["+", "-"]),
+                expr(rng, Ty::Duration, d)
+            ),
+            1 => format!(
+                "({} - {})",
+                expr(rng, Ty::Timestamp, d),
+                expr(rng, Ty::Timestamp, d)
+            ),
+            2 => format!("-{}", expr(rng, Ty::Duration, d)),
+            3 => format!("duration(string({}))", expr(rng, Ty::Duration, d)),
+            4 => format!("duration({})", duration_string(rng)),
+            _ => leaf(rng, Ty::Duration),
+        },
+        Ty::Quantity => match rng.below(4) {
+            0 => format!(
+                "{}.{}({})",
+                expr(rng, Ty::Quantity, d),
+                rng.pick(&["add", "sub"]),
+                expr(rng, Ty::Quantity, d)
+            ),
+            1 => format!(
+                "{}.{}({})",
+                expr(rng, Ty::Quantity, d),
+                rng.pick(&["add", "sub"]),
+                expr(rng, Ty::Int, d)
+            ),
+            2 => format!("quantity({})", quantity_string(rng)),
+            _ => leaf(rng, Ty::Quantity),
+        },
+        Ty::OptString => match rng.below(6) {
+            0 => format!(
+                "{}.or({})",
+                expr(rng, Ty::OptString, d),
+                expr(rng, Ty::OptString, d)
+            ),
+            1 => format!("optional.of({})", expr(rng, Ty::String, d)),
+            2 => format!(
+                "{}.optMap(s, s + {})",
+                opt_map_receiver(rng),
+                leaf(rng, Ty::String)
+            ),
+            3 => format!(
+                "{}.{}()",
+                expr(rng, Ty::StringList, d),
+                rng.pick(&["first", "last"])
+            ),
+            4 => format!("optional.ofNonZeroValue({})", expr(rng, Ty::String, d)),
+            _ => leaf(rng, Ty::OptString),
+        },
+        Ty::OptInt => match rng.below(5) {
+            0 => format!(
+                "{}.optMap(x, x * {})",
+                expr(rng, Ty::OptInt, d),
+                leaf(rng, Ty::Int)
+            ),
+            1 => format!(
+                "{}.{}()",
+                expr(rng, Ty::IntList, d),
+                rng.pick(&["first", "last"])
+            ),
+            2 => format!(
+                "{}.or({})",
+                expr(rng, Ty::OptInt, d),
+                expr(rng, Ty::OptInt, d)
+            ),
+            3 => format!("optional.ofNonZeroValue({})", expr(rng, Ty::Int, d)),
+            _ => leaf(rng, Ty::OptInt),
+        },
+        Ty::StringMap => match rng.below(4) {
+            0 => format!(
+                "{{{}: {}, {}: {}}}",
+                rng.pick(&["'a'", "'b'", "self.metadata.name"]),
+                expr(rng, Ty::String, d),
+                rng.pick(&["'a'", "'c'", "self.metadata.namespace"]),
+                expr(rng, Ty::String, d)
+            ),
+            1 => format!(
+                "{{'a': {}, ?{}: {}}}",
+                expr(rng, Ty::String, d),
+                rng.pick(&["'a'", "'b'"]),
+                expr(rng, Ty::OptString, d)
+            ),
+            2 => format!(
+                "{}.transformMap(k, v, v + {})",
+                leaf(rng, Ty::StringMap),
+                leaf(rng, Ty::String)
+            ),
+            _ => leaf(rng, Ty::StringMap),
+        },
     }
+}
+
+/// The receiver of `optMap`: an optional whose value has a type. cel-go types `x[?k]` of a
+/// `dyn` `x` as `dyn`, and `optional.none()` as an optional of a free type, so that the
+/// value `optMap` names has a free type, which cel-go binds to the first overload that
+/// accepts it, as the elements of `[]` (see the `empty-list` class): the corpus has those.
+fn opt_map_receiver(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "optional.of('a')",
+        "optional.of(self.metadata.name)",
+        "self.?spec.?strategy.?type",
+        "self.metadata.?annotations.?missing",
+        "optional.ofNonZeroValue('')",
+    ])
+    .to_string()
+}
+
+/// A string literal for `int()`, `uint()` and `double()`: numbers as Go reads them or not.
+fn numeric_string(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "'1'",
+        "'+1'",
+        "'-0'",
+        "'010'",
+        "'1_000'",
+        "'0x1p-2'",
+        "'0x10'",
+        "'1e400'",
+        "'1e-400'",
+        "'inf'",
+        "'-Infinity'",
+        "'NaN'",
+        "'-nan'",
+        "' 1'",
+        "'1.5'",
+        "'.5'",
+        "'5.'",
+        "'18446744073709551615'",
+        "'9223372036854775808'",
+        "'-9223372036854775808'",
+        "self.metadata.resourceVersion",
+        "self.metadata.generation",
+    ])
+    .to_string()
+}
+
+fn bool_string(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "'true'", "'True'", "'TRUE'", "'tRuE'", "'t'", "'1'", "'F'", "'0'", "'no'", "''",
+    ])
+    .to_string()
+}
+
+fn timestamp_string(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "'2024-06-01T12:00:00+02:00'",
+        "'2024-06-01t12:00:00z'",
+        "'2024-06-01T1:00:00Z'",
+        "'2024-06-01T12:00:00,25Z'",
+        "'2024-02-30T00:00:00Z'",
+        "'2024-01-01T00:00:00+24:00'",
+        "'2024-01-01T00:00:00.123456789123-05:45'",
+        "'0001-01-01T00:00:00Z'",
+        "'9999-12-31T23:59:59+01:00'",
+        "self.metadata.creationTimestamp",
+        "self.metadata.name",
+    ])
+    .to_string()
+}
+
+fn duration_string(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "'1h30m'",
+        "'+1.5s'",
+        "'-0'",
+        "'1us'",
+        "'1µs'",
+        "'.5h'",
+        "'1d'",
+        "'2562047h'",
+        "'-9223372036854775808ns'",
+        "'9223372036854775808ns'",
+        "'1h-1m'",
+        "self.spec.strategy.rollingUpdate.maxSurge",
+    ])
+    .to_string()
+}
+
+fn quantity_string(rng: &mut Rng) -> String {
+    rng.pick(&[
+        "'1Gi'",
+        "'500m'",
+        "'1.5'",
+        "'1e3'",
+        "'-2k'",
+        "'0.1Mi'",
+        "'1.5.5'",
+        "'Ki'",
+        "self.spec.template.spec.containers[0].resources.limits.cpu",
+        "self.spec.template.spec.containers[0].resources.requests.memory",
+    ])
+    .to_string()
 }
 
 fn leaf(rng: &mut Rng, ty: Ty) -> String {
@@ -871,7 +1405,20 @@ fn leaf(rng: &mut Rng, ty: Ty) -> String {
             ])
             .to_string(),
         Ty::Double => rng
-            .pick(&["0.0", "1.5", "-2.25", "0.5", "double(self.spec.replicas)"])
+            .pick(&[
+                "0.0",
+                "1.5",
+                "-2.25",
+                "0.5",
+                "-0.0",
+                "1e100",
+                "0.000123",
+                "1234567.891",
+                "2.5",
+                "double(self.spec.replicas)",
+                "(1.0 / 0.0)",
+                "(0.0 / 0.0)",
+            ])
             .to_string(),
         Ty::String => rng
             .pick(&[
@@ -881,6 +1428,8 @@ fn leaf(rng: &mut Rng, ty: Ty) -> String {
                 "'👍'",
                 "'-'",
                 "'l'",
+                "'a,b,,c'",
+                "'NaN'",
                 "self.metadata.name",
                 "self.metadata.namespace",
                 "self.metadata.labels.tier",
@@ -914,6 +1463,80 @@ fn leaf(rng: &mut Rng, ty: Ty) -> String {
                 "self.spec.clusters.map(c, c.region)",
                 "self.metadata.labels.map(k, k)",
                 "self.spec.template.spec.containers.map(c, c.name)",
+            ])
+            .to_string(),
+        Ty::NestedList => rng
+            .pick(&[
+                "[[1, 2], [3]]",
+                "[[], [1]]",
+                "[[0]]",
+                "self.spec.clusters.map(c, [c.weight])",
+                "lists.range(3).map(i, lists.range(i))",
+            ])
+            .to_string(),
+        Ty::Timestamp => rng
+            .pick(&[
+                "timestamp('2024-06-01T12:00:00Z')",
+                "timestamp('2024-06-01T12:00:00+02:00')",
+                "timestamp('2024-02-29T23:59:59.5-08:00')",
+                "timestamp(0)",
+                "timestamp(self.metadata.creationTimestamp)",
+                "timestamp('0001-01-01T00:00:00Z')",
+                "timestamp('9999-12-31T23:59:59Z')",
+            ])
+            .to_string(),
+        Ty::Duration => rng
+            .pick(&[
+                "duration('1h30m')",
+                "duration('-1.5s')",
+                "duration('0')",
+                "duration('1ms')",
+                "duration('24h')",
+                "duration('2562047h')",
+                "(timestamp('2026-06-01T12:00:00Z') - timestamp(self.metadata.creationTimestamp))",
+            ])
+            .to_string(),
+        Ty::Quantity => rng
+            .pick(&[
+                "quantity('1Gi')",
+                "quantity('500m')",
+                "quantity('1.5')",
+                "quantity('0')",
+                "quantity('1e3')",
+                "quantity('-2k')",
+                "quantity(self.spec.template.spec.containers[0].resources.limits.cpu)",
+                "quantity(self.spec.template.spec.containers[0].resources.requests.memory)",
+            ])
+            .to_string(),
+        Ty::OptString => rng
+            .pick(&[
+                "optional.of('a')",
+                "optional.none()",
+                "self.metadata.labels[?'app']",
+                "self.metadata.labels[?'nope']",
+                "self.?spec.?strategy.?type",
+                "self.metadata.?annotations.?missing",
+                "optional.ofNonZeroValue('')",
+            ])
+            .to_string(),
+        Ty::OptInt => rng
+            .pick(&[
+                "optional.of(1)",
+                "optional.none()",
+                "self.?spec.?replicas",
+                "self.?status.?missing",
+                "optional.ofNonZeroValue(0)",
+                "lists.range(0).first()",
+                "[4, 5].last()",
+            ])
+            .to_string(),
+        Ty::StringMap => rng
+            .pick(&[
+                "self.metadata.labels",
+                "self.spec.selector.matchLabels",
+                "{'a': 'x'}",
+                "{'a': 'x', 'a': 'y'}",
+                "{}",
             ])
             .to_string(),
     }

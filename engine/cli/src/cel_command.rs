@@ -51,15 +51,16 @@ fn evaluate(
     source: &str,
     bound: &BTreeMap<String, cel::Value>,
 ) -> Result<serde_json::Value, String> {
-    let program = env
-        .compile(source)
-        .map_err(|e| at_position(source, e.line, e.column, &e.message))?;
     // Type-checked as rules are (cel-go's checker; the variables `dyn`): `1 == 1u` fails
-    // here, before anything runs, as a pack holding it is refused at load.
-    let mut types = cel::check::TypeEnv::new();
+    // here, before anything runs, as a pack holding it is refused at load. With `--strict`,
+    // as the API server checks (the environment's type checking).
+    let mut types = env.type_env();
     for name in bound.keys() {
         types.add_variable(name, cel::check::Type::Dyn);
     }
+    let program = env
+        .compile_with_types(source, &types)
+        .map_err(|e| at_position(source, e.line, e.column, &e.message))?;
     let (_, issues) = cel::check::check(&program, &types);
     if !issues.is_empty() {
         let shown: Vec<String> = issues
@@ -117,8 +118,14 @@ pub fn run(
     file: Option<&Path>,
     vars: &[String],
     environment: cel::CelEnvironment,
+    strict: bool,
 ) -> Result<u8, CliError> {
-    let env = cel::Env::new(environment);
+    let strictness = if strict {
+        cel::Strictness::Kubernetes
+    } else {
+        cel::Strictness::Relaxed
+    };
+    let env = cel::Env::new(environment).with_strictness(strictness);
     let mut bound: BTreeMap<String, cel::Value> = bindings(file, vars)?
         .iter()
         .map(|(k, v)| (k.clone(), cel::Value::from_json(v)))

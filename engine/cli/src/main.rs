@@ -204,6 +204,11 @@ enum Command {
         /// bindings, encoders, math, strings-v3 (repeatable).
         #[arg(long = "extension", value_name = "NAME")]
         extensions: Vec<switchyard_cel::Extension>,
+        /// Compile as the API server compiles a CRD validation rule or an admission
+        /// policy: Kubernetes' type checker with every check packs relax (homogeneous
+        /// literals, `null`), no quoted field names, no engine functions.
+        #[arg(long, conflicts_with = "pack")]
+        strict: bool,
     },
     /// Print the JSON Schema of the pack format (`--broker-config`: of the broker's
     /// configuration file).
@@ -354,6 +359,7 @@ fn main() -> ExitCode {
             vars,
             kubernetes,
             extensions,
+            strict,
             ..
         } => cel_command::run(
             expression.as_deref(),
@@ -361,6 +367,7 @@ fn main() -> ExitCode {
             &vars,
             switchyard_cel::CelEnvironment::new(kubernetes.unwrap_or_default(), extensions)
                 .with_setting_names("--kubernetes", "--extension"),
+            strict,
         ),
         Command::Schema { broker_config } => commands::schema(broker_config),
         Command::Rbac {

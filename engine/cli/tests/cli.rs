@@ -659,6 +659,43 @@ fn cel_reports_type_errors_with_a_caret_before_evaluating() {
     );
 }
 
+/// `cel --strict` compiles as the API server compiles a CRD rule or an admission policy:
+/// what packs may write (heterogeneous literals, quoted field names) is refused.
+#[test]
+fn cel_strict_checks_as_the_api_server() {
+    let out = switchyard(&["cel", "--strict", "[1, 'a']"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:5: expected type 'int' but found 'string'\n  | [1, 'a']\n  |     ^\n"
+    );
+    let object = r#"self={"x": {"kubernetes.io/os": "linux"}, "n": 3}"#;
+    let out = switchyard(&[
+        "cel",
+        "--strict",
+        "self.x.`kubernetes.io/os`",
+        "--var",
+        object,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:8: unsupported syntax: '`'\n  | self.x.`kubernetes.io/os`\n  |        ^\n"
+    );
+    // A bound variable is the `dyn` Kubernetes declares.
+    let out = switchyard(&["cel", "--strict", "[self.n, 'three']", "--var", object]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "error: 1:10: expected type 'dyn' but found 'string'\n  | [self.n, 'three']\n  |          ^\n"
+    );
+    // Without `--strict`, as packs write them.
+    let out = switchyard(&["cel", "self.x.`kubernetes.io/os`", "--var", object]);
+    assert_eq!(stdout(&out), "\"linux\"\n");
+    let out = switchyard(&["cel", "[1, 'a']"]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
 /// Example and fixture objects of kinds with a CRD are checked as the API server would:
 /// `check` refuses an invalid one unless it is marked invalid on purpose, and refuses a mark
 /// on a valid one; `test` warns about invalid inputs of its cases.

@@ -389,6 +389,12 @@ pub struct Output {
     /// A template under the pack's `templates/` folder (handlebars producing YAML; one or
     /// more documents).
     pub template: String,
+    /// Take over an object of the same name that exists already and was not created by the
+    /// pack (`apply` and `create` outputs): the broker applies the rendered fields over it,
+    /// marks it as the pack's, and deletes it when no trigger desires it any more. Without
+    /// it such an object is left untouched and the trigger reports `AlreadyExists`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt: bool,
     /// CEL (stage outputs only): the name the observed object is bound under in the stage's
     /// gates (`resources.<name>`); default the output's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -13,6 +13,18 @@ pub const ANNOTATION_PACK_VERSION: &str = "switchyard.dev/pack-version";
 pub const ANNOTATION_RULE: &str = "switchyard.dev/rule";
 /// Annotation: the triggers that desire the output (see [`crate::object::ObjectKey`]'s display), comma-separated.
 pub const ANNOTATION_OWNERS: &str = "switchyard.dev/owners";
+/// Annotation the broker writes once, when it creates an output (or adopts one): the
+/// object's own uid. An object is the pack's only when it carries the pack's label and this
+/// annotation equals its live uid: a copy of the object elsewhere, an object re-created by
+/// someone else under the same name, or one that existed before the pack wanted it is never
+/// updated or deleted as an output.
+pub const ANNOTATION_CREATED: &str = "switchyard.dev/created";
+/// Annotation the broker applies with every output: a hash of the content it applied
+/// (without the owners annotation), so after a restart it can tell from the live object
+/// that nothing needs writing.
+pub const ANNOTATION_APPLIED: &str = "switchyard.dev/applied";
+/// The `Synced` reason of a trigger whose output exists already, not created by the pack.
+pub const REASON_ALREADY_EXISTS: &str = "AlreadyExists";
 /// Annotation on an input object naming its cluster, `ROLE` or `ROLE/NAME` (dry-run inputs
 /// only).
 pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";

@@ -26,6 +26,9 @@ pub struct DesiredObject {
     /// `Patch`: only the rendered fields are the pack's; the object is someone else's.
     #[serde(skip_serializing_if = "OutputMode::is_apply")]
     pub mode: OutputMode,
+    /// The output takes over an existing object of the same name (`adopt: true`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt: bool,
 }
 
 /// Something a rule read, for re-evaluation when it changes.

@@ -102,6 +102,7 @@ pub fn absorb(existing: &mut DesiredObject, incoming: &DesiredObject) -> Result<
         true => {
             existing.sources.extend(incoming.sources.iter().cloned());
             existing.owners.extend(incoming.owners.iter().cloned());
+            existing.adopt |= incoming.adopt;
             Ok(())
         }
         false => Err(Box::new(Conflict {

@@ -466,6 +466,7 @@ pub(crate) struct CompiledOutput {
     pub template: String,
     pub when: Option<Expr>,
     pub for_each: Option<Expr>,
+    pub adopt: bool,
 }
 
 pub(crate) struct CompiledStatus {

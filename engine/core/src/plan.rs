@@ -375,6 +375,7 @@ pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
             owners: BTreeSet::new(),
             deletion: claimed.deletion,
             mode: claimed.mode,
+            adopt: claimed.adopt,
         };
         let mut merged = std::mem::replace(claimed, stub);
         for &(i, j) in others {

@@ -279,8 +279,10 @@ impl Validator {
         Validator::with_env(crds, Env::kubernetes())
     }
 
-    /// [`Validator::new`] with the CEL environment (and cost limits) rules compile in.
+    /// [`Validator::new`] with the CEL environment (and cost limits) rules compile in, in
+    /// strict mode: a rule compiles only if the API server would compile it.
     pub fn with_env(crds: &[Value], env: Env) -> Validator {
+        let env = env.strict();
         let mut kinds = BTreeMap::new();
         let mut problems = Vec::new();
         for crd in crds {

@@ -770,3 +770,35 @@ fn a_second_crd_for_a_kind_is_diagnosed_and_wins() {
         vec!["spec.a: field not declared in schema (properties)"]
     );
 }
+
+/// CRD rules compile as the API server compiles them (strict mode): what rule packs may
+/// write (heterogeneous literals, quoted field names, the engine's functions) does not.
+#[test]
+fn rules_compile_as_the_api_server_compiles_them() {
+    let validator = Validator::new(&[crd(json!({
+        "type": "object",
+        "properties": { "min": { "type": "integer" }, "labels": { "type": "object" } },
+        "x-kubernetes-validations": [
+            { "rule": "[1, 'two'].size() == 2" },
+            { "rule": "self.labels.`kubernetes.io/os` == 'linux'" },
+            { "rule": "sha256('a') != ''" },
+            { "rule": "self.min <= 3" },
+        ]
+    }))]);
+    assert_eq!(
+        validator
+            .diagnostics()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        vec![
+            "CRD widgets.example.com version v1 at spec: the rule does not compile: expected type 'int' but found 'string' (at 1:5) (rule: [1, 'two'].size() == 2)",
+            "CRD widgets.example.com version v1 at spec: the rule does not compile: unsupported syntax: '`' (at 1:13) (rule: self.labels.`kubernetes.io/os` == 'linux')",
+            "CRD widgets.example.com version v1 at spec: the rule does not compile: function 'sha256' is not in this environment: it is the engine's own, which Kubernetes does not have (the environment is strict) (at 1:1) (rule: sha256('a') != '')",
+        ]
+    );
+    assert_eq!(
+        shown(&validator.validate(&widget(json!({ "min": 2, "labels": {} })))).len(),
+        3
+    );
+}

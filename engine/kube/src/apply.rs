@@ -1,63 +1,26 @@
-//! Writes to the clusters: server-side apply of outputs, status and finalizers (one field
-//! manager per pack), deletes and orphaning. Every function is one API call (after a cached
-//! discovery), so the controller decides what to write and this module only writes it.
+//! Writes to the clusters: creation and server-side apply of outputs, status and finalizers
+//! (one field manager per pack), deletes and orphaning. Every function is one API call (after
+//! a cached discovery), so the controller decides what to write and this module only writes
+//! it; every answer, or its absence, is reported to [`Reachability`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+};
 use kube::discovery::Scope;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Error as KubeError};
 use serde_json::{Value, json};
 use switchyard_core::ObjectKey;
-use switchyard_core::evaluate::{LABEL_MANAGED_BY, LABEL_PACK};
+use switchyard_core::names::{ANNOTATION_CREATED, LABEL_MANAGED_BY, LABEL_PACK};
 
+pub use crate::failure::ApplyError;
+use crate::failure::{MESSAGE_LIMIT, truncate};
+use crate::reachability::Reachability;
 use crate::watch;
-
-/// Why a write failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    #[error("no cluster `{0}` is configured")]
-    UnknownCluster(String),
-    #[error("{api_version} {kind} is not served by cluster `{cluster}`: {source}")]
-    Discovery {
-        cluster: String,
-        api_version: String,
-        kind: String,
-        #[source]
-        source: Box<KubeError>,
-    },
-    #[error("{action} {object}: {source}")]
-    Api {
-        action: &'static str,
-        object: String,
-        #[source]
-        source: Box<KubeError>,
-    },
-}
-
-impl ApplyError {
-    /// A short reason for conditions and logs.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            ApplyError::UnknownCluster(_) => "UnknownCluster",
-            ApplyError::Discovery { .. } => "KindNotServed",
-            ApplyError::Api { .. } => "ApplyFailed",
-        }
-    }
-
-    /// The API answered 409: a precondition (uid) failed.
-    pub fn is_conflict(&self) -> bool {
-        matches!(self, ApplyError::Api { source, .. } if matches!(**source, KubeError::Api(ref s) if s.code == 409))
-    }
-
-    /// The API answered 404.
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, ApplyError::Api { source, .. } if matches!(**source, KubeError::Api(ref s) if s.code == 404))
-    }
-}
 
 /// The field manager of a pack: `switchyard/<pack>`.
 pub fn field_manager(pack: &str) -> String {
@@ -86,9 +49,10 @@ struct Resource {
 
 /// The API clients of the clusters, and the resources discovered in each.
 pub struct Clusters {
-    clients: BTreeMap<String, Client>,
-    recorders: BTreeMap<String, Recorder>,
+    clients: RwLock<BTreeMap<String, Client>>,
+    recorders: RwLock<BTreeMap<String, Recorder>>,
     resources: Mutex<HashMap<ResourceKey, Resource>>,
+    reachability: Arc<Reachability>,
 }
 
 impl Clusters {
@@ -99,20 +63,61 @@ impl Clusters {
             .map(|(name, client)| (name.clone(), Recorder::new(client.clone(), reporter())))
             .collect();
         Arc::new(Clusters {
-            recorders,
-            clients,
+            recorders: RwLock::new(recorders),
+            clients: RwLock::new(clients),
             resources: Mutex::new(HashMap::new()),
+            reachability: Arc::new(Reachability::default()),
         })
     }
 
-    pub fn client(&self, cluster: &str) -> Result<&Client, ApplyError> {
+    pub fn client(&self, cluster: &str) -> Result<Client, ApplyError> {
         self.clients
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
             .get(cluster)
+            .cloned()
             .ok_or_else(|| ApplyError::UnknownCluster(cluster.to_string()))
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.clients.keys().map(String::as_str)
+    pub fn names(&self) -> Vec<String> {
+        self.clients
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Which clusters answer and what they refuse.
+    pub fn reachability(&self) -> &Arc<Reachability> {
+        &self.reachability
+    }
+
+    /// Reports a call's outcome to [`Reachability`] and turns its error into ours.
+    fn answered<T>(
+        &self,
+        key: &ObjectKey,
+        action: &'static str,
+        result: Result<T, KubeError>,
+    ) -> Result<T, ApplyError> {
+        let what = format!("{action} {} {}", key.api_version, key.kind);
+        match result {
+            Ok(value) => {
+                self.reachability.succeeded(&key.cluster, &what);
+                Ok(value)
+            }
+            Err(source) => {
+                let error = ApplyError::Api {
+                    action,
+                    object: key.to_string(),
+                    cluster: key.cluster.clone(),
+                    source: Box::new(source),
+                };
+                self.reachability
+                    .failed(&what, &error, self.client(&key.cluster).ok());
+                Err(error)
+            }
+        }
     }
 
     /// The API resource of a kind, discovered once per cluster.
@@ -136,15 +141,23 @@ impl Clusters {
             return Ok(found.clone());
         }
         let client = self.client(cluster)?;
-        let (api, capabilities) =
-            watch::resolve(client, api_version, kind)
-                .await
-                .map_err(|source| ApplyError::Discovery {
+        let (api, capabilities) = match watch::resolve(&client, api_version, kind).await {
+            Ok(found) => found,
+            Err(source) => {
+                let error = ApplyError::Discovery {
                     cluster: cluster.to_string(),
                     api_version: api_version.to_string(),
                     kind: kind.to_string(),
                     source: Box::new(source),
-                })?;
+                };
+                self.reachability.failed(
+                    &format!("discover {api_version} {kind}"),
+                    &error,
+                    Some(client),
+                );
+                return Err(error);
+            }
+        };
         let resource = Resource {
             api,
             namespaced: capabilities.scope == Scope::Namespaced,
@@ -164,11 +177,88 @@ impl Clusters {
         let resource = self
             .resource(&key.cluster, &key.api_version, &key.kind)
             .await?;
-        let client = self.client(&key.cluster)?.clone();
+        let client = self.client(&key.cluster)?;
         Ok(match (&key.namespace, resource.namespaced) {
             (Some(ns), true) => Api::namespaced_with(client, ns, &resource.api),
             _ => Api::all_with(client, &resource.api),
         })
+    }
+
+    /// The object as the cluster has it now (not as a cache saw it), or `None`.
+    pub async fn get(&self, key: &ObjectKey) -> Result<Option<DynamicObject>, ApplyError> {
+        let api = self.api(key).await?;
+        let found = api.get_opt(&key.name).await;
+        self.answered(key, "get", found)
+    }
+
+    /// Creates an output that does not exist: a create (not an apply) so that an object of
+    /// the same name that exists already is refused (`AlreadyExists`) and never taken over.
+    /// [`Clusters::mark_created`] then hands its fields to the pack's applies.
+    pub async fn create(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        object: &Value,
+    ) -> Result<DynamicObject, ApplyError> {
+        let api = self.api(key).await?;
+        let body: DynamicObject = match serde_json::from_value(object.clone()) {
+            Ok(body) => body,
+            Err(e) => {
+                return Err(ApplyError::Api {
+                    action: "create",
+                    object: key.to_string(),
+                    cluster: key.cluster.clone(),
+                    source: Box::new(KubeError::SerdeError(e)),
+                });
+            }
+        };
+        let params = PostParams {
+            field_manager: Some(field_manager(pack)),
+            ..PostParams::default()
+        };
+        let created = api.create(&params, &body).await;
+        self.answered(key, "create", created)
+    }
+
+    /// Marks an object as the pack's: the annotation [`ANNOTATION_CREATED`] set to its uid,
+    /// once, with the uid and resourceVersion of `live` as preconditions (a merge patch, so
+    /// the pack's applies, which never carry it, leave it alone).
+    ///
+    /// After a create (`created`), the fields the create set are handed to the pack's apply:
+    /// the create's field ownership (an `Update` entry) becomes an `Apply` entry of the same
+    /// manager, as `kubectl` upgrades client-side applied objects, so a field a template
+    /// stops writing is removed by the next apply rather than kept by the create.
+    pub async fn mark_created(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        live: &DynamicObject,
+        created: bool,
+    ) -> Result<DynamicObject, ApplyError> {
+        let api = self.api(key).await?;
+        let manager = field_manager(pack);
+        let uid = live.metadata.uid.clone().unwrap_or_default();
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("uid".into(), Value::String(uid.clone()));
+        metadata.insert(
+            "resourceVersion".into(),
+            json!(live.metadata.resource_version),
+        );
+        metadata.insert("annotations".into(), json!({ANNOTATION_CREATED: uid}));
+        if created && let Some(entries) = handed_to_apply(live, &manager) {
+            metadata.insert("managedFields".into(), entries);
+        }
+        let params = PatchParams {
+            field_manager: Some(manager),
+            ..PatchParams::default()
+        };
+        let patch = Value::Object(
+            [("metadata".to_string(), Value::Object(metadata))]
+                .into_iter()
+                .collect(),
+        );
+        let marked = api.patch(&key.name, &params, &Patch::Merge(&patch)).await;
+        self.answered(key, "mark", marked)
     }
 
     /// Server-side applies an output; returns what the API server stored.
@@ -180,16 +270,10 @@ impl Clusters {
     ) -> Result<DynamicObject, ApplyError> {
         let api = self.api(key).await?;
         let params = PatchParams::apply(&field_manager(pack)).force();
-        api.patch(&key.name, &params, &Patch::Apply(object))
-            .await
-            .map_err(|source| ApplyError::Api {
-                action: "apply",
-                object: key.to_string(),
-                source: Box::new(source),
-            })
+        let applied = api.patch(&key.name, &params, &Patch::Apply(object)).await;
+        self.answered(key, "apply", applied)
     }
 
-    /// Deletes an output, only the incarnation the cache saw (`uid`).
     /// Server-side apply of a patch output: the pack's field manager owns exactly the
     /// rendered fields. The live object's uid goes into the body as a precondition: the
     /// API server refuses to create the object or to patch a new one of the same name.
@@ -237,7 +321,9 @@ impl Clusters {
         }
     }
 
-    pub async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<(), ApplyError> {
+    /// Deletes an output, only the incarnation the cache saw (`uid`). `Ok(true)` when this
+    /// call deleted it, `Ok(false)` when it was gone already.
+    pub async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<bool, ApplyError> {
         let api = self.api(key).await?;
         let params = DeleteParams {
             preconditions: uid.map(|uid| Preconditions {
@@ -248,33 +334,28 @@ impl Clusters {
             ..DeleteParams::default()
         };
         match api.delete(&key.name, &params).await {
-            Ok(_) => Ok(()),
-            Err(KubeError::Api(s)) if s.code == 404 => Ok(()),
-            Err(source) => Err(ApplyError::Api {
-                source: Box::new(source),
-                action: "delete",
-                object: key.to_string(),
-            }),
+            Ok(_) => self.answered(key, "delete", Ok(true)),
+            Err(KubeError::Api(s)) if s.code == 404 => Ok(false),
+            Err(source) => self.answered(key, "delete", Err(source)),
         }
     }
 
-    /// Leaves an output in place, no longer managed: removes the pack's labels so prune never
-    /// finds it again.
+    /// Leaves an output in place, no longer managed: removes the pack's labels and its
+    /// creation mark so prune never finds it again.
     pub async fn orphan(&self, pack: &str, key: &ObjectKey) -> Result<(), ApplyError> {
         let api = self.api(key).await?;
-        let patch = json!({"metadata": {"labels": {LABEL_PACK: null, LABEL_MANAGED_BY: null}}});
+        let patch = json!({"metadata": {
+            "labels": {LABEL_PACK: null, LABEL_MANAGED_BY: null},
+            "annotations": {ANNOTATION_CREATED: null},
+        }});
         let params = PatchParams {
             field_manager: Some(field_manager(pack)),
             ..PatchParams::default()
         };
         match api.patch(&key.name, &params, &Patch::Merge(&patch)).await {
-            Ok(_) => Ok(()),
+            Ok(_) => self.answered(key, "orphan", Ok(())),
             Err(KubeError::Api(s)) if s.code == 404 => Ok(()),
-            Err(source) => Err(ApplyError::Api {
-                source: Box::new(source),
-                action: "orphan",
-                object: key.to_string(),
-            }),
+            Err(source) => self.answered(key, "orphan", Err(source)),
         }
     }
 
@@ -300,22 +381,21 @@ impl Clusters {
             "status": status,
         });
         let params = PatchParams::apply(&field_manager(pack)).force();
-        api.patch_status(&trigger.name, &params, &Patch::Apply(&body))
-            .await
+        let written = api
+            .patch_status(&trigger.name, &params, &Patch::Apply(&body))
+            .await;
+        self.answered(trigger, "write status of", written)
             .map(|_| true)
-            .map_err(|source| ApplyError::Api {
-                action: "write status of",
-                object: trigger.to_string(),
-                source: Box::new(source),
-            })
     }
 
     /// Adds the pack's finalizer to the trigger or removes it. A merge patch of the whole
-    /// list with the cached resourceVersion as precondition: other controllers' finalizers
-    /// are kept (a concurrent change fails with a conflict and is retried with the newer
-    /// list), and a trigger that is gone is never created again, as an apply would.
+    /// list with the cached resourceVersion as precondition, by the pack's field manager:
+    /// other controllers' finalizers are kept (a concurrent change fails with a conflict and
+    /// is retried with the newer list), and a trigger that is gone is never created again,
+    /// as an apply would.
     pub async fn set_finalizer(
         &self,
+        pack: &str,
         trigger: &ObjectKey,
         cached: &Value,
         finalizer: &str,
@@ -335,35 +415,69 @@ impl Clusters {
             "finalizers": finalizers,
             "resourceVersion": cached.pointer("/metadata/resourceVersion"),
         }});
+        let params = PatchParams {
+            field_manager: Some(field_manager(pack)),
+            ..PatchParams::default()
+        };
+        let action = if present {
+            "add finalizer to"
+        } else {
+            "remove finalizer from"
+        };
         match api
-            .patch(
-                &trigger.name,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
+            .patch(&trigger.name, &params, &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => Ok(()),
+            Ok(_) => self.answered(trigger, action, Ok(())),
             // Gone already: nothing holds it any more.
             Err(KubeError::Api(s)) if s.code == 404 && !present => Ok(()),
-            Err(source) => Err(ApplyError::Api {
-                source: Box::new(source),
-                action: if present {
-                    "add finalizer to"
-                } else {
-                    "remove finalizer from"
-                },
-                object: trigger.to_string(),
-            }),
+            Err(source) => self.answered(trigger, action, Err(source)),
         }
     }
-}
 
-impl Clusters {
+    /// Removes a finalizer from the object as the cluster has it now (a pack that is no
+    /// longer loaded lets its triggers go): read, then patched with that read's
+    /// resourceVersion, read again on a conflict.
+    pub async fn release_finalizer(
+        &self,
+        pack: &str,
+        trigger: &ObjectKey,
+        finalizer: &str,
+    ) -> Result<bool, ApplyError> {
+        for _ in 0..3 {
+            let Some(live) = self.get(trigger).await? else {
+                return Ok(false);
+            };
+            let live = serde_json::to_value(&live).unwrap_or(Value::Null);
+            let holds = live
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(finalizer)));
+            if !holds {
+                return Ok(false);
+            }
+            match self
+                .set_finalizer(pack, trigger, &live, finalizer, false)
+                .await
+            {
+                Ok(()) => return Ok(true),
+                Err(e) if e.is_conflict() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
+    }
+
     /// Records a Warning Event on a trigger (`kubectl describe` shows it). Best effort: a
     /// failure to record is logged and never fails the work.
     pub async fn warn(&self, trigger: &ObjectKey, uid: Option<&str>, reason: &str, note: &str) {
-        let Some(recorder) = self.recorders.get(&trigger.cluster) else {
+        let recorder = self
+            .recorders
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&trigger.cluster)
+            .cloned();
+        let Some(recorder) = recorder else {
             return;
         };
         let reference = ObjectReference {
@@ -374,20 +488,10 @@ impl Clusters {
             uid: uid.map(str::to_string),
             ..ObjectReference::default()
         };
-        // Kubernetes caps an Event's note at 1 KiB.
-        let mut note = note.to_string();
-        if note.len() > 1024 {
-            let mut end = 1021;
-            while !note.is_char_boundary(end) {
-                end -= 1;
-            }
-            note.truncate(end);
-            note.push_str("...");
-        }
         let event = Event {
             type_: EventType::Warning,
             reason: reason.to_string(),
-            note: Some(note),
+            note: Some(truncate(note, MESSAGE_LIMIT)),
             action: "Reconcile".into(),
             secondary: None,
         };
@@ -402,4 +506,40 @@ fn identity_metadata(key: &ObjectKey) -> Value {
         Some(ns) => json!({"name": key.name, "namespace": ns}),
         None => json!({"name": key.name}),
     }
+}
+
+/// The managed fields of a just-created object with the creating manager's `Update` entry
+/// turned into its `Apply` entry, plus an `Update` entry of the same manager owning the
+/// creation mark alone; `None` when the manager has no such entry (nothing to hand over).
+fn handed_to_apply(live: &DynamicObject, manager: &str) -> Option<Value> {
+    let entries = live.metadata.managed_fields.as_ref()?;
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    let mut handed = false;
+    for entry in entries {
+        let mut entry = serde_json::to_value(entry).ok()?;
+        let ours = entry.get("manager").and_then(Value::as_str) == Some(manager)
+            && entry.get("operation").and_then(Value::as_str) == Some("Update")
+            && entry.get("subresource").is_none();
+        if ours {
+            entry["operation"] = Value::String("Apply".into());
+            handed = true;
+        }
+        out.push(entry);
+    }
+    if !handed {
+        return None;
+    }
+    let api_version = out
+        .first()
+        .and_then(|e| e.get("apiVersion").cloned())
+        .unwrap_or(Value::Null);
+    out.push(json!({
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": api_version,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {format!("f:{ANNOTATION_CREATED}"): {}}}},
+        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    }));
+    Some(Value::Array(out))
 }

@@ -50,7 +50,8 @@ pub async fn run(
         clients.insert(cluster.id().to_string(), client);
     }
     let clusters = Clusters::new(clients);
-    let store = Store::with_clusters(clusters.names());
+    let names = clusters.names();
+    let store = Store::with_clusters(names.iter().map(String::as_str));
     let queue: Arc<Queue<Work>> = Queue::new(Backoff::default());
     let controller = Controller::new(store.clone(), clusters.clone(), queue.clone());
     let health = Health::new();

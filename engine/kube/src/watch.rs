@@ -104,19 +104,19 @@ pub async fn run(
         WatchMode::Full => {
             let api: Api<DynamicObject> = Api::all_with(client, &resource);
             let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
-            pump(stream, &key, &cache, &events).await;
+            pump(stream, &key, &cache, &events, false).await;
         }
         WatchMode::Labelled { labels } => {
             let api: Api<DynamicObject> = Api::all_with(client, &resource);
             let config = watcher::Config::default().labels(&labels);
             let stream = watcher::watcher(api, config).default_backoff();
-            pump(stream, &key, &cache, &events).await;
+            pump(stream, &key, &cache, &events, false).await;
         }
         WatchMode::Metadata { labels } => {
             let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &resource);
             let config = watcher::Config::default().labels(&labels);
             let stream = watcher::watcher(api, config).default_backoff();
-            pump(stream, &key, &cache, &events).await;
+            pump(stream, &key, &cache, &events, true).await;
         }
     }
 }
@@ -126,6 +126,7 @@ async fn pump<K: serde::Serialize>(
     key: &KindKey,
     cache: &KindCache,
     events: &UnboundedSender<WatchEvent>,
+    managers: bool,
 ) {
     let mut stream = std::pin::pin!(stream);
     let mut relist: Vec<Arc<Value>> = Vec::new();
@@ -143,7 +144,7 @@ async fn pump<K: serde::Serialize>(
                 true
             }
             Event::InitApply(object) => {
-                if let Some(object) = to_value(key, &object) {
+                if let Some(object) = to_value(key, &object, managers) {
                     relist.push(object);
                 }
                 true
@@ -174,7 +175,7 @@ async fn pump<K: serde::Serialize>(
                     .all(|c| events.send(WatchEvent::Changed(c)).is_ok())
                     && events.send(WatchEvent::Synced(key.clone())).is_ok()
             }
-            Event::Apply(object) => match to_value(key, &object) {
+            Event::Apply(object) => match to_value(key, &object, managers) {
                 Some(object) => {
                     let previous = cache.insert(object.clone());
                     if same_version(previous.as_deref(), &object) {
@@ -187,7 +188,7 @@ async fn pump<K: serde::Serialize>(
                 }
                 None => true,
             },
-            Event::Delete(object) => match to_value(key, &object) {
+            Event::Delete(object) => match to_value(key, &object, managers) {
                 Some(object) => {
                     let (namespace, name) = identity(&object);
                     let previous = cache.remove(namespace.as_deref(), &name);
@@ -245,9 +246,11 @@ pub fn identity(object: &Value) -> (Option<String>, String) {
 }
 
 /// The cached form of a watched object: JSON with its apiVersion and kind (list items of
-/// built-in kinds may come without them) and without `managedFields`, which nothing reads
-/// and which is often the largest part of an object.
-fn to_value<K: serde::Serialize>(key: &KindKey, object: &K) -> Option<Arc<Value>> {
+/// built-in kinds may come without them) and without the field sets of `managedFields`,
+/// which nothing reads and which are often the largest part of an object. Caches of
+/// metadata (`managers`) keep each entry's manager, operation, subresource and time: after a
+/// restart they tell whether anyone else wrote an output since the pack applied it.
+fn to_value<K: serde::Serialize>(key: &KindKey, object: &K, managers: bool) -> Option<Arc<Value>> {
     let mut value = match serde_json::to_value(object) {
         Ok(value) => value,
         Err(e) => {
@@ -259,7 +262,21 @@ fn to_value<K: serde::Serialize>(key: &KindKey, object: &K) -> Option<Arc<Value>
     map.insert("apiVersion".into(), Value::String(key.api_version.clone()));
     map.insert("kind".into(), Value::String(key.kind.clone()));
     if let Some(metadata) = map.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("managedFields");
+        let entries = metadata.remove("managedFields");
+        if managers && let Some(Value::Array(entries)) = entries {
+            let summary: Vec<Value> = entries
+                .into_iter()
+                .map(|mut entry| {
+                    if let Some(e) = entry.as_object_mut() {
+                        e.retain(|k, _| {
+                            matches!(k.as_str(), "manager" | "operation" | "subresource" | "time")
+                        });
+                    }
+                    entry
+                })
+                .collect();
+            metadata.insert("managedFields".into(), Value::Array(summary));
+        }
     }
     Some(Arc::new(value))
 }

@@ -621,9 +621,9 @@ async fn local_clusters() -> (
     (plane, source, karmada, kubeconfigs)
 }
 
-/// An output the API server refuses: the trigger says why (`Synced=False/ApplyFailed` naming
-/// the object), the work is retried with backoff, nothing is pruned, and a fixed pack
-/// converges.
+/// An output the API server refuses: the trigger says why with the API's own reason and
+/// message (`Synced=False/Invalid` naming the object, no debug dump), the work is retried
+/// with backoff, nothing is pruned, and a fixed pack converges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_apply_is_reported_and_retried() {
     if switchyard_testenv::external_kubeconfig().is_some() {
@@ -657,16 +657,19 @@ async fn a_refused_apply_is_reported_and_retried() {
         "web to report the refused apply",
         "default",
         "web",
-        |c| c["reason"] == "ApplyFailed",
+        |c| c["reason"] == "Invalid",
     )
     .await;
     assert_eq!(message["status"], "False");
     let text = message["message"].as_str().unwrap();
     assert!(
-        text.starts_with("apply karmada:Deployment.apps:kcp-"),
+        text.starts_with("create karmada:Deployment.apps:kcp-"),
         "{text}"
     );
-    assert!(text.contains("minReadySeconds"), "{text}");
+    assert!(
+        text.ends_with("/web: Deployment.apps \"web\" is invalid: spec.minReadySeconds: Invalid value: -5: must be greater than or equal to 0"),
+        "{text}"
+    );
     // The Namespace and PropagationPolicy applied before the refused Deployment stay.
     assert!(
         karmada

@@ -7,7 +7,11 @@ use cel::common::ast::{
     SourceInfo, operators,
 };
 
-use super::decls::{Arg, DECLARATIONS, assignable, join, join_assignable, resolve};
+use crate::macros::MAP_INSERT;
+
+use super::decls::{
+    Arg, DECLARATIONS, assignable, join, join_assignable, resolve, resolve_as_kubernetes,
+};
 use super::parse::outside_literals;
 use super::type_env::TypeEnv;
 use super::types::{ObjectType, Type};
@@ -38,6 +42,10 @@ struct Local {
     ty: Type,
     /// A comprehension accumulator that starts as `[]` or `{}`: see [`Arg::weak`].
     weak: bool,
+    /// Its type as Kubernetes sees it, when that holds a `dyn` Kubernetes sees as such
+    /// (see [`Checker::kubernetes_type`]): an iteration variable over such a range, the
+    /// list `map` or `filter` makes of such values.
+    kubernetes: Option<Type>,
 }
 
 pub(super) struct Checker<'a> {
@@ -51,6 +59,10 @@ pub(super) struct Checker<'a> {
     /// The types of the nodes inside calls of `format` (of every node, as
     /// [`TypeEnv::kubernetes`]), by id.
     types: HashMap<u64, Type>,
+    /// The types Kubernetes sees of the comprehensions whose results hold a `dyn` it sees
+    /// as such (`map` and `filter` over such a range), by id: see
+    /// [`Checker::kubernetes_type`].
+    comprehensions: HashMap<u64, Type>,
     /// `(byte offset in the source, message)`.
     pub(super) issues: Vec<(usize, String)>,
 }
@@ -64,6 +76,7 @@ impl<'a> Checker<'a> {
             locals: Vec::new(),
             in_format: 0,
             types: HashMap::new(),
+            comprehensions: HashMap::new(),
             issues: Vec::new(),
         }
     }
@@ -103,7 +116,7 @@ impl<'a> Checker<'a> {
                 }
             }
             Expr::Call(call) => self.call(e, call),
-            Expr::Comprehension(comprehension) => self.comprehension(comprehension),
+            Expr::Comprehension(comprehension) => self.comprehension(e.id, comprehension),
             Expr::List(list) => self.list(list),
             Expr::Map(map) => self.map(map),
             Expr::Struct(message) => {
@@ -322,13 +335,25 @@ impl<'a> Checker<'a> {
             .get(name)
             .filter(|_| !self.env.functions.contains(name));
         let Some(overloads) = overloads else {
+            // A Kubernetes library function that is global only (`sign(q)`) is not a
+            // method, whatever the receiver.
+            if member
+                && !self.env.functions.contains(name)
+                && !library_method(name, true)
+                && library_method(name, false)
+            {
+                self.no_overload(e, name, member, &args);
+                return Type::Error;
+            }
             // Custom functions, Kubernetes libraries of types of their own, ...
             return Type::Dyn;
         };
         if let Some(ty) = resolve(overloads, member, &args, self.lenient_null()) {
             return ty;
         }
-        if unknown_receiver || args.iter().any(|a| a.ty == Type::Error) {
+        if (unknown_receiver && library_method(name, true))
+            || args.iter().any(|a| a.ty == Type::Error)
+        {
             // A method of a value of unknown type may be a library type's (`quantity`'s
             // `add`); an argument with an issue is reported already.
             return Type::Dyn;
@@ -428,7 +453,7 @@ impl<'a> Checker<'a> {
                 return;
             }
         }
-        if self.env.kubernetes && args.len() > conversions.len() {
+        if args.len() > conversions.len() {
             self.issue(
                 at,
                 format!(
@@ -444,10 +469,17 @@ impl<'a> Checker<'a> {
     /// print, and its type: an optional, an abstract type (`%s` of a list or map literal
     /// looks into it).
     fn unprintable(&self, arg: &IdedExpr) -> Option<(u64, Type)> {
-        let ty = self.literal_type(arg);
+        // As Kubernetes types it: `x[?k]` of a `dyn` is a `dyn`, printable.
+        let ty = match self.kubernetes_type(arg) {
+            Some(t) if t == declared_dyn() => Type::Dyn,
+            Some(t) => t,
+            None => self.literal_type(arg),
+        };
         if matches!(ty, Type::Optional(_) | Type::Opaque(..)) {
             return Some((arg.id, ty));
         }
+        // The elements of a literal as they are, optional entries too (cel-go's validator
+        // does not look into them).
         match &arg.expr {
             Expr::List(list) => list.elements.iter().find_map(|e| self.unprintable(e)),
             Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
@@ -595,8 +627,20 @@ impl<'a> Checker<'a> {
 
     // ---- comprehensions and literals ------------------------------------------------------
 
-    fn comprehension(&mut self, c: &ComprehensionExpr) -> Type {
+    fn comprehension(&mut self, id: u64, c: &ComprehensionExpr) -> Type {
         let range = self.check(&c.iter_range);
+        // The iteration variables as Kubernetes types them, when that holds a `dyn` it sees
+        // as such: the elements (keys and values) of such a range.
+        let (first_kubernetes, second_kubernetes) = match self.kubernetes_type(&c.iter_range) {
+            Some(t) if t == declared_dyn() => (Some(t.clone()), Some(t)),
+            Some(Type::List(element)) if c.iter_var2.is_some() => (None, Some(*element)),
+            Some(Type::List(element)) => (Some(*element), None),
+            Some(Type::Map(key, value)) => (Some(*key), Some(*value)),
+            _ => (None, None),
+        };
+        let marked = |t: Option<Type>| t.filter(has_declared_dyn);
+        let (first_kubernetes, second_kubernetes) =
+            (marked(first_kubernetes), marked(second_kubernetes));
         let (first, second) = match &range {
             t if t.is_dyn() => (Type::Dyn, Type::Dyn),
             Type::List(element) if c.iter_var2.is_some() => (Type::Int, (**element).clone()),
@@ -618,25 +662,31 @@ impl<'a> Checker<'a> {
         };
         let init = self.arg(&c.accu_init);
         let scope = self.locals.len();
+        // `cel.bind(v, init, e)`: `v` is the accumulator, typed as its value is.
+        let init_kubernetes = self.kubernetes_type(&c.accu_init);
         self.locals.push(Local {
             name: c.accu_var.clone(),
             ty: init.ty.clone(),
             weak: init.weak,
+            kubernetes: init_kubernetes,
         });
         self.locals.push(Local {
             name: c.iter_var.clone(),
             ty: first,
             weak: false,
+            kubernetes: first_kubernetes,
         });
         if let Some(var) = &c.iter_var2 {
             self.locals.push(Local {
                 name: var.clone(),
                 ty: second,
                 weak: false,
+                kubernetes: second_kubernetes,
             });
         }
         self.check(&c.loop_cond);
         let step = self.arg(&c.loop_step);
+        let accumulated = self.accumulated(&c.loop_step, &c.accu_var);
         self.locals.truncate(scope + 1);
         // The accumulator's type is what the steps make of its initial value: `[]` becomes
         // a list of what `map` adds to it.
@@ -644,10 +694,193 @@ impl<'a> Checker<'a> {
         if let Some(local) = self.locals.last_mut() {
             local.ty = accumulator;
             local.weak = false;
+            if let Some(ty) = accumulated {
+                local.kubernetes = Some(ty);
+            }
         }
         let result = self.check(&c.result);
+        if let Some(ty) = self.kubernetes_type(&c.result) {
+            self.comprehensions.insert(id, ty);
+        }
         self.locals.truncate(scope);
         result
+    }
+
+    /// The Kubernetes type (see [`Checker::kubernetes_type`]) of what a comprehension's
+    /// steps make of the accumulator `accu`: `accu + [x]` a list (`map`),
+    /// `cel.@mapInsert(accu, k, v)` a map (`transformMap`), or either in a branch of `?:`
+    /// whose other branch is `accu` (a filter).
+    fn accumulated(&self, step: &IdedExpr, accu: &str) -> Option<Type> {
+        let Expr::Call(call) = &step.expr else {
+            return None;
+        };
+        let is_accu = |e: &IdedExpr| matches!(&e.expr, Expr::Ident(name) if name == accu);
+        let ty = match (call.func_name.as_str(), call.args.as_slice()) {
+            (operators::ADD, [a, b]) if call.target.is_none() && is_accu(a) => match &b.expr {
+                Expr::List(list)
+                    if list.elements.len() == 1 && list.optional_indices.is_empty() =>
+                {
+                    Type::list(self.effective_type(&list.elements[0])?)
+                }
+                _ => return None,
+            },
+            (MAP_INSERT, [a, k, v]) if is_accu(a) => {
+                Type::map(self.effective_type(k)?, self.effective_type(v)?)
+            }
+            (MAP_INSERT, [a, m]) if is_accu(a) => self.effective_type(m)?,
+            (operators::CONDITIONAL, [_, a, b]) if call.target.is_none() => {
+                match (self.accumulated(a, accu), self.accumulated(b, accu)) {
+                    (Some(t), _) if is_accu(b) => t,
+                    (_, Some(t)) if is_accu(a) => t,
+                    (Some(t), Some(u)) if equivalent(&t, &u) => t,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        Some(ty).filter(has_declared_dyn)
+    }
+
+    /// The type of `e` as Kubernetes' checker sees it, when that holds a `dyn` which the
+    /// checker here has as [`Type::Dyn`] but Kubernetes' homogeneous literal check tells
+    /// from other types ([`declared_dyn`]); `None` when it holds none. Such a `dyn` is
+    /// `dyn(x)`, a variable declared `dyn` (as [`TypeEnv::kubernetes`]), and what is
+    /// selected, indexed, iterated, mapped or computed by a declared function from one.
+    fn kubernetes_type(&self, e: &IdedExpr) -> Option<Type> {
+        if !self.env.kubernetes {
+            return None;
+        }
+        // A field or element of a value of that type; of an optional, an optional of it.
+        let of_element = |container: Type| {
+            let (container, optional) = match container {
+                Type::Optional(inner) => (*inner, true),
+                other => (other, false),
+            };
+            let element = match container {
+                t if t == declared_dyn() => Some(t),
+                Type::List(element) => Some(*element),
+                Type::Map(_, value) => Some(*value),
+                _ => None,
+            };
+            element.map(|t| if optional { Type::optional(t) } else { t })
+        };
+        let ty = match &e.expr {
+            Expr::Ident(name) => match self.local(name) {
+                Some(local) => local.kubernetes.clone(),
+                None => (self.env.variables.get(name) == Some(&Type::Dyn)).then(declared_dyn),
+            },
+            Expr::Select(select) if !select.test => {
+                self.kubernetes_type(&select.operand).and_then(of_element)
+            }
+            Expr::Call(call) => {
+                match (call.func_name.as_str(), &call.target, call.args.as_slice()) {
+                    ("dyn", None, [_]) if !self.env.functions.contains("dyn") => {
+                        Some(declared_dyn())
+                    }
+                    (operators::INDEX, None, [target, _]) => {
+                        self.kubernetes_type(target).and_then(of_element)
+                    }
+                    // `a[?k]`, `a.?f`: an optional of what `a[k]`, `a.f` is; but cel-go types
+                    // `a[?k]` of a `dyn` as a `dyn`.
+                    (operators::OPT_INDEX, None, [target, _])
+                        if self.kubernetes_type(target) == Some(declared_dyn()) =>
+                    {
+                        Some(declared_dyn())
+                    }
+                    (operators::OPT_INDEX | operators::OPT_SELECT, None, [target, _]) => self
+                        .kubernetes_type(target)
+                        .and_then(of_element)
+                        .map(|t| match t {
+                            t @ Type::Optional(_) => t,
+                            t => Type::optional(t),
+                        }),
+                    // `?:`: the more general of its branches' types.
+                    (operators::CONDITIONAL, None, [_, a, b]) => {
+                        let weak = |e: &IdedExpr| {
+                            self.types.get(&e.id).is_some_and(|t| self.is_weak(e, t))
+                        };
+                        match (self.effective_type(a), self.effective_type(b)) {
+                            (Some(a), Some(b)) => Some(most_general(&a, &b)),
+                            (Some(t), None) if weak(b) => Some(t),
+                            (None, Some(t)) if weak(a) => Some(t),
+                            _ => None,
+                        }
+                    }
+                    _ => self.kubernetes_call(call),
+                }
+            }
+            Expr::Comprehension(_) => self.comprehensions.get(&e.id).cloned(),
+            Expr::List(_) | Expr::Map(_) => {
+                let ty = self.types.get(&e.id)?;
+                Some(self.homogeneous_type(e, ty, false))
+            }
+            _ => None,
+        };
+        // A call's type is what cel-go gives it, whether it holds such a `dyn` or not (and
+        // so a comprehension's, made of calls).
+        match &e.expr {
+            Expr::Call(_) | Expr::Comprehension(_) => ty,
+            _ => ty.filter(has_declared_dyn),
+        }
+    }
+
+    /// The type Kubernetes sees of `e`: [`Checker::kubernetes_type`], else the checker's
+    /// own when it holds no `dyn` the checker could not type (`None` then) and is not a
+    /// type not determined yet.
+    fn effective_type(&self, e: &IdedExpr) -> Option<Type> {
+        if let Some(t) = self.kubernetes_type(e) {
+            return Some(t);
+        }
+        let ty = self.types.get(&e.id)?;
+        if self.is_weak(e, ty) {
+            // `[]`, `{}`, `optional.none()`: cel-go leaves their parameters free, to take
+            // whatever they meet.
+            return (*ty != Type::Null).then(|| freed(ty));
+        }
+        (!has_dyn(ty) && !has_param(ty)).then(|| ty.clone())
+    }
+
+    /// The Kubernetes type (see [`Checker::kubernetes_type`]) of a call of a function the
+    /// checker declares whose arguments hold a `dyn` Kubernetes sees as such: cel-go binds
+    /// the function's type parameters to `dyn` then (`self.items.map(i, i.n).sum()`,
+    /// `self.labels.?app.orValue('x')`), and `sort()` of a list of `dyn`, declared for
+    /// each element type, is a `dyn`. An argument of a type the checker does not know (a
+    /// library value, a custom function's result) leaves the result unknown.
+    fn kubernetes_call(&self, call: &CallExpr) -> Option<Type> {
+        let namespace = call
+            .target
+            .as_deref()
+            .and_then(|target| match &target.expr {
+                Expr::Ident(ns) if self.declared(ns).is_none() => Some(ns.as_str()),
+                _ => None,
+            });
+        let name = match namespace {
+            Some(ns) => format!("{ns}.{}", call.func_name),
+            None => call.func_name.clone(),
+        };
+        // `optional.none()` is an optional of a free type for cel-go (see
+        // [`Checker::effective_type`]).
+        if self.env.functions.contains(&name)
+            || self.env.overloads.contains_key(&name)
+            || name == "optional.none"
+        {
+            return None;
+        }
+        let overloads = DECLARATIONS.get(name.as_str())?;
+        let receiver = call.target.as_deref().filter(|_| namespace.is_none());
+        let mut args = Vec::new();
+        for arg in receiver.into_iter().chain(&call.args) {
+            args.push(self.effective_type(arg)?);
+        }
+        let any = args.iter().any(has_declared_dyn);
+        // cel-go declares `sort` for each element type: of a `dyn`, their results differ.
+        if any && name == "sort" {
+            return Some(declared_dyn());
+        }
+        // The type of a call of arguments Kubernetes sees as the checker does differs only
+        // where the declaration says `dyn` (`flatten(int)`).
+        resolve_as_kubernetes(overloads, receiver.is_some(), &args, &declared_dyn())
+            .filter(|ty| any || has_declared_dyn(ty))
     }
 
     fn list(&mut self, list: &ListExpr) -> Type {
@@ -658,7 +891,7 @@ impl<'a> Checker<'a> {
             if list.optional_indices.contains(&i) {
                 arg.ty = optional_value(arg.ty);
             }
-            elements.push((element, arg.ty.clone()));
+            elements.push((element, arg.ty.clone(), list.optional_indices.contains(&i)));
             joined = Some(match joined {
                 None => arg,
                 Some(previous) => self.join_elements(&previous, &arg),
@@ -666,11 +899,11 @@ impl<'a> Checker<'a> {
         }
         // Kubernetes' homogeneous literal validator: the first mismatch is reported.
         if self.validates_literals()
-            && let Some(((first, ty), rest)) = elements.split_first()
+            && let Some(((first, ty, optional), rest)) = elements.split_first()
         {
-            let mut expected = self.homogeneous_type(first, ty);
-            for (element, ty) in rest {
-                let found = self.homogeneous_type(element, ty);
+            let mut expected = self.homogeneous_type(first, ty, *optional);
+            for (element, ty, optional) in rest {
+                let found = self.homogeneous_type(element, ty, *optional);
                 if !equivalent(&expected, &found) {
                     self.mismatch(element, &expected, &found);
                     break;
@@ -698,8 +931,8 @@ impl<'a> Checker<'a> {
                     // of another type than the first entry's is reported.
                     if self.validates_literals() {
                         let found = (
-                            self.homogeneous_type(&entry.key, &key.ty),
-                            self.homogeneous_type(&entry.value, &value.ty),
+                            self.homogeneous_type(&entry.key, &key.ty, false),
+                            self.homogeneous_type(&entry.value, &value.ty, entry.optional),
                         );
                         first = Some(match first.take() {
                             None => found,
@@ -751,10 +984,10 @@ impl<'a> Checker<'a> {
     /// issue, a type not determined yet) anything goes, but a `dyn` Kubernetes would see as
     /// such (`dyn(x)`, a variable declared `dyn`, inside a literal too) is [`declared_dyn`]'s
     /// marker, equivalent only to itself.
-    fn homogeneous_type(&self, e: &IdedExpr, ty: &Type) -> Type {
+    fn homogeneous_type(&self, e: &IdedExpr, ty: &Type, optional_entry: bool) -> Type {
         let known = |e: &IdedExpr| {
             let ty = self.types.get(&e.id).cloned().unwrap_or(Type::Dyn);
-            self.homogeneous_type(e, &ty)
+            self.homogeneous_type(e, &ty, false)
         };
         // The type of a literal element's elements: as cel-go joins them, a `dyn` of its own
         // where two are not equivalent (the literal is reported itself).
@@ -772,9 +1005,20 @@ impl<'a> Checker<'a> {
             )
         };
         match (&e.expr, ty) {
-            (_, Type::Dyn) if self.strict_dyn(e) => declared_dyn(),
             (Expr::List(list), Type::List(element)) => {
-                let types = list.elements.iter().map(known).collect();
+                let types = list
+                    .elements
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| {
+                        if list.optional_indices.contains(&i) {
+                            let ty = self.types.get(&e.id).cloned().unwrap_or(Type::Dyn);
+                            self.homogeneous_type(e, &optional_value(ty), true)
+                        } else {
+                            known(e)
+                        }
+                    })
+                    .collect();
                 Type::list(joined(types).unwrap_or_else(|| (**element).clone()))
             }
             (Expr::Map(map), Type::Map(key, value)) => {
@@ -782,6 +1026,17 @@ impl<'a> Checker<'a> {
                     .entries
                     .iter()
                     .filter_map(|entry| match &entry.expr {
+                        EntryExpr::MapEntry(entry) if entry.optional => {
+                            let ty = self
+                                .types
+                                .get(&entry.value.id)
+                                .cloned()
+                                .unwrap_or(Type::Dyn);
+                            Some((
+                                known(&entry.key),
+                                self.homogeneous_type(&entry.value, &optional_value(ty), true),
+                            ))
+                        }
                         EntryExpr::MapEntry(entry) => {
                             Some((known(&entry.key), known(&entry.value)))
                         }
@@ -793,28 +1048,12 @@ impl<'a> Checker<'a> {
                     joined(values).unwrap_or_else(|| (**value).clone()),
                 )
             }
-            _ => ty.clone(),
-        }
-    }
-
-    /// Whether `e` is `dyn` for Kubernetes too: `dyn(x)`, or a variable declared `dyn` (in
-    /// an environment where such variables are as Kubernetes declares them), or a field or
-    /// element of one.
-    fn strict_dyn(&self, e: &IdedExpr) -> bool {
-        match &e.expr {
-            Expr::Call(call) => match (call.func_name.as_str(), &call.target, call.args.as_slice())
-            {
-                ("dyn", None, [_]) => !self.env.functions.contains("dyn"),
-                (operators::INDEX, None, [target, _]) => self.strict_dyn(target),
-                _ => false,
+            // `ty` is the value of an optional entry (`?k: v`, `[?v]`) already.
+            _ => match self.kubernetes_type(e) {
+                Some(t) if optional_entry => optional_value(t),
+                Some(t) => t,
+                None => ty.clone(),
             },
-            Expr::Select(select) if !select.test => self.strict_dyn(&select.operand),
-            Expr::Ident(name) => {
-                self.env.kubernetes
-                    && self.local(name).is_none()
-                    && self.env.variables.get(name) == Some(&Type::Dyn)
-            }
-            _ => false,
         }
     }
 
@@ -992,6 +1231,75 @@ fn optional_value(ty: Type) -> Type {
     match ty {
         Type::Optional(inner) => *inner,
         other => other,
+    }
+}
+
+/// Whether `ty` is or holds the marker of a `dyn` Kubernetes sees as such.
+fn has_declared_dyn(ty: &Type) -> bool {
+    match ty {
+        Type::List(t) | Type::Optional(t) => has_declared_dyn(t),
+        Type::Map(k, v) => has_declared_dyn(k) || has_declared_dyn(v),
+        t => *t == declared_dyn(),
+    }
+}
+
+/// Whether a Kubernetes library has a function `name` of a library value (quantity, URL,
+/// IP, ...), as a method (`receiver`) or a global function: on a receiver of a type the
+/// checker does not know, a method may be the one called.
+fn library_method(name: &str, receiver: bool) -> bool {
+    crate::builtins::FULL_REGISTRY
+        .lookup(name, receiver)
+        .is_some_and(|overloads| {
+            overloads
+                .iter()
+                .any(|o| matches!(o.params.first(), Some(crate::registry::Param::Opaque(_))))
+        })
+}
+
+/// `ty` with its `dyn`s (the parameters the checker left unbound) free.
+fn freed(ty: &Type) -> Type {
+    match ty {
+        Type::Dyn => Type::param("_"),
+        Type::List(t) => Type::list(freed(t)),
+        Type::Optional(t) => Type::optional(freed(t)),
+        Type::Map(k, v) => Type::map(freed(k), freed(v)),
+        other => other.clone(),
+    }
+}
+
+/// Whether `ty` is or holds a type not determined yet.
+fn has_param(ty: &Type) -> bool {
+    match ty {
+        Type::Param(_) => true,
+        Type::List(t) | Type::Optional(t) => has_param(t),
+        Type::Map(k, v) => has_param(k) || has_param(v),
+        _ => false,
+    }
+}
+
+/// cel-go's `mostGeneral` of two types Kubernetes sees: a `dyn` it declares where either
+/// has one.
+fn most_general(a: &Type, b: &Type) -> Type {
+    let marker = declared_dyn();
+    match (a, b) {
+        (a, _) if *a == marker => marker,
+        (_, b) if *b == marker => marker,
+        (Type::List(a), Type::List(b)) => Type::list(most_general(a, b)),
+        (Type::Optional(a), Type::Optional(b)) => Type::optional(most_general(a, b)),
+        (Type::Map(ka, va), Type::Map(kb, vb)) => {
+            Type::map(most_general(ka, kb), most_general(va, vb))
+        }
+        (a, _) => a.clone(),
+    }
+}
+
+/// Whether `ty` is or holds a `dyn`.
+fn has_dyn(ty: &Type) -> bool {
+    match ty {
+        Type::Dyn => true,
+        Type::List(t) | Type::Optional(t) => has_dyn(t),
+        Type::Map(k, v) => has_dyn(k) || has_dyn(v),
+        _ => false,
     }
 }
 

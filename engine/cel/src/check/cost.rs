@@ -1148,6 +1148,9 @@ impl Walker<'_> {
             return (cost, Shape::never());
         }
         cost = cost.plus(work(&call.name, &shapes));
+        if &*call.name == "flatten" {
+            cost = cost.plus(self.flatten(id, &shapes, call.args.get(1)));
+        }
         if let Some(i) = call.overloads.iter().find_map(|o| o.pattern) {
             let shape = shapes.get(i).cloned().unwrap_or_else(Shape::never);
             cost = cost.plus(self.pattern(call.args.get(i), &shape, crate::k8s::pattern_cost));
@@ -1160,6 +1163,27 @@ impl Walker<'_> {
             cost = cost.plus(Cost::creation(&shape));
         }
         (cost, shape)
+    }
+
+    /// What `flatten` costs as Kubernetes charges it (`limits::flatten_cost`): its depth
+    /// (1 without one) per element of the receiver. A depth that is not a constant has no
+    /// bound but its type's, as in Kubernetes' estimate.
+    fn flatten(&self, id: u64, shapes: &[Shape], depth: Option<&Node>) -> Cost {
+        let depth = match depth.map(|node| &node.kind) {
+            None => 1,
+            Some(Kind::Const(Value::Int(depth))) => *depth,
+            Some(_) => {
+                let at = self.start(id);
+                return Cost::Unbounded(Why::new(
+                    "the depth of `flatten` is not a constant".to_string(),
+                    at,
+                ));
+            }
+        };
+        let list = shapes.first().cloned().unwrap_or_else(Shape::never);
+        Cost::of(&list.len, |n| {
+            crate::limits::flatten_cost(usize::try_from(n).unwrap_or(usize::MAX), depth)
+        })
     }
 
     /// What compiling the pattern `node` (of shape `shape`) costs: a constant's
@@ -1218,15 +1242,19 @@ impl Walker<'_> {
             },
             (name, _) if name.starts_with("math.") => Shape::scalar(Type::Dyn),
             ("min" | "max" | "sum", 1) => arg(0).elem(),
-            ("flatten", 1) => {
-                let list = arg(0);
-                let inner = list.elem();
-                match inner.ty {
-                    Type::List(_) => Shape::list(size_product(&list.len, &inner.len), inner.elem()),
-                    _ if inner.is_unsized() => Shape::list(list.len.clone(), inner),
-                    _ => return None,
+            ("flatten", 1) => flattened(&arg(0))?,
+            // A constant depth: flattened that many times.
+            ("flatten", 2) => match nodes.get(1).map(|n| &n.kind) {
+                Some(Kind::Const(Value::Int(depth))) if *depth >= 0 => {
+                    // Past the nesting of any schema, a level changes nothing.
+                    let mut list = arg(0);
+                    for _ in 0..(*depth).min(64) {
+                        list = flattened(&list)?;
+                    }
+                    list
                 }
-            }
+                _ => return None,
+            },
             ("lists.range", 1) => match nodes.first().map(|n| &n.kind) {
                 Some(Kind::Const(Value::Int(n))) => {
                     Shape::list(Ok(u64::try_from(*n).unwrap_or(0)), Shape::scalar(Type::Int))
@@ -1450,6 +1478,19 @@ fn declared_scalar(name: &str, member: bool, args: &[Shape]) -> Option<Shape> {
     (!scalar.ty.is_dyn() && scalar.is_unsized()).then_some(scalar)
 }
 
+/// The shape of `list.flatten()`: nested lists spliced in, one level.
+fn flattened(list: &Shape) -> Option<Shape> {
+    let inner = list.elem();
+    match inner.ty {
+        Type::List(_) => Some(Shape::list(
+            size_product(&list.len, &inner.len),
+            inner.elem(),
+        )),
+        _ if inner.is_unsized() => Some(Shape::list(list.len.clone(), inner)),
+        _ => None,
+    }
+}
+
 /// The iteration variables of a comprehension over `range`: the element of a list (or its
 /// index and element), the key of a map (or its key and value).
 fn iteration_variables(range: &Shape, two: bool) -> (Shape, Option<Shape>) {
@@ -1500,13 +1541,27 @@ fn work(name: &str, args: &[Shape]) -> Cost {
             Ok(0)
         }
     };
+    // Kubernetes' charge for `distinct`, `sort` and `sortBy` (`limits::self_compare_cost`),
+    // which the evaluator charges when it is more than its own.
+    let self_compare = |list: &Shape| {
+        let strings = matches!(
+            list.elem().ty,
+            Type::String | Type::Bytes | Type::Dyn | Type::Error
+        );
+        Cost::of(&list.len, |n| {
+            crate::limits::self_compare_cost(usize::try_from(n).unwrap_or(usize::MAX), strings)
+        })
+    };
     match (name, args.len()) {
         ("distinct", 1) => {
             let list = arg(0);
+            let kubernetes = self_compare(&list);
             if hashes(&list) {
                 // Hashing: 1 per element and 1 per 10 bytes hashed.
                 let bytes = size_product(&list.len, &element_bytes(&list));
-                Cost::of(&list.len, |n| n).plus(Cost::per_ten(&bytes))
+                Cost::of(&list.len, |n| n)
+                    .plus(Cost::per_ten(&bytes))
+                    .max(kubernetes)
             } else {
                 // Pairs, and what comparing them reads.
                 let pairs = Cost::of(&list.len, |n| n.saturating_mul(n.saturating_sub(1)) / 2);
@@ -1515,7 +1570,7 @@ fn work(name: &str, args: &[Shape]) -> Cost {
                     (Ok(n), Ok(e)) => Ok(n.saturating_mul(n.saturating_sub(1)) / 2 * e),
                     (Err(why), _) | (_, Err(why)) => Err(why.clone()),
                 };
-                pairs.plus(Cost::per_ten(&work))
+                pairs.plus(Cost::per_ten(&work)).max(kubernetes)
             }
         }
         ("sort" | "@sortByAssociatedKeys", _) => {
@@ -1526,6 +1581,7 @@ fn work(name: &str, args: &[Shape]) -> Cost {
                 crate::limits::sort_cost(usize::try_from(n).unwrap_or(usize::MAX))
             })
             .times_cost(per_comparison)
+            .max(self_compare(&keys))
         }
         ("isSorted" | "min" | "max", 1) => {
             // `limits::scan_cost`: the bytes of the elements.

@@ -202,13 +202,15 @@ list(A).max() -> A
 list(A).indexOf(A) -> int
 list(A).lastIndexOf(A) -> int
 list(A).slice(int, int) -> list(A)
-list(A).flatten() -> list(dyn)
-list(A).flatten(int) -> list(dyn)
+list(list(A)).flatten() -> list(A)
+list(dyn).flatten(int) -> list(dyn)
 list(A).distinct() -> list(A)
 list(A).reverse() -> list(A)
 list(A).sort() -> list(A)
 list(A).@sortByAssociatedKeys(list(B)) -> list(A)
 lists.range(int) -> list(int)
+cel.@mapInsert(map(A, B), A, B) -> map(A, B)
+cel.@mapInsert(map(A, B), map(A, B)) -> map(A, B)
 sets.contains(list(A), list(A)) -> bool
 sets.equivalent(list(A), list(A)) -> bool
 sets.intersects(list(A), list(A)) -> bool
@@ -601,6 +603,154 @@ pub(super) fn resolve(
         }
     }
     result
+}
+
+/// The result type of the call of `name` with `args` as cel-go's checker gives it when some
+/// arguments are `dyn` as Kubernetes declares them (`marker`, see the checker's
+/// `kubernetes_type`): such a `dyn` binds a bare type parameter (`A` of `orValue(A)`) but
+/// leaves one inside a type free (`optional(A)`, `list(list(A))`), as cel-go's
+/// unification does. `None` when the result is not known: an argument of a type not known
+/// (`dyn` the checker could not type), no overload, or a type parameter left free (cel-go
+/// binds it later to whatever it meets). Overloads of different results give `marker`
+/// (cel-go's `dyn`).
+pub(super) fn resolve_as_kubernetes(
+    overloads: &[Overload],
+    member: bool,
+    args: &[Type],
+    marker: &Type,
+) -> Option<Type> {
+    fn unify(pattern: &Pattern, arg: &Type, marker: &Type, bound: &mut Vec<Option<Type>>) -> bool {
+        // A free type (`optional.none()`'s) goes anywhere and binds nothing.
+        if matches!(arg, Type::Param(_)) {
+            return true;
+        }
+        if arg == marker {
+            if let Pattern::Param(i) = pattern {
+                if bound.len() <= *i {
+                    bound.resize(*i + 1, None);
+                }
+                // cel-go keeps the more general type: `dyn`.
+                bound[*i] = Some(marker.clone());
+            }
+            return true;
+        }
+        match (pattern, arg) {
+            (Pattern::Param(i), t) => {
+                if bound.len() <= *i {
+                    bound.resize(*i + 1, None);
+                }
+                match bound[*i].take() {
+                    None => {
+                        bound[*i] = Some(t.clone());
+                        true
+                    }
+                    // cel-go keeps the more general of two types that agree.
+                    Some(b) => {
+                        let general = more_general(&b, t, marker);
+                        let agree = general.is_some();
+                        bound[*i] = Some(general.unwrap_or(b));
+                        agree
+                    }
+                }
+            }
+            (Pattern::Is(t), a) if has_dyn_type(t) => accepts(t, a, marker),
+            (Pattern::Is(t), a) => t == a,
+            (Pattern::List(e), Type::List(a)) | (Pattern::Optional(e), Type::Optional(a)) => {
+                unify(e, a, marker, bound)
+            }
+            (Pattern::Map(k, v), Type::Map(ka, va)) => {
+                unify(k, ka, marker, bound) && unify(v, va, marker, bound)
+            }
+            _ => false,
+        }
+    }
+    /// The more general of two types that agree (`list(dyn)` of `list(int)` and
+    /// `list(dyn)`), `None` when they do not.
+    fn more_general(a: &Type, b: &Type, marker: &Type) -> Option<Type> {
+        match (a, b) {
+            (a, b) if a == b => Some(a.clone()),
+            (a, _) | (_, a) if a == marker => Some(marker.clone()),
+            (Type::List(a), Type::List(b)) => Some(Type::list(more_general(a, b, marker)?)),
+            (Type::Optional(a), Type::Optional(b)) => {
+                Some(Type::optional(more_general(a, b, marker)?))
+            }
+            (Type::Map(ka, va), Type::Map(kb, vb)) => Some(Type::map(
+                more_general(ka, kb, marker)?,
+                more_general(va, vb, marker)?,
+            )),
+            _ => None,
+        }
+    }
+    /// Whether a value of type `arg` is a `declared` that holds `dyn`.
+    fn accepts(declared: &Type, arg: &Type, marker: &Type) -> bool {
+        match (declared, arg) {
+            (Type::Dyn, _) => true,
+            (_, a) if a == marker || matches!(a, Type::Param(_)) => true,
+            (Type::List(d), Type::List(a)) | (Type::Optional(d), Type::Optional(a)) => {
+                accepts(d, a, marker)
+            }
+            (Type::Map(dk, dv), Type::Map(ak, av)) => {
+                accepts(dk, ak, marker) && accepts(dv, av, marker)
+            }
+            (d, a) => d == a,
+        }
+    }
+    fn has_dyn_type(ty: &Type) -> bool {
+        match ty {
+            Type::Dyn => true,
+            Type::List(t) | Type::Optional(t) => has_dyn_type(t),
+            Type::Map(k, v) => has_dyn_type(k) || has_dyn_type(v),
+            _ => false,
+        }
+    }
+    /// A declared `dyn` is cel-go's: the marker.
+    fn marked(ty: &Type, marker: &Type) -> Type {
+        match ty {
+            Type::Dyn => marker.clone(),
+            Type::List(t) => Type::list(marked(t, marker)),
+            Type::Optional(t) => Type::optional(marked(t, marker)),
+            Type::Map(k, v) => Type::map(marked(k, marker), marked(v, marker)),
+            other => other.clone(),
+        }
+    }
+    fn substitute(pattern: &Pattern, bound: &[Option<Type>], marker: &Type) -> Option<Type> {
+        Some(match pattern {
+            Pattern::Is(t) => marked(t, marker),
+            // A parameter nothing bound is free: cel-go binds it to what it meets later.
+            Pattern::Param(i) => bound
+                .get(*i)
+                .cloned()
+                .flatten()
+                .unwrap_or_else(|| Type::param("_")),
+            Pattern::List(e) => Type::list(substitute(e, bound, marker)?),
+            Pattern::Optional(e) => Type::optional(substitute(e, bound, marker)?),
+            Pattern::Map(k, v) => {
+                Type::map(substitute(k, bound, marker)?, substitute(v, bound, marker)?)
+            }
+            Pattern::Opaque(..) => return None,
+        })
+    }
+    let mut result: Option<Option<Type>> = None;
+    for overload in overloads {
+        if overload.member != member || overload.params.len() != args.len() {
+            continue;
+        }
+        let mut bound = Vec::new();
+        if overload
+            .params
+            .iter()
+            .zip(args)
+            .all(|(pattern, arg)| unify(pattern, arg, marker, &mut bound))
+        {
+            let ty = substitute(&overload.result, &bound, marker);
+            result = Some(match result {
+                None => ty,
+                Some(previous) if previous == ty => previous,
+                Some(_) => Some(marker.clone()),
+            });
+        }
+    }
+    result.flatten()
 }
 
 #[cfg(test)]

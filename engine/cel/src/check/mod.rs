@@ -25,13 +25,20 @@
 //! durations, timestamps and regexes must be valid and a literal format string must fit its
 //! literal arguments (Kubernetes' validators).
 //!
-//! With [`TypeEnv::kubernetes`] (`switchyard cel` does not use it, the differential test
-//! against Kubernetes does) also as Kubernetes' base environment: list and map literals are
-//! homogeneous (`[1, 'a']`: `expected type 'int' but found 'string'`), `null` is assignable
-//! only to what cel-go makes nullable (`null == 1` is refused), a variable declared `dyn` is
-//! `dyn` for the literal check (`[x, 1]` is refused), and a format call has no more arguments
-//! than clauses. Rules check without it: they build objects as map literals
-//! (`{'name': n, 'replicas': 3}`) and write `null` to clear a field.
+//! A format call has no more arguments than clauses, and `flatten()` takes a list of lists
+//! (`[1, 2].flatten()` is refused), as cel-go's declarations and validators say.
+//!
+//! With [`TypeEnv::kubernetes`] (strict mode: [`crate::Env::strict`], `switchyard cel
+//! --strict`, CRD rules, the differential test against Kubernetes) also as Kubernetes' base
+//! environment: list and map literals are homogeneous (`[1, 'a']`: `expected type 'int' but
+//! found 'string'`), `null` is assignable only to what cel-go makes nullable (`null == 1` is
+//! refused), and a variable declared `dyn` is `dyn` for the literal check (`[x, 1]` is
+//! refused), as is what cel-go derives from one: its fields and elements, the variables of
+//! a comprehension over it, the lists `map` and `filter` make of it, and the results of
+//! functions whose type parameters it binds (`[self.items.map(i, i.n).sum(), 1]` is
+//! refused; `x[?k]` of such an `x` is a `dyn`, as cel-go types it). Rules check without
+//! it: they build objects as map literals (`{'name': n, 'replicas': 3}`) and write `null`
+//! to clear a field.
 //!
 //! One rule stays above all: **a valid expression is never reported for what the checker
 //! does not know**. What it does not know is `dyn`, and that `dyn` is never an error:

@@ -105,8 +105,8 @@ impl TypeEnv {
         }
     }
 
-    /// Checks as Kubernetes' CEL environment does (`switchyard cel`, an expression meant
-    /// for a CRD rule or an admission policy), beyond cel-go's checker:
+    /// Checks as Kubernetes' CEL environment does (strict mode: `switchyard cel --strict`,
+    /// an expression meant for a CRD rule or an admission policy), beyond cel-go's checker:
     /// - list and map literals are homogeneous (Kubernetes'
     ///   `cel.ValidateHomogeneousAggregateLiterals`): `[1, 'a']` and `{'a': 1, 'b': 'x'}`
     ///   are refused with `expected type 'int' but found 'string'`, but inside a call of
@@ -114,7 +114,8 @@ impl TypeEnv {
     /// - `null` is assignable only to the types cel-go makes nullable (`null == 1` is
     ///   refused);
     /// - variables declared [`Type::Dyn`] are what Kubernetes makes of a variable declared
-    ///   `cel.DynType`, not values the checker cannot type: `[x, 1]` is refused.
+    ///   `cel.DynType`, not values the checker cannot type: `[x, 1]` is refused (and so is
+    ///   what cel-go types from one: see the module documentation).
     ///
     /// Without it (rules), a literal may mix types (rules build objects as map literals:
     /// `{'name': n, 'replicas': 3}`), `null` goes anywhere a value does (a rule writes

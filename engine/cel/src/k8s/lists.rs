@@ -188,8 +188,8 @@ pub fn range<E>(n: i64) -> Result<Vec<i64>, ListError<E>> {
 /// `keys`. The keys must be comparable (`comparable` tells, for the first key) and of one
 /// type (`same_type`); `compare` orders two keys.
 ///
-/// Ties keep their order (the sort is stable); Go's `sort.Slice` is not, so the order of
-/// elements with equal keys may differ from Kubernetes' (it is unspecified there).
+/// The order is Go's `sort.Slice` (pdqsort, see [`go_sort`]), which is not stable: elements
+/// with equal keys come in the order Kubernetes gives them.
 pub fn sort_by_keys<T: Clone, K, E>(
     items: &[T],
     keys: &[K],
@@ -210,8 +210,305 @@ pub fn sort_by_keys<T: Clone, K, E>(
         return Err(ListError::MixedTypes);
     }
     let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by(|&a, &b| compare(&keys[a], &keys[b]));
+    go_sort(&mut order, |a, b| {
+        compare(&keys[*a], &keys[*b]) == Ordering::Less
+    });
     Ok(order.into_iter().map(|i| items[i].clone()).collect())
+}
+
+/// Go's `sort.Slice`: pattern-defeating quicksort, insertion sort for short runs and
+/// heapsort past too many bad pivots, deterministic (its pattern breaking draws from a
+/// xorshift seeded with the length). Ported so that elements that compare equal end in the
+/// order cel-go's `sort` and `sortBy` leave them in.
+pub fn go_sort<T>(data: &mut [T], mut less: impl FnMut(&T, &T) -> bool) {
+    let length = data.len();
+    let limit = usize::BITS - length.leading_zeros();
+    let mut sorter = GoSort {
+        data,
+        less: &mut less,
+    };
+    sorter.pdqsort(0, length, limit);
+}
+
+/// Go's `sortedHint`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hint {
+    Unknown,
+    Increasing,
+    Decreasing,
+}
+
+struct GoSort<'a, T, F> {
+    data: &'a mut [T],
+    less: &'a mut F,
+}
+
+impl<T, F: FnMut(&T, &T) -> bool> GoSort<'_, T, F> {
+    fn less(&mut self, i: usize, j: usize) -> bool {
+        (self.less)(&self.data[i], &self.data[j])
+    }
+
+    fn swap(&mut self, i: usize, j: usize) {
+        self.data.swap(i, j);
+    }
+
+    fn insertion_sort(&mut self, a: usize, b: usize) {
+        for i in a + 1..b {
+            let mut j = i;
+            while j > a && self.less(j, j - 1) {
+                self.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+    }
+
+    fn sift_down(&mut self, lo: usize, hi: usize, first: usize) {
+        let mut root = lo;
+        loop {
+            let mut child = 2 * root + 1;
+            if child >= hi {
+                return;
+            }
+            if child + 1 < hi && self.less(first + child, first + child + 1) {
+                child += 1;
+            }
+            if !self.less(first + root, first + child) {
+                return;
+            }
+            self.swap(first + root, first + child);
+            root = child;
+        }
+    }
+
+    fn heap_sort(&mut self, a: usize, b: usize) {
+        let first = a;
+        let hi = b - a;
+        for i in (0..=(hi - 1) / 2).rev() {
+            self.sift_down(i, hi, first);
+        }
+        for i in (0..hi).rev() {
+            self.swap(first, first + i);
+            self.sift_down(0, i, first);
+        }
+    }
+
+    fn pdqsort(&mut self, mut a: usize, mut b: usize, mut limit: u32) {
+        const MAX_INSERTION: usize = 12;
+        let mut was_balanced = true;
+        let mut was_partitioned = true;
+        loop {
+            let length = b - a;
+            if length <= MAX_INSERTION {
+                self.insertion_sort(a, b);
+                return;
+            }
+            if limit == 0 {
+                self.heap_sort(a, b);
+                return;
+            }
+            if !was_balanced {
+                self.break_patterns(a, b);
+                limit -= 1;
+            }
+            let (mut pivot, mut hint) = self.choose_pivot(a, b);
+            if hint == Hint::Decreasing {
+                self.reverse_range(a, b);
+                pivot = (b - 1) - (pivot - a);
+                hint = Hint::Increasing;
+            }
+            if was_balanced
+                && was_partitioned
+                && hint == Hint::Increasing
+                && self.partial_insertion_sort(a, b)
+            {
+                return;
+            }
+            if a > 0 && !self.less(a - 1, pivot) {
+                a = self.partition_equal(a, b, pivot);
+                continue;
+            }
+            let (mid, already_partitioned) = self.partition(a, b, pivot);
+            was_partitioned = already_partitioned;
+            let (left, right) = (mid - a, b - mid);
+            let balance_threshold = length / 8;
+            if left < right {
+                was_balanced = left >= balance_threshold;
+                self.pdqsort(a, mid, limit);
+                a = mid + 1;
+            } else {
+                was_balanced = right >= balance_threshold;
+                self.pdqsort(mid + 1, b, limit);
+                b = mid;
+            }
+        }
+    }
+
+    fn partition(&mut self, a: usize, b: usize, pivot: usize) -> (usize, bool) {
+        self.swap(a, pivot);
+        // Signed, as in Go: `j` may pass below `i`.
+        let (mut i, mut j) = (a as isize + 1, b as isize - 1);
+        let idx = |k: isize| k as usize;
+        while i <= j && self.less(idx(i), a) {
+            i += 1;
+        }
+        while i <= j && !self.less(idx(j), a) {
+            j -= 1;
+        }
+        if i > j {
+            self.swap(idx(j), a);
+            return (idx(j), true);
+        }
+        self.swap(idx(i), idx(j));
+        i += 1;
+        j -= 1;
+        loop {
+            while i <= j && self.less(idx(i), a) {
+                i += 1;
+            }
+            while i <= j && !self.less(idx(j), a) {
+                j -= 1;
+            }
+            if i > j {
+                break;
+            }
+            self.swap(idx(i), idx(j));
+            i += 1;
+            j -= 1;
+        }
+        self.swap(idx(j), a);
+        (idx(j), false)
+    }
+
+    fn partition_equal(&mut self, a: usize, b: usize, pivot: usize) -> usize {
+        self.swap(a, pivot);
+        let (mut i, mut j) = (a as isize + 1, b as isize - 1);
+        let idx = |k: isize| k as usize;
+        loop {
+            while i <= j && !self.less(a, idx(i)) {
+                i += 1;
+            }
+            while i <= j && self.less(a, idx(j)) {
+                j -= 1;
+            }
+            if i > j {
+                break;
+            }
+            self.swap(idx(i), idx(j));
+            i += 1;
+            j -= 1;
+        }
+        idx(i)
+    }
+
+    fn partial_insertion_sort(&mut self, a: usize, b: usize) -> bool {
+        const MAX_STEPS: usize = 5;
+        const SHORTEST_SHIFTING: usize = 50;
+        let mut i = a + 1;
+        for _ in 0..MAX_STEPS {
+            while i < b && !self.less(i, i - 1) {
+                i += 1;
+            }
+            if i == b {
+                return true;
+            }
+            if b - a < SHORTEST_SHIFTING {
+                return false;
+            }
+            self.swap(i, i - 1);
+            if i - a >= 2 {
+                let mut j = i - 1;
+                while j >= 1 {
+                    if !self.less(j, j - 1) {
+                        break;
+                    }
+                    self.swap(j, j - 1);
+                    j -= 1;
+                }
+            }
+            if b - i >= 2 {
+                let mut j = i + 1;
+                while j < b {
+                    if !self.less(j, j - 1) {
+                        break;
+                    }
+                    self.swap(j, j - 1);
+                    j += 1;
+                }
+            }
+        }
+        false
+    }
+
+    fn break_patterns(&mut self, a: usize, b: usize) {
+        let length = b - a;
+        if length >= 8 {
+            let mut random = length as u64;
+            let modulus = 1usize << (usize::BITS - length.leading_zeros());
+            let middle = a + (length / 4) * 2;
+            for index in middle - 1..=middle + 1 {
+                random ^= random << 13;
+                random ^= random >> 7;
+                random ^= random << 17;
+                let mut other = (random as usize) & (modulus - 1);
+                if other >= length {
+                    other -= length;
+                }
+                self.swap(index, a + other);
+            }
+        }
+    }
+
+    fn choose_pivot(&mut self, a: usize, b: usize) -> (usize, Hint) {
+        const SHORTEST_NINTHER: usize = 50;
+        const MAX_SWAPS: usize = 4 * 3;
+        let l = b - a;
+        let mut swaps = 0;
+        let mut i = a + l / 4;
+        let mut j = a + l / 4 * 2;
+        let mut k = a + l / 4 * 3;
+        if l >= 8 {
+            if l >= SHORTEST_NINTHER {
+                i = self.median_adjacent(i, &mut swaps);
+                j = self.median_adjacent(j, &mut swaps);
+                k = self.median_adjacent(k, &mut swaps);
+            }
+            j = self.median(i, j, k, &mut swaps);
+        }
+        match swaps {
+            0 => (j, Hint::Increasing),
+            MAX_SWAPS => (j, Hint::Decreasing),
+            _ => (j, Hint::Unknown),
+        }
+    }
+
+    fn order2(&mut self, a: usize, b: usize, swaps: &mut usize) -> (usize, usize) {
+        if self.less(b, a) {
+            *swaps += 1;
+            (b, a)
+        } else {
+            (a, b)
+        }
+    }
+
+    fn median(&mut self, a: usize, b: usize, c: usize, swaps: &mut usize) -> usize {
+        let (a, b) = self.order2(a, b, swaps);
+        let (b, _) = self.order2(b, c, swaps);
+        let (_, b) = self.order2(a, b, swaps);
+        b
+    }
+
+    fn median_adjacent(&mut self, a: usize, swaps: &mut usize) -> usize {
+        self.median(a - 1, a, a + 1, swaps)
+    }
+
+    fn reverse_range(&mut self, a: usize, b: usize) {
+        let (mut i, mut j) = (a, b - 1);
+        while i < j {
+            self.swap(i, j);
+            i += 1;
+            j -= 1;
+        }
+    }
 }
 
 /// `<list>.includes(x)` (the Kubernetes list library's version 1, used by DRA, not in the
@@ -235,6 +532,25 @@ mod tests {
     use super::*;
 
     type R<T> = Result<T, ListError<String>>;
+
+    #[test]
+    fn go_sort_orders_equal_keys_as_go_does() {
+        // Kubernetes' answer to `[6, 4, 5, 6, 3, 13, ..., 113].sortBy(x, x % 3)`.
+        let mut items: Vec<i64> = vec![6, 4, 5, 6, 3];
+        items.extend((1..12).map(|i| i * 10 + 3));
+        go_sort(&mut items, |a, b| a % 3 < b % 3);
+        assert_eq!(
+            items,
+            [33, 93, 63, 6, 3, 6, 43, 13, 73, 4, 103, 23, 53, 5, 83, 113]
+        );
+        // Long inputs (past insertion sort, the ninther and pattern breaking) still sort.
+        let mut long: Vec<i64> = (0..1000).map(|i| (i * 7919) % 1009).collect();
+        go_sort(&mut long, |a, b| a < b);
+        assert!(long.windows(2).all(|w| w[0] <= w[1]));
+        let mut reversed: Vec<i64> = (0..500).rev().collect();
+        go_sort(&mut reversed, |a, b| a < b);
+        assert_eq!(reversed, (0..500).collect::<Vec<i64>>());
+    }
 
     fn cmp(a: &i64, b: &i64) -> Result<Ordering, String> {
         Ok(a.cmp(b))

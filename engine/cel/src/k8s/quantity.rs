@@ -323,10 +323,9 @@ impl Quantity {
             },
         ) = (&self.amount, &y.amount)
         {
-            // -MinInt64 overflows: that case takes the exact path.
-            if *yv != i64::MIN
-                && let Some((v, s)) = int_add((*value, *scale), (-*yv, *ys))
-            {
+            // Go negates in int64: -MinInt64 wraps to MinInt64, which is then added
+            // (`1000 - MinInt64` is `1000 + MinInt64`), as Kubernetes answers.
+            if let Some((v, s)) = int_add((*value, *scale), (yv.wrapping_neg(), *ys)) {
                 q.amount = Amount::Int { value: v, scale: s };
                 return Ok(q);
             }

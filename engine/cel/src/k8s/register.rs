@@ -650,6 +650,10 @@ fn list_overloads(o: &mut Vec<Overload>) {
         .linear_cost()
         .builds(),
     );
+    // `flatten`, `distinct`, `sort` and `sortBy` are charged as Kubernetes charges them
+    // (cel-go's cost trackers of the lists extension), which is what decides whether an
+    // expression passes Kubernetes' cost limit; `flatten` also for the list it builds,
+    // which can be far longer than its receiver.
     o.push(
         Overload::method("flatten", &[List], |a| {
             let items = list(a, 0, "flatten")?;
@@ -657,7 +661,7 @@ fn list_overloads(o: &mut Vec<Overload>) {
                 lists::flatten(items, 1, &as_list).map_err(list_err)?,
             ))
         })
-        .linear_cost()
+        .work(flatten_work)
         .builds(),
     );
     o.push(
@@ -668,25 +672,22 @@ fn list_overloads(o: &mut Vec<Overload>) {
                 lists::flatten(items, depth, &as_list).map_err(list_err)?,
             ))
         })
-        .linear_cost()
+        .work(flatten_work)
         .builds(),
     );
     o.push(
         Overload::method("distinct", &[List], |a| {
             let items = list(a, 0, "distinct")?;
-            // Hashing when equality is identity; pairwise comparison otherwise. The charge
-            // (`limits::distinct_cost`) follows the algorithm.
+            // Hashing when equality is identity; pairwise comparison otherwise.
             Ok(Value::list(
                 crate::limits::distinct_hashed(items)
                     .unwrap_or_else(|| lists::distinct(items, equals)),
             ))
         })
-        .linear_cost()
         .work(|a, cap| match a.first() {
             Some(Value::List(items)) => distinct_work(items, cap),
             _ => 0,
-        })
-        .builds(),
+        }),
     );
     o.push(
         Overload::method("reverse", &[List], |a| {
@@ -700,18 +701,14 @@ fn list_overloads(o: &mut Vec<Overload>) {
             let items = list(a, 0, "sort")?;
             sort_by(items, items)
         })
-        .linear_cost()
-        .work(sort_work)
-        .builds(),
+        .work(sort_work),
     );
     // What cel-go's `sortBy(e, key)` macro expands to; the macro itself is the parser's.
     o.push(
         Overload::method("@sortByAssociatedKeys", &[List, List], |a| {
             sort_by(list(a, 0, "sortBy")?, list(a, 1, "sortBy")?)
         })
-        .linear_cost()
-        .work(sort_work)
-        .builds(),
+        .work(sort_work),
     );
     o.push(
         Overload::global("lists.range", &[Int], |a| {
@@ -727,11 +724,29 @@ fn list_overloads(o: &mut Vec<Overload>) {
     );
 }
 
-/// What sorting costs (`limits::sort_cost_of`): the keys are compared, which are the
-/// receiver for `sort()` and the second argument for `sortBy`.
+/// What sorting costs: Kubernetes' charge for comparing every pair of keys
+/// (`limits::self_compare_cost`), or, when more, what comparing long strings reads
+/// (`limits::sort_cost_of`). The keys are the receiver for `sort()` and the second argument
+/// for `sortBy`.
 fn sort_work(a: &[Value], _cap: u64) -> u64 {
     match a.get(1).or(a.first()) {
-        Some(Value::List(keys)) => crate::limits::sort_cost_of(keys),
+        Some(Value::List(keys)) => {
+            crate::limits::self_compare_cost(keys.len(), crate::limits::compares_strings(keys))
+                .max(crate::limits::sort_cost_of(keys))
+        }
+        _ => 0,
+    }
+}
+
+/// What `flatten` costs as Kubernetes charges it (`limits::flatten_cost`); the list it
+/// builds is charged after.
+fn flatten_work(a: &[Value], _cap: u64) -> u64 {
+    let depth = match a.get(1) {
+        Some(Value::Int(depth)) => *depth,
+        _ => 1,
+    };
+    match a.first() {
+        Some(Value::List(items)) => crate::limits::flatten_cost(items.len(), depth),
         _ => 0,
     }
 }
@@ -753,19 +768,22 @@ fn search_work(a: &[Value], cap: u64) -> u64 {
     }
 }
 
-/// What `distinct()` costs: the hashing or pairing of `limits::distinct_cost`, and what the
-/// hashed bytes or the compared pairs read.
+/// What `distinct()` costs: Kubernetes' charge for comparing every pair
+/// (`limits::self_compare_cost`), or, when more, the hashing or pairing of
+/// `limits::distinct_cost` and what the hashed bytes or the compared pairs read.
 fn distinct_work(items: &[Value], cap: u64) -> u64 {
+    let kubernetes =
+        crate::limits::self_compare_cost(items.len(), crate::limits::compares_strings(items));
     let base = crate::limits::distinct_cost(items);
     if base > cap {
-        return base;
+        return base.max(kubernetes);
     }
     let reading = if crate::limits::all_hashable(items) {
         crate::limits::hashing_cost(items)
     } else {
         crate::limits::distinct_pairs_cost(items, cap - base)
     };
-    base.saturating_add(reading)
+    base.saturating_add(reading).max(kubernetes)
 }
 
 fn set_overloads(o: &mut Vec<Overload>) {

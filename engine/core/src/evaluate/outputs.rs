@@ -380,6 +380,7 @@ impl<'a> EvalContext<'a> {
             owners: BTreeSet::from([owner]),
             deletion: rule.deletion,
             mode: output.mode,
+            adopt: output.adopt,
         }))
     }
 }

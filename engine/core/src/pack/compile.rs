@@ -556,6 +556,7 @@ impl Loader<'_> {
                 template: output.template.clone(),
                 when,
                 for_each,
+                adopt: output.adopt,
             });
         }
 

@@ -3,13 +3,13 @@
 //! merges them: the trigger that claimed it first wins a conflict).
 
 use std::collections::BTreeSet;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde_json::Value;
 use switchyard_core::DesiredObject;
 use switchyard_core::ObjectKey;
 use switchyard_core::evaluate::Precedence;
+use switchyard_core::names::{ANNOTATION_APPLIED, ANNOTATION_OWNERS};
 use switchyard_core::plan::{Conflict, absorb, stamp_merged};
 
 use super::state::{Merged, PackState};
@@ -165,9 +165,20 @@ impl PackState {
     }
 }
 
-pub(super) fn hash_value(value: &Value) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    // serde_json's map is ordered (BTreeMap without `preserve_order`): the text is canonical.
-    value.to_string().hash(&mut hasher);
-    hasher.finish()
+/// The hash of what is applied for an output: SHA-256 of its canonical JSON (serde_json's
+/// maps are ordered: the text is canonical) without the owners annotation, whose changes
+/// alone do not need a write (see `owners_covered`), first 16 hex digits. Stable across
+/// restarts and versions: it is written onto the object and compared after a restart.
+pub(super) fn hash_value(value: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    let mut comparable = value.clone();
+    if let Some(annotations) = comparable
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(ANNOTATION_OWNERS);
+        annotations.remove(ANNOTATION_APPLIED);
+    }
+    let digest = Sha256::digest(comparable.to_string().as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

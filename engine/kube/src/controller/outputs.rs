@@ -1,24 +1,27 @@
-//! Making the clusters match the merged outputs: apply what is not up to date (a patch only
-//! onto the object as it exists, and taken back when no trigger patches it any more), and
-//! prune what no trigger desires when that is safe.
+//! Making the clusters match the merged outputs: create what is missing (never taking over
+//! what exists and is not the pack's, unless the output adopts it), apply what is not up to
+//! date (a patch only onto the object as it exists, and taken back when no trigger patches
+//! it any more), and prune what the pack created and no trigger desires, when that is safe.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 use switchyard_core::ObjectKey;
-use switchyard_core::evaluate::{ANNOTATION_OWNERS, ANNOTATION_RULE, LABEL_PACK};
 use switchyard_core::model::{DeletionPolicy, OutputMode};
+use switchyard_core::names::{
+    ANNOTATION_APPLIED, ANNOTATION_CREATED, ANNOTATION_OWNERS, ANNOTATION_RULE, LABEL_PACK,
+};
 use switchyard_core::object::World;
 use switchyard_core::plan::OWNERS_MORE;
 
-use super::state::{Applied, Controller, Initial, PackState, ReconcileError};
-use crate::apply::ApplyError;
+use super::state::{Applied, Controller, Initial, Merged, PackState, ReconcileError};
+use crate::apply::{ApplyError, field_manager};
 use crate::store::{KindKey, Store};
 
 impl PackState {
-    /// Objects in the caches that carry this pack's label and that no trigger desires: what
-    /// prune may remove.
+    /// Objects in the caches that this pack created and that no trigger desires: what prune
+    /// may remove.
     pub(super) fn undesired(&self, store: &Store, pack_name: &str) -> Vec<(ObjectKey, Arc<Value>)> {
         let mut found = Vec::new();
         for kind in &self.output_kinds {
@@ -26,7 +29,7 @@ impl PackState {
                 continue;
             };
             for o in cache.list(None) {
-                if !managed_by(&o, pack_name) {
+                if !created_by(&o, pack_name) {
                     continue;
                 }
                 if let Ok(key) = ObjectKey::of(&kind.cluster, &o)
@@ -40,27 +43,35 @@ impl PackState {
     }
 }
 
+/// What became of one output in a sync.
+enum Synced {
+    Done,
+    /// It exists and is not the pack's: nothing was written.
+    NotOurs(String),
+}
+
 impl Controller {
-    /// Applies the merged form of each output that is still desired and not up to date.
+    /// Creates or applies the merged form of each output that is still desired and not up
+    /// to date.
     pub(super) async fn sync_outputs(
         &self,
         pack_name: &Arc<str>,
         keys: &BTreeSet<ObjectKey>,
     ) -> Result<(), ReconcileError> {
         let mut first_error = None;
+        let mut not_ours = Vec::new();
         // Cluster-scoped outputs (Namespaces) first: the namespaced ones live in them.
         let ordered = keys
             .iter()
             .filter(|k| k.namespace.is_none())
             .chain(keys.iter().filter(|k| k.namespace.is_some()));
         for key in ordered {
-            let (merged, record) = {
+            let merged = {
                 let mut state = self.lock();
-                let record = state.applied.get(key).cloned();
                 let Some(p) = state.packs.get_mut(pack_name) else {
                     return Ok(());
                 };
-                (p.merged(key), record)
+                p.merged(key)
             };
             let Some(merged) = merged else {
                 // Nobody desires it: prune decides, or, for a patch, it is taken back here.
@@ -69,57 +80,202 @@ impl Controller {
                 }
                 continue;
             };
-            let hash = merged.hash;
             let live = self.store.get_key(key);
-            // A create-only output that exists is left as it is.
-            if merged.desired.mode == OutputMode::Create && live.is_some() {
-                continue;
-            }
-            if merged.desired.mode == OutputMode::Patch {
-                if let Err(e) = self
-                    .patch(pack_name, key, &merged.desired.object, live)
+            let result = if merged.desired.mode == OutputMode::Patch {
+                self.patch(pack_name, key, &merged.desired.object, live)
                     .await
-                {
-                    first_error.get_or_insert(e);
-                }
-                continue;
-            }
-            if let Some(live) = &live
-                && up_to_date(
-                    &merged.desired.object,
-                    live,
-                    hash,
-                    record.as_ref(),
-                    self.store.is_metadata_only(key),
-                )
-            {
-                continue;
-            }
-            match self
-                .clusters
-                .apply(pack_name, key, &merged.desired.object)
-                .await
-            {
-                Ok(stored) => {
-                    self.count(|w| w.applies += 1);
-                    let record = Applied {
-                        hash,
-                        generation: stored.metadata.generation,
-                        resource_version: stored.metadata.resource_version.clone(),
-                    };
-                    self.lock().applied.insert(key.clone(), record);
-                    tracing::debug!(object = %key, "applied");
-                }
+                    .map(|()| Synced::Done)
+            } else {
+                self.sync_owned(pack_name, key, &merged, live).await
+            };
+            match result {
+                Ok(Synced::Done) => {}
+                Ok(Synced::NotOurs(message)) => not_ours.push(message),
                 Err(e) => {
-                    tracing::warn!(object = %key, error = %e, "apply failed");
+                    tracing::warn!(object = %key, error = %e, "write failed");
                     first_error.get_or_insert(e);
                 }
             }
         }
-        match first_error {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
+        match (first_error, not_ours.first()) {
+            (Some(e), _) => Err(e.into()),
+            (None, Some(message)) => Err(ReconcileError::NotOurs(message.clone())),
+            (None, None) => Ok(()),
         }
+    }
+
+    /// An output the pack owns (`apply` or `create`): created when absent, applied when it
+    /// is the pack's and not up to date, adopted or left alone when it is someone else's.
+    async fn sync_owned(
+        &self,
+        pack_name: &Arc<str>,
+        key: &ObjectKey,
+        merged: &Merged,
+        live: Option<Arc<Value>>,
+    ) -> Result<Synced, ApplyError> {
+        let desired = &merged.desired;
+        let Some(live) = live else {
+            return self.create(pack_name, key, merged).await;
+        };
+        let uid = live
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let record = self.lock().applied.get(key).cloned();
+        let known = record.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str());
+        if !created_by(&live, pack_name) && !known {
+            // Our own creation whose mark did not land yet: mark it now.
+            let unmarked = self.lock().unmarked.get(key) == Some(&uid);
+            if unmarked {
+                // The create's mark failed: read the object whole and mark it now.
+                if let Some(live) = self.clusters.get(key).await? {
+                    self.mark(pack_name, key, &live, true).await?;
+                }
+            } else if desired.adopt {
+                return self.adopt(pack_name, key, merged, &uid).await;
+            } else {
+                return Ok(Synced::NotOurs(not_ours_message(key, &live)));
+            }
+        }
+        // A create-only output that exists is left as it is.
+        if desired.mode == OutputMode::Create {
+            return Ok(Synced::Done);
+        }
+        match up_to_date(
+            &desired.object,
+            &live,
+            &merged.hash,
+            record.as_ref(),
+            self.store.is_metadata_only(key),
+            &field_manager(pack_name),
+        ) {
+            Freshness::Recorded => return Ok(Synced::Done),
+            Freshness::FromLive => {
+                // After a restart: the live object holds what would be applied; remember it
+                // so a later change of the object is seen as one.
+                self.record(key, &merged.hash, &live);
+                return Ok(Synced::Done);
+            }
+            Freshness::Stale => {}
+        }
+        let stored = self
+            .clusters
+            .apply(pack_name, key, &with_hash(&desired.object, &merged.hash))
+            .await?;
+        self.count(|w| w.applies += 1);
+        self.record_stored(key, &merged.hash, &stored);
+        tracing::debug!(object = %key, "applied");
+        Ok(Synced::Done)
+    }
+
+    /// A create that refuses to take over an object of the same name, then the mark.
+    async fn create(
+        &self,
+        pack_name: &Arc<str>,
+        key: &ObjectKey,
+        merged: &Merged,
+    ) -> Result<Synced, ApplyError> {
+        let object = with_hash(&merged.desired.object, &merged.hash);
+        match self.clusters.create(pack_name, key, &object).await {
+            Ok(created) => {
+                self.count(|w| w.applies += 1);
+                let uid = created.metadata.uid.clone().unwrap_or_default();
+                self.lock().unmarked.insert(key.clone(), uid);
+                let marked = self.mark(pack_name, key, &created, true).await?;
+                self.record_stored(key, &merged.hash, &marked);
+                tracing::debug!(object = %key, "created");
+                Ok(Synced::Done)
+            }
+            Err(e) if e.is_already_exists() => {
+                // Not in the caches: someone else's object (the caches hold only the
+                // pack's, for kinds watched by label), or one the watch has not shown yet.
+                let Some(live) = self.clusters.get(key).await? else {
+                    return Err(e);
+                };
+                let live = serde_json::to_value(&live).unwrap_or(Value::Null);
+                let uid = live
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                if created_by(&live, pack_name) {
+                    let stored = self.clusters.apply(pack_name, key, &object).await?;
+                    self.count(|w| w.applies += 1);
+                    self.record_stored(key, &merged.hash, &stored);
+                    Ok(Synced::Done)
+                } else if merged.desired.adopt {
+                    self.adopt(pack_name, key, merged, &uid).await
+                } else {
+                    Ok(Synced::NotOurs(not_ours_message(key, &live)))
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Takes over an existing object (`adopt: true`): the rendered fields applied over it,
+    /// then the mark that makes it the pack's.
+    async fn adopt(
+        &self,
+        pack_name: &Arc<str>,
+        key: &ObjectKey,
+        merged: &Merged,
+        uid: &str,
+    ) -> Result<Synced, ApplyError> {
+        let mut object = with_hash(&merged.desired.object, &merged.hash);
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            // Only that object: a successor of the same name is not adopted by accident.
+            metadata.insert("uid".into(), Value::String(uid.to_string()));
+        }
+        let applied = self.clusters.apply(pack_name, key, &object).await?;
+        self.count(|w| w.applies += 1);
+        let marked = self.mark(pack_name, key, &applied, false).await?;
+        self.record_stored(key, &merged.hash, &marked);
+        tracing::info!(object = %key, "adopted an existing object (adopt: true)");
+        Ok(Synced::Done)
+    }
+
+    async fn mark(
+        &self,
+        pack_name: &Arc<str>,
+        key: &ObjectKey,
+        live: &kube::api::DynamicObject,
+        created: bool,
+    ) -> Result<kube::api::DynamicObject, ApplyError> {
+        let marked = self
+            .clusters
+            .mark_created(pack_name, key, live, created)
+            .await?;
+        self.count(|w| w.applies += 1);
+        self.lock().unmarked.remove(key);
+        Ok(marked)
+    }
+
+    fn record_stored(&self, key: &ObjectKey, hash: &str, stored: &kube::api::DynamicObject) {
+        let record = Applied {
+            hash: hash.to_string(),
+            uid: stored.metadata.uid.clone(),
+            generation: stored.metadata.generation,
+            resource_version: stored.metadata.resource_version.clone(),
+        };
+        self.lock().applied.insert(key.clone(), record);
+    }
+
+    fn record(&self, key: &ObjectKey, hash: &str, live: &Value) {
+        let record = Applied {
+            hash: hash.to_string(),
+            uid: live
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            generation: live.pointer("/metadata/generation").and_then(Value::as_i64),
+            resource_version: live
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+        self.lock().applied.insert(key.clone(), record);
     }
 
     /// Applies a patch output: only onto the object as it exists (its uid is the apply's
@@ -178,13 +334,15 @@ impl Controller {
         Ok(())
     }
 
-    /// Deletes (or orphans) the pack's outputs that no trigger desires, when that is safe:
-    /// every watch synced, every trigger evaluated once since start or reload, and never an
-    /// object a failing trigger may own.
+    /// Deletes (or orphans) the outputs the pack created that no trigger desires, when that
+    /// is safe: every watch synced, every trigger evaluated once since start or reload (on
+    /// caches that had listed), and never an object a failing trigger may own. Each object
+    /// is deleted once: a prune that sees it again before the watch reports it gone (or
+    /// while it terminates) leaves it.
     pub(super) async fn prune(&self, pack_name: &Arc<str>) -> Result<(), ReconcileError> {
-        let mut doomed: Vec<(ObjectKey, Option<String>, DeletionPolicy)> = Vec::new();
+        let mut doomed: Vec<(ObjectKey, String, DeletionPolicy)> = Vec::new();
         {
-            let state = self.lock();
+            let mut state = self.lock();
             let Some(p) = state.packs.get(pack_name) else {
                 return Ok(());
             };
@@ -198,6 +356,7 @@ impl Controller {
                 .into_iter()
                 .map(|r| (r.name, r.deletion))
                 .collect();
+            let mut candidates = Vec::new();
             for (key, o) in p.undesired(&self.store, pack_name) {
                 let owners = annotation(&o, ANNOTATION_OWNERS);
                 let protected = !unknown.is_empty()
@@ -208,21 +367,28 @@ impl Controller {
                     tracing::info!(object = %key, "not pruned: a trigger that may own it fails to evaluate");
                     continue;
                 }
+                if o.pointer("/metadata/deletionTimestamp").is_some() {
+                    continue;
+                }
                 // The rule that made it says what happens to it; a rule that no longer
                 // exists deletes.
                 let orphan = annotation(&o, ANNOTATION_RULE).split(',').any(|source| {
                     let rule = source.split('/').next().unwrap_or_default();
                     policies.get(rule) == Some(&DeletionPolicy::Orphan)
                 });
-                let uid = o
-                    .pointer("/metadata/uid")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
+                let uid = annotation(&o, ANNOTATION_CREATED).to_string();
                 let policy = if orphan {
                     DeletionPolicy::Orphan
                 } else {
                     DeletionPolicy::Delete
                 };
+                candidates.push((key, uid, policy));
+            }
+            for (key, uid, policy) in candidates {
+                if state.deleted.get(&key) == Some(&uid) {
+                    continue;
+                }
+                state.deleted.insert(key.clone(), uid.clone());
                 doomed.push((key, uid, policy));
             }
         }
@@ -231,19 +397,23 @@ impl Controller {
             let result = match policy {
                 DeletionPolicy::Delete => {
                     tracing::info!(object = %key, "pruning an output no trigger desires");
-                    self.clusters.delete(&key, uid.as_deref()).await
+                    self.clusters.delete(&key, Some(&uid)).await
                 }
                 DeletionPolicy::Orphan => {
                     tracing::info!(object = %key, "orphaning an output no trigger desires");
-                    self.clusters.orphan(pack_name, &key).await
+                    self.clusters.orphan(pack_name, &key).await.map(|()| true)
                 }
             };
             match result {
-                Ok(()) => {
-                    self.count(|w| w.deletes += 1);
+                Ok(deleted) => {
+                    if deleted {
+                        self.count(|w| w.deletes += 1);
+                    }
                     self.lock().applied.remove(&key);
                 }
                 Err(e) => {
+                    // Not deleted: the next prune tries again.
+                    self.lock().deleted.remove(&key);
                     tracing::warn!(object = %key, error = %e, "prune failed");
                     first_error.get_or_insert(e);
                 }
@@ -253,6 +423,14 @@ impl Controller {
             Some(e) => Err(e.into()),
             None => Ok(()),
         }
+    }
+
+    /// The watch reports an object gone: a delete of it is done.
+    pub(super) fn forget_deleted(&self, key: &ObjectKey) {
+        let mut state = self.lock();
+        state.deleted.remove(key);
+        state.unmarked.remove(key);
+        state.applied.remove(key);
     }
 }
 
@@ -267,12 +445,35 @@ impl Store {
     }
 }
 
-fn managed_by(object: &Value, pack: &str) -> bool {
-    object
+/// The object carries the pack's label and the mark the pack wrote when it created (or
+/// adopted) it, for this very object: its uid.
+pub(super) fn created_by(object: &Value, pack: &str) -> bool {
+    let labelled = object
         .pointer("/metadata/labels")
         .and_then(|l| l.get(LABEL_PACK))
         .and_then(Value::as_str)
-        == Some(pack)
+        == Some(pack);
+    let uid = object.pointer("/metadata/uid").and_then(Value::as_str);
+    labelled
+        && uid.is_some_and(|uid| !uid.is_empty() && annotation(object, ANNOTATION_CREATED) == uid)
+}
+
+fn not_ours_message(key: &ObjectKey, live: &Value) -> String {
+    let whose = match live
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(LABEL_PACK))
+        .and_then(Value::as_str)
+    {
+        Some(other) if !other.is_empty() => format!(" (it is labelled as pack `{other}`'s)"),
+        _ => String::new(),
+    };
+    format!(
+        "{} {} `{}` exists in cluster `{}` and was not created by this pack{whose}: nothing was written to it; delete it, or set `adopt: true` on the output to take it over",
+        key.api_version,
+        key.kind,
+        key.namespaced_name(),
+        key.cluster,
+    )
 }
 
 /// An annotation's value, or "".
@@ -284,28 +485,66 @@ pub(super) fn annotation<'v>(object: &'v Value, name: &str) -> &'v str {
         .unwrap_or_default()
 }
 
-/// The live object already holds what would be applied: the same content was applied
-/// (hash) and nobody changed the object since (generation, or resourceVersion where there is
-/// none), and the ownership metadata is intact; or, when the whole object is cached, every
-/// field of the desired object has the same value live.
+/// The object as applied: with the hash of its content.
+fn with_hash(object: &Value, hash: &str) -> Value {
+    let mut object = object.clone();
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = metadata
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(map) = annotations.as_object_mut() {
+            map.insert(ANNOTATION_APPLIED.into(), Value::String(hash.to_string()));
+        }
+    }
+    object
+}
+
+/// How the live object compares with what would be applied.
+#[derive(Debug, PartialEq, Eq)]
+enum Freshness {
+    /// Up to date by what this broker applied and saw since.
+    Recorded,
+    /// Up to date by the live object alone (after a restart).
+    FromLive,
+    Stale,
+}
+
+/// Whether the live object already holds what would be applied:
+/// - the labels and annotations are intact, and the owners annotation names every trigger
+///   that desires the object (or ends in `+more`): an owner that left needs no write;
+/// - and either this broker applied the same content and nobody changed the object since
+///   (generation, or resourceVersion where there is none); or the object carries the hash of
+///   the same content and no other manager wrote it after the pack's last apply (a cache of
+///   whole objects compares every field instead).
 fn up_to_date(
     desired: &Value,
     live: &Value,
-    hash: u64,
+    hash: &str,
     record: Option<&Applied>,
     metadata_only: bool,
-) -> bool {
-    let metadata_intact = ["labels", "annotations"].iter().all(|field| {
-        let want = desired
-            .pointer(&format!("/metadata/{field}"))
-            .unwrap_or(&Value::Null);
-        let have = live
-            .pointer(&format!("/metadata/{field}"))
-            .unwrap_or(&Value::Null);
-        want.is_null() || is_subset(want, have)
+    manager: &str,
+) -> Freshness {
+    let labels_intact = desired.pointer("/metadata/labels").is_none_or(|want| {
+        is_subset(
+            want,
+            live.pointer("/metadata/labels").unwrap_or(&Value::Null),
+        )
     });
-    if !metadata_intact {
-        return false;
+    let annotations_intact = desired
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_none_or(|want| {
+            want.iter().all(|(k, v)| {
+                let have = live.pointer("/metadata/annotations").and_then(|a| a.get(k));
+                if k == ANNOTATION_OWNERS {
+                    owners_covered(v.as_str().unwrap_or_default(), have.and_then(Value::as_str))
+                } else {
+                    have.is_some_and(|h| is_subset(v, h))
+                }
+            })
+        });
+    if !labels_intact || !annotations_intact {
+        return Freshness::Stale;
     }
     if let Some(record) = record
         && record.hash == hash
@@ -321,10 +560,72 @@ fn up_to_date(
             }
         };
         if unchanged {
-            return true;
+            return Freshness::Recorded;
         }
     }
-    !metadata_only && is_subset(desired, live)
+    if annotation(live, ANNOTATION_APPLIED) != hash {
+        return Freshness::Stale;
+    }
+    let unchanged = if metadata_only {
+        untouched_since_applied(live, manager)
+    } else {
+        is_subset(&without_owners(desired), live)
+    };
+    if unchanged {
+        Freshness::FromLive
+    } else {
+        Freshness::Stale
+    }
+}
+
+/// Every trigger of `want` is named by `have`, or `have` says there are more than it lists.
+fn owners_covered(want: &str, have: Option<&str>) -> bool {
+    let Some(have) = have else {
+        return want.is_empty();
+    };
+    let listed: HashSet<&str> = have.split(',').collect();
+    listed.contains(OWNERS_MORE) || want.split(',').all(|o| o.is_empty() || listed.contains(o))
+}
+
+fn without_owners(desired: &Value) -> Value {
+    let mut copy = desired.clone();
+    if let Some(annotations) = copy
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove(ANNOTATION_OWNERS);
+    }
+    copy
+}
+
+/// No manager other than the pack's wrote the object (status aside) after the pack's last
+/// apply, as its managed fields record it (the caches keep each entry's manager, operation,
+/// subresource and time).
+fn untouched_since_applied(live: &Value, manager: &str) -> bool {
+    let Some(entries) = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+    else {
+        return false;
+    };
+    let field = |e: &Value, f: &str| {
+        e.get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let ours = entries
+        .iter()
+        .filter(|e| field(e, "manager") == manager && field(e, "operation") == "Apply")
+        .map(|e| field(e, "time"))
+        .max();
+    let Some(ours) = ours else {
+        return false;
+    };
+    entries
+        .iter()
+        .filter(|e| field(e, "manager") != manager && field(e, "subresource") != "status")
+        .all(|e| field(e, "time") < ours)
 }
 
 /// Every field of `want` has the same value in `have` (lists element by element); fields
@@ -365,29 +666,85 @@ mod tests {
 
     #[test]
     fn up_to_date_needs_unchanged_generation_and_intact_ownership() {
+        let manager = "switchyard/p";
         let desired =
             json!({"metadata": {"labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1}});
         let hash = hash_value(&desired);
         let record = Applied {
-            hash,
+            hash: hash.clone(),
+            uid: None,
             generation: Some(3),
             resource_version: Some("10".into()),
         };
         let live = json!({"metadata": {"generation": 3, "resourceVersion": "11", "labels": {"switchyard.dev/pack": "p"}}});
-        assert!(up_to_date(&desired, &live, hash, Some(&record), true));
+        let check = |live: &Value, record: Option<&Applied>, metadata_only: bool| {
+            up_to_date(&desired, live, &hash, record, metadata_only, manager)
+        };
+        assert_eq!(check(&live, Some(&record), true), Freshness::Recorded);
         let edited = json!({"metadata": {"generation": 4, "labels": {"switchyard.dev/pack": "p"}}});
-        assert!(!up_to_date(&desired, &edited, hash, Some(&record), true));
+        assert_eq!(check(&edited, Some(&record), true), Freshness::Stale);
         let relabelled = json!({"metadata": {"generation": 3, "labels": {}}});
-        assert!(!up_to_date(
-            &desired,
-            &relabelled,
-            hash,
-            Some(&record),
-            true
+        assert_eq!(check(&relabelled, Some(&record), true), Freshness::Stale);
+        // After a restart nothing is recorded: the hash on the object and, for a full cache,
+        // its content decide.
+        let full = json!({"metadata": {"generation": 9, "labels": {"switchyard.dev/pack": "p"},
+                          "annotations": {ANNOTATION_APPLIED: hash}}, "spec": {"x": 1, "y": 2}});
+        assert_eq!(check(&full, None, false), Freshness::FromLive);
+        let drifted = json!({"metadata": {"labels": {"switchyard.dev/pack": "p"},
+                             "annotations": {ANNOTATION_APPLIED: hash}}, "spec": {"x": 2}});
+        assert_eq!(check(&drifted, None, false), Freshness::Stale);
+        let older_hash = json!({"metadata": {"labels": {"switchyard.dev/pack": "p"},
+                                "annotations": {ANNOTATION_APPLIED: "0123"}}, "spec": {"x": 1}});
+        assert_eq!(check(&older_hash, None, false), Freshness::Stale);
+    }
+
+    #[test]
+    fn metadata_caches_tell_drift_by_the_managed_fields() {
+        let manager = "switchyard/p";
+        let desired = json!({"metadata": {"labels": {"switchyard.dev/pack": "p"}}});
+        let hash = hash_value(&desired);
+        let live = |others: &str| {
+            json!({"metadata": {"labels": {"switchyard.dev/pack": "p"},
+            "annotations": {ANNOTATION_APPLIED: hash},
+            "managedFields": [
+                {"manager": manager, "operation": "Update", "time": "2026-01-01T00:00:00Z"},
+                {"manager": manager, "operation": "Apply", "time": "2026-01-01T00:00:05Z"},
+                {"manager": "kubectl-edit", "operation": "Update", "time": others},
+                {"manager": "controller", "operation": "Update", "subresource": "status",
+                 "time": "2026-01-02T00:00:00Z"},
+            ]}})
+        };
+        let check = |live: &Value| up_to_date(&desired, live, &hash, None, true, manager);
+        assert_eq!(check(&live("2026-01-01T00:00:01Z")), Freshness::FromLive);
+        assert_eq!(check(&live("2026-01-01T00:00:09Z")), Freshness::Stale);
+    }
+
+    #[test]
+    fn owners_that_left_need_no_write() {
+        assert!(owners_covered("a", Some("a,b")));
+        assert!(owners_covered("a,c", Some("a,b,+more")));
+        assert!(!owners_covered("a,c", Some("a,b")));
+        assert!(!owners_covered("a", None));
+    }
+
+    #[test]
+    fn only_what_the_pack_created_is_its() {
+        let object = |labels: Value, created: &str, uid: &str| {
+            json!({"metadata": {"uid": uid, "labels": labels,
+                                "annotations": {ANNOTATION_CREATED: created}}})
+        };
+        let ours = json!({LABEL_PACK: "p"});
+        assert!(created_by(&object(ours.clone(), "u1", "u1"), "p"));
+        // A copy elsewhere, or a successor of the same name: another uid.
+        assert!(!created_by(&object(ours.clone(), "u1", "u2"), "p"));
+        assert!(!created_by(&object(ours, "", ""), "p"));
+        assert!(!created_by(
+            &object(json!({LABEL_PACK: "q"}), "u1", "u1"),
+            "p"
         ));
-        // After a restart nothing is recorded: a full cache decides by content.
-        let full = json!({"metadata": {"generation": 9, "labels": {"switchyard.dev/pack": "p"}}, "spec": {"x": 1, "y": 2}});
-        assert!(up_to_date(&desired, &full, hash, None, false));
-        assert!(!up_to_date(&desired, &full, hash, None, true));
+        assert!(!created_by(
+            &json!({"metadata": {"uid": "u1", "labels": {LABEL_PACK: "p"}}}),
+            "p"
+        ));
     }
 }

@@ -8,12 +8,16 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use switchyard_core::evaluate::{CONDITION_SYNCED, REASON_CONFLICT};
+use switchyard_core::names::{CONDITION_SYNCED, REASON_ALREADY_EXISTS, REASON_CONFLICT};
 use switchyard_core::object::World;
 use switchyard_core::{ObjectKey, Outcome, Trigger, evaluate_untraced};
 
-use super::state::{Controller, ReconcileError, Work};
+use super::state::{Controller, Initial, ReconcileError, Work};
 use super::status::has_finalizer;
+use crate::failure::FailureKind;
+
+/// How often a trigger whose output exists and is not the pack's looks at it again.
+pub const NOT_OURS_POLL: Duration = Duration::from_secs(30);
 
 impl Controller {
     /// Evaluates one trigger and makes its outputs, finalizer and status follow the outcome.
@@ -22,8 +26,18 @@ impl Controller {
         pack_name: &Arc<str>,
         trigger: &ObjectKey,
     ) -> Result<(), ReconcileError> {
-        let Some(pack) = self.lock().packs.get(pack_name).map(|p| p.pack.clone()) else {
-            return Ok(());
+        // Nothing is evaluated, written or sent for a pack until every watch it needs has
+        // listed: an evaluation on a cache that has not would see lookups missing (and
+        // prune what depends on them). The pack's first round queues its triggers then.
+        let (pack, round) = {
+            let state = self.lock();
+            let Some(p) = state.packs.get(pack_name) else {
+                return Ok(());
+            };
+            if matches!(p.initial, Initial::Waiting(_)) {
+                return Ok(());
+            }
+            (p.pack.clone(), p.round)
         };
         let object = self.store.get_key(trigger);
         let Some(object) = object else {
@@ -37,7 +51,7 @@ impl Controller {
                 p.unknown.remove(trigger);
                 p.deleting.remove(trigger);
                 let touched = p.set_contribution(trigger, Vec::new(), None);
-                if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
+                if p.mark_evaluated(trigger, round) || p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
                 touched
@@ -76,7 +90,7 @@ impl Controller {
                 match state.packs.get_mut(pack_name) {
                     Some(p) => {
                         let touched = p.set_contribution(trigger, Vec::new(), None);
-                        if p.mark_evaluated(trigger) || p.orphans_any(&touched) {
+                        if p.mark_evaluated(trigger, round) || p.orphans_any(&touched) {
                             self.queue.add(Work::Prune(pack_name.clone()));
                         }
                         touched
@@ -96,7 +110,7 @@ impl Controller {
         }
         if outcome.deleting {
             return self
-                .finish_deletion(pack_name, &pack, trigger, &object)
+                .finish_deletion(pack_name, &pack, trigger, &object, round)
                 .await;
         }
 
@@ -145,7 +159,7 @@ impl Controller {
             && !touched.is_empty()
         {
             self.clusters
-                .set_finalizer(trigger, &object, f, true)
+                .set_finalizer(pack_name, trigger, &object, f, true)
                 .await?;
             self.count(|w| w.finalizers += 1);
         }
@@ -162,9 +176,29 @@ impl Controller {
         if let Some(conflict) = refused.first() {
             outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
         }
-        if let Err(ReconcileError::Apply(e)) = &applied {
-            outcome.set_synced("False", e.reason(), &format!("{e}"));
-        }
+        let applied = match applied {
+            Err(ReconcileError::Apply(e)) => {
+                if e.kind() == FailureKind::Infrastructure {
+                    // The cluster did not answer: nothing the trigger's owner can act on, so
+                    // no Event; the condition says it is not known whether it is synced.
+                    outcome.set_synced("Unknown", &e.reason(), &e.message());
+                } else {
+                    outcome.set_synced("False", &e.reason(), &e.message());
+                }
+                Err(ReconcileError::Apply(e))
+            }
+            Err(ReconcileError::NotOurs(message)) => {
+                outcome.set_synced("False", REASON_ALREADY_EXISTS, &message);
+                // Not a failure to retry: the object is someone else's until it goes (which
+                // a watch by label may not show), so look again now and then.
+                self.queue.add_after(
+                    Work::Trigger(pack_name.clone(), trigger.clone()),
+                    NOT_OURS_POLL,
+                );
+                Ok(())
+            }
+            other => other,
+        };
         self.restate_merged(pack_name, trigger);
         if let Some(status) = &outcome.status {
             self.write_status(pack_name, trigger, &object, status)
@@ -173,7 +207,7 @@ impl Controller {
         {
             let mut state = self.lock();
             if let Some(p) = state.packs.get_mut(pack_name)
-                && p.mark_evaluated(trigger)
+                && p.mark_evaluated(trigger, round)
             {
                 self.queue.add(Work::Prune(pack_name.clone()));
             }

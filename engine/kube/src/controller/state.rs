@@ -16,11 +16,13 @@ use crate::queue::Queue;
 use crate::store::{KindKey, Store};
 use crate::watch::WatchMode;
 
-/// A unit of work: evaluate one trigger for one pack, or prune one pack's outputs.
+/// A unit of work: evaluate one trigger for one pack, prune one pack's outputs, or release
+/// the finalizer of a pack that is no longer loaded from one of its triggers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Work {
     Trigger(Arc<str>, ObjectKey),
     Prune(Arc<str>),
+    Release(Arc<str>, ObjectKey),
 }
 
 /// Where a pack stands in its first round of evaluations after start or reload.
@@ -69,6 +71,9 @@ pub(super) struct PackState {
     /// back (its fields removed), since patched objects carry no label prune could find.
     pub(super) patched: HashSet<ObjectKey>,
     pub(super) initial: Initial,
+    /// Bumped each time a first round starts: an evaluation that began before counts for
+    /// no round (it may have read caches that had not listed yet).
+    pub(super) round: u64,
 }
 
 impl PackState {
@@ -88,6 +93,7 @@ impl PackState {
             unknown: HashSet::new(),
             deleting: HashSet::new(),
             initial: Initial::Waiting(None),
+            round: 0,
         }
     }
 }
@@ -95,7 +101,9 @@ impl PackState {
 /// An output's merged object and the hash of its content.
 pub(super) struct Merged {
     pub(super) desired: Arc<DesiredObject>,
-    pub(super) hash: u64,
+    /// The hash of the content without the owners annotation (see
+    /// `switchyard_core::names::ANNOTATION_APPLIED`).
+    pub(super) hash: String,
     /// Triggers whose different version was refused.
     pub(super) conflicts: Vec<Conflict>,
 }
@@ -103,7 +111,10 @@ pub(super) struct Merged {
 /// What was last applied to an output, to skip writes that would change nothing.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Applied {
-    pub(super) hash: u64,
+    pub(super) hash: String,
+    /// The object applied to: an object of this uid is the pack's even before the cache
+    /// shows the mark written when it was created.
+    pub(super) uid: Option<String>,
     pub(super) generation: Option<i64>,
     pub(super) resource_version: Option<String>,
 }
@@ -115,6 +126,11 @@ pub(super) struct State {
     pub(super) reads: ReadIndex,
     pub(super) applied: HashMap<ObjectKey, Applied>,
     pub(super) synced: HashSet<KindKey>,
+    /// Outputs this broker deleted (by uid) that the caches still show: deleted once, not
+    /// again by every prune that sees them before the watch does.
+    pub(super) deleted: HashMap<ObjectKey, String>,
+    /// Outputs this broker created (by uid) whose creation mark has not been written yet.
+    pub(super) unmarked: HashMap<ObjectKey, String>,
 }
 
 /// Counters of the writes made, for metrics and tests.
@@ -157,6 +173,10 @@ pub enum ReconcileError {
     Apply(#[from] ApplyError),
     #[error("{0}")]
     Pending(String),
+    /// Outputs exist that the pack did not create: nothing was written to them; looked at
+    /// again after [`super::NOT_OURS_POLL`].
+    #[error("{0}")]
+    NotOurs(String),
 }
 
 impl Controller {

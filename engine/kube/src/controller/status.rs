@@ -71,6 +71,7 @@ impl Controller {
         pack: &Pack,
         trigger: &ObjectKey,
         object: &Value,
+        round: u64,
     ) -> Result<(), ReconcileError> {
         let finalizer = format!("switchyard.dev/{}", pack.name());
         let (touched, previous_keys) = {
@@ -85,7 +86,7 @@ impl Controller {
                 .unwrap_or_default();
             let touched = p.set_contribution(trigger, Vec::new(), None);
             p.deleting.insert(trigger.clone());
-            p.mark_evaluated(trigger);
+            p.mark_evaluated(trigger, round);
             (touched, previous)
         };
         self.sync_outputs(pack_name, &touched).await?;
@@ -107,7 +108,7 @@ impl Controller {
             )));
         }
         self.clusters
-            .set_finalizer(trigger, object, &finalizer, false)
+            .set_finalizer(pack_name, trigger, object, &finalizer, false)
             .await?;
         self.count(|w| w.finalizers += 1);
         if let Some(p) = self.lock().packs.get_mut(pack_name) {

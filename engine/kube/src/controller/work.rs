@@ -12,12 +12,18 @@ use switchyard_core::{ObjectKey, Pack};
 
 use super::index::{kind_in_role, output_kinds, watch_plan};
 use super::state::{Controller, Initial, PackState, ReconcileError, Work};
+use super::status::has_finalizer;
 use crate::store::KindKey;
 use crate::watch::Change;
 
 impl PackState {
-    /// A trigger of the first round was evaluated; true when it was the last one.
-    pub(super) fn mark_evaluated(&mut self, trigger: &ObjectKey) -> bool {
+    /// A trigger of the first round was evaluated in `round` (the round current when its
+    /// evaluation began); true when it was the last one. An evaluation that began in an
+    /// earlier round, on caches that may not have listed, does not count.
+    pub(super) fn mark_evaluated(&mut self, trigger: &ObjectKey, round: u64) -> bool {
+        if round != self.round {
+            return false;
+        }
         if let Initial::Pending(pending) = &mut self.initial {
             pending.remove(trigger);
             if pending.is_empty() {
@@ -55,11 +61,20 @@ impl Controller {
             .filter(|n| !names.contains(*n))
             .cloned()
             .collect();
+        let mut releases = Vec::new();
         for name in removed {
             // Outputs of a pack that is no longer loaded stay where they are: removing a
-            // folder by mistake must not delete a fleet's infrastructure.
-            tracing::warn!(pack = %name, "pack unloaded; its outputs are left in place");
-            state.packs.remove(&name);
+            // folder by mistake must not delete a fleet's infrastructure. Its triggers are
+            // let go (their finalizer removed), so deleting one does not hang until the
+            // pack comes back; a pack that comes back adds it again.
+            tracing::warn!(pack = %name, "pack unloaded; its outputs are left in place and its finalizer is removed from its triggers");
+            if let Some(p) = state.packs.remove(&name) {
+                releases.extend(
+                    self.holding_finalizer(&name, &p)
+                        .into_iter()
+                        .map(|t| Work::Release(name.clone(), t)),
+                );
+            }
             state.reads.forget_pack(&name);
         }
         for (pack, changed) in packs {
@@ -89,7 +104,50 @@ impl Controller {
             }
         }
         drop(state);
+        for work in releases {
+            self.queue.add(work);
+        }
         self.start_ready_packs();
+    }
+
+    /// The triggers of a pack (as the caches have them) that carry its finalizer.
+    fn holding_finalizer(&self, name: &str, p: &PackState) -> Vec<ObjectKey> {
+        let finalizer = format!("switchyard.dev/{name}");
+        let mut found = Vec::new();
+        for rule in &p.rules {
+            let w = &rule.watch;
+            for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                let Some(cache) = self.store.cache(&kind) else {
+                    continue;
+                };
+                for object in cache.list(None) {
+                    if has_finalizer(&object, &finalizer)
+                        && let Ok(key) = ObjectKey::of(&kind.cluster, &object)
+                    {
+                        found.push(key);
+                    }
+                }
+            }
+        }
+        found
+    }
+
+    /// Removes the finalizer of a pack that is no longer loaded from one of its triggers
+    /// (unless the pack was loaded again since).
+    async fn release(&self, pack: &Arc<str>, trigger: &ObjectKey) -> Result<(), ReconcileError> {
+        if self.lock().packs.contains_key(pack) {
+            return Ok(());
+        }
+        let finalizer = format!("switchyard.dev/{pack}");
+        if self
+            .clusters
+            .release_finalizer(pack, trigger, &finalizer)
+            .await?
+        {
+            self.count(|w| w.finalizers += 1);
+            tracing::info!(trigger = %trigger, pack = %pack, "finalizer of an unloaded pack removed");
+        }
+        Ok(())
     }
 
     /// A watch delivered a complete list.
@@ -146,6 +204,7 @@ impl Controller {
                 for t in &triggers {
                     work.push(Work::Trigger(name.clone(), t.clone()));
                 }
+                p.round += 1;
                 p.initial = if triggers.is_empty() {
                     work.push(Work::Prune(name.clone()));
                     Initial::Done
@@ -218,6 +277,9 @@ impl Controller {
             namespace: change.namespace.clone(),
             name: change.name.clone(),
         };
+        if change.current.is_none() {
+            self.forget_deleted(&key);
+        }
         let mut work: Vec<Work> = Vec::new();
         {
             let state = self.lock();
@@ -281,6 +343,7 @@ impl Controller {
         match work {
             Work::Trigger(pack, trigger) => self.reconcile(pack, trigger).await,
             Work::Prune(pack) => self.prune(pack).await,
+            Work::Release(pack, trigger) => self.release(pack, trigger).await,
         }
     }
 }

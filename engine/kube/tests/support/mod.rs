@@ -377,13 +377,40 @@ pub fn render(packs: &Path, inputs: &[(String, Value)]) -> Plan {
     plan::plan(&pack, &world, chrono::Utc::now())
 }
 
+/// The live object holds what `render` printed: every field, and an owners annotation
+/// that names every rendered owner (an owner that left is not written away: the broker
+/// rewrites the annotation only when a trigger joins, or with another change).
+pub fn holds_rendered(desired: &Value, live: &Value) -> bool {
+    let owners = |o: &Value| {
+        o.pointer("/metadata/annotations/switchyard.dev~1owners")
+            .and_then(Value::as_str)
+            .map(|s| s.split(',').map(str::to_string).collect::<Vec<String>>())
+    };
+    let mut rest = desired.clone();
+    let wanted = owners(desired);
+    if let Some(a) = rest
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.remove("switchyard.dev/owners");
+    }
+    let covered = match (wanted, owners(live)) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(want), Some(have)) => {
+            have.iter().any(|o| o == "+more") || want.iter().all(|o| have.contains(o))
+        }
+    };
+    covered && is_subset(&rest, live)
+}
+
 /// Every object of the plan exists in its cluster with the rendered content.
 pub async fn matches_plan(plan: &Plan, clusters: &BTreeMap<&str, Cluster>) -> Result<(), String> {
     for desired in &plan.objects {
         let cluster = &clusters[desired.key.cluster.as_str()];
         match cluster.get_key(&desired.key).await {
             None => return Err(format!("{} does not exist", desired.key)),
-            Some(live) if !is_subset(&desired.object, &live) => {
+            Some(live) if !holds_rendered(&desired.object, &live) => {
                 return Err(format!(
                     "{} differs from render: want {}, live {}",
                     desired.key, desired.object, live

@@ -728,21 +728,48 @@ fn the_conformance_suite_never_costs_more_than_its_estimate() {
 
 #[test]
 fn quadratic_work_and_built_values_are_estimated_as_charged() {
-    // `distinct` of at most 100 integers: 1, the list 3, 100 / 10, hashing 1 per element
-    // (100) and the list it builds 1 per element (100): 214. A worst object costs that.
+    // `distinct` of at most 100 integers: 1, the list 3, and Kubernetes' charge for
+    // comparing every pair, 2 × 100² + 10 = 20,010 (more than hashing them, 100): 20,014.
+    // A worst object costs that.
     let source = "self.spec.items.distinct()";
-    assert_eq!(cost(source, &items(Some(100))), CostEstimate::Bounded(214));
+    assert_eq!(
+        cost(source, &items(Some(100))),
+        CostEstimate::Bounded(20_014)
+    );
     let worst = json!({"spec": {"items": (0..100).collect::<Vec<i64>>()}});
-    assert_eq!(runtime_cost(source, &worst), 214);
-    // Elements that do not hash are compared pairwise: 100 × 99 / 2 = 4,950 instead of
-    // 100, and each comparison of two one-element lists reads 1 element: 4,950 / 10 = 495.
+    assert_eq!(runtime_cost(source, &worst), 20_014);
+    // Elements that do not hash are compared pairwise: 100 × 99 / 2 = 4,950 pairs, each
+    // reading 1 element (4,950 / 10 = 495), still less than Kubernetes' charge.
     let lists = self_with_spec(json!({"type": "object", "properties": {"items": {
         "type": "array", "maxItems": 100,
         "items": {"type": "array", "maxItems": 1, "items": {"type": "integer"}}
     }}}));
-    assert_eq!(cost(source, &lists), CostEstimate::Bounded(5_559));
+    assert_eq!(cost(source, &lists), CostEstimate::Bounded(20_014));
     let worst = json!({"spec": {"items": (0..100).map(|i| vec![i]).collect::<Vec<_>>()}});
-    assert_eq!(runtime_cost(source, &worst), 5_559);
+    assert_eq!(runtime_cost(source, &worst), 20_014);
+    // Few long elements: what comparing them reads is more (10 × 9 / 2 = 45 pairs of 1,000
+    // elements: 45 + 4,500), and is charged instead.
+    let long = self_with_spec(json!({"type": "object", "properties": {"items": {
+        "type": "array", "maxItems": 10,
+        "items": {"type": "array", "maxItems": 1000, "items": {"type": "integer"}}
+    }}}));
+    assert_eq!(cost(source, &long), CostEstimate::Bounded(4_549));
+    let worst = json!({"spec": {"items": (0..10).map(|_| vec![0; 1000]).collect::<Vec<_>>()}});
+    assert_eq!(runtime_cost(source, &worst), 4_549);
+    // `sort` as Kubernetes charges it too: 2 × 100² + 10, and 1 and the list 3.
+    let source = "self.spec.items.sort()";
+    assert_eq!(
+        cost(source, &items(Some(100))),
+        CostEstimate::Bounded(20_014)
+    );
+    let worst = json!({"spec": {"items": (0..100).rev().collect::<Vec<i64>>()}});
+    assert_eq!(runtime_cost(source, &worst), 20_014);
+    // `flatten(depth)`: 1, the list 3, the depth 1, the depth per element of the receiver
+    // and 10 (310), and the list it builds (100 elements).
+    let source = "self.spec.items.flatten(3)";
+    assert_eq!(cost(source, &lists), CostEstimate::Bounded(415));
+    let worst = json!({"spec": {"items": (0..100).map(|i| vec![i]).collect::<Vec<_>>()}});
+    assert_eq!(runtime_cost(source, &worst), 415);
     // Set relations: hashable lists 1 per element of each (200), else the product, twice
     // for `sets.equivalent` (20,000), and what comparing the pairs reads, 1 element each,
     // twice (2 × 10,000 / 10 = 2,000).
