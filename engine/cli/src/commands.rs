@@ -668,6 +668,54 @@ pub fn schema(broker_config: bool) -> Result<u8, CliError> {
     Ok(0)
 }
 
+/// `switchyard rbac --packs DIR`: the RBAC the broker needs for the packs, from what they
+/// declare and the CRDs they load with.
+pub fn rbac(
+    packs_dir: &Path,
+    format: RenderFormat,
+    lease_namespace: &str,
+    service_account: &str,
+    roles: &[String],
+    sources: &Sources,
+) -> Result<u8, CliError> {
+    let dirs =
+        switchyard_kube::packs::pack_dirs(packs_dir).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut packs = Vec::new();
+    let mut crds = Vec::new();
+    for dir in &dirs {
+        packs.push(load_pack(dir, sources)?);
+        crds.extend(switchyard_cli::files::read_crds(dir, &sources.crds)?);
+    }
+    let kinds = switchyard_core::rbac::Kinds::new(&crds);
+    let pack_refs: Vec<&Pack> = packs.iter().collect();
+    let mut rbac = switchyard_core::rbac::compute(&pack_refs, &kinds, lease_namespace)
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    if let Some(unknown) = roles
+        .iter()
+        .find(|r| !rbac.roles.iter().any(|x| &x.role == *r))
+    {
+        let known: Vec<&str> = rbac.roles.iter().map(|r| r.role.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "--role `{unknown}`: the packs have no such cluster role (they have {})",
+            known.join(", ")
+        )));
+    }
+    if !roles.is_empty() {
+        rbac.roles.retain(|r| roles.contains(&r.role));
+    }
+    match format {
+        RenderFormat::Yaml => {
+            let naming = switchyard_core::rbac::Naming::for_packs(&rbac, service_account);
+            out!("{}", switchyard_core::rbac::to_yaml(&rbac, &naming));
+        }
+        RenderFormat::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&rbac).unwrap_or_default()
+        ),
+    }
+    Ok(0)
+}
+
 /// `switchyard cel --pack DIR --rule NAME --input PATH... EXPR`: the expression evaluated in
 /// the rule's context for the first input object the rule watches.
 pub fn probe(

@@ -217,6 +217,30 @@ enum Command {
         #[arg(long)]
         broker_config: bool,
     },
+    /// Print the least-privilege RBAC the broker needs to run packs: per cluster role, a
+    /// ClusterRole (and Roles in the namespaces a scope names), with bindings, and the
+    /// leader-election Role of the broker's own cluster.
+    Rbac {
+        /// A pack folder, or a folder of packs (as `run --packs`).
+        #[arg(long)]
+        packs: PathBuf,
+        /// `yaml`: the manifests, one commented stream per role; `json`: the computed rules
+        /// per role, with why each is needed (for tools and the Helm chart).
+        #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+        format: RenderFormat,
+        /// The namespace of the broker's ServiceAccount and leader-election Lease.
+        #[arg(long, default_value = "switchyard-system")]
+        lease_namespace: String,
+        /// The ServiceAccount the bindings name.
+        #[arg(long, default_value = "switchyard")]
+        service_account: String,
+        /// Only this cluster role (repeatable): what one cluster needs, for the roles it
+        /// holds. The leader-election Role is printed either way.
+        #[arg(long = "role", value_name = "ROLE")]
+        roles: Vec<String>,
+        #[command(flatten)]
+        sources: Sources,
+    },
     /// Run the broker: watch the clusters, apply what the packs produce, write status,
     /// clean up on delete, reload packs when they change on disk.
     Run(run_command::RunArgs),
@@ -346,6 +370,21 @@ fn main() -> ExitCode {
             strict,
         ),
         Command::Schema { broker_config } => commands::schema(broker_config),
+        Command::Rbac {
+            packs,
+            format,
+            lease_namespace,
+            service_account,
+            roles,
+            sources,
+        } => commands::rbac(
+            &packs,
+            format,
+            &lease_namespace,
+            &service_account,
+            &roles,
+            &sources,
+        ),
         Command::Run(args) => run_command::run(args),
     };
     match result {

@@ -23,6 +23,7 @@ pub mod outcome;
 pub mod ownership;
 pub mod pack;
 pub mod plan;
+pub mod rbac;
 pub mod simulate;
 pub mod table;
 pub mod template;
