@@ -28,6 +28,11 @@ impl std::fmt::Display for KindKey {
     }
 }
 
+/// An object of a role of workspaces that names no workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the object names no workspace")]
+pub struct Unplaced;
+
 /// (workspace, namespace, name): the workspace only in a cache of workspaces.
 type CacheKey = (Option<Arc<str>>, Option<String>, String);
 
@@ -150,9 +155,9 @@ impl KindCache {
     }
 
     /// Stores an object; returns the previous version. An object of a cache of workspaces
-    /// that names no workspace is not stored (`Err`): it has no place.
-    pub fn insert(&self, object: Arc<Value>) -> Result<Option<Arc<Value>>, ()> {
-        let key = self.key(&object).ok_or(())?;
+    /// that names no workspace is not stored: it has no place.
+    pub fn insert(&self, object: Arc<Value>) -> Result<Option<Arc<Value>>, Unplaced> {
+        let key = self.key(&object).ok_or(Unplaced)?;
         let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
         Ok(objects.insert(key, object))
     }

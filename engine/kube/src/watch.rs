@@ -182,7 +182,7 @@ async fn pump<K: serde::Serialize>(
                     Ok(previous) if same_version(previous.as_deref(), &object) => true,
                     Ok(previous) => change(key, cache, Some(object), previous)
                         .is_none_or(|c| events.send(WatchEvent::Changed(c)).is_ok()),
-                    Err(()) => {
+                    Err(_) => {
                         unplaced(key, &object);
                         true
                     }

@@ -255,7 +255,7 @@ fn watches_are_as_narrow_as_the_rules_allow() {
         "coordination",
         "compute",
     ]);
-    let plan = watch_plan(pack, &*store);
+    let plan = watch_plan(pack, &store);
     let mode = |cluster: &str, api_version: &str, kind: &str| -> String {
         let key = switchyard_kube::store::KindKey {
             cluster: cluster.into(),

@@ -83,8 +83,8 @@ impl Controller {
             let name: Arc<str> = Arc::from(pack.name());
             match state.packs.get_mut(&name) {
                 Some(existing) => {
-                    existing.kinds = watch_plan(&pack, &*self.store);
-                    existing.output_kinds = output_kinds(&pack, &*self.store);
+                    existing.kinds = watch_plan(&pack, &self.store);
+                    existing.output_kinds = output_kinds(&pack, &self.store);
                     existing.rules = pack.rule_kinds();
                     // The pack's version is stamped on every output.
                     existing.merged.clear();
@@ -101,7 +101,7 @@ impl Controller {
                 None => {
                     state
                         .packs
-                        .insert(name.clone(), PackState::new(pack, &*self.store));
+                        .insert(name.clone(), PackState::new(pack, &self.store));
                 }
             }
         }
@@ -118,7 +118,7 @@ impl Controller {
         let mut found = Vec::new();
         for rule in &p.rules {
             let w = &rule.watch;
-            for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+            for kind in kind_in_role(&self.store, &w.cluster, &w.api_version, &w.kind) {
                 let Some(cache) = self.store.cache(&kind) else {
                     continue;
                 };
@@ -183,7 +183,7 @@ impl Controller {
                         continue;
                     }
                     let w = &rule.watch;
-                    for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                    for kind in kind_in_role(&self.store, &w.cluster, &w.api_version, &w.kind) {
                         let Some(cache) = self.store.cache(&kind) else {
                             continue;
                         };
@@ -249,7 +249,7 @@ impl Controller {
             for (name, p) in &state.packs {
                 for rule in p.pack.rule_kinds() {
                     let w = &rule.watch;
-                    for kind in kind_in_role(&*self.store, &w.cluster, &w.api_version, &w.kind) {
+                    for kind in kind_in_role(&self.store, &w.cluster, &w.api_version, &w.kind) {
                         let Some(cache) = self.store.cache(&kind) else {
                             continue;
                         };
