@@ -41,6 +41,8 @@ pub enum TestEnvError {
     Kube(#[from] kube::Error),
     #[error("CustomResourceDefinition {name}: {message}")]
     Crd { name: String, message: String },
+    #[error("workspace proxy: {0}")]
+    WorkspaceProxy(String),
 }
 
 impl TestEnvError {

@@ -1,4 +1,4 @@
-//! The HTTP types the readiness probes, the admin client and the fault proxy share: a boxed
+//! The HTTP types the readiness probes, the admin client and the proxies share: a boxed
 //! request/response body and an HTTPS client sending it.
 
 use bytes::Bytes;

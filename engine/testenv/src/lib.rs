@@ -1,5 +1,6 @@
 //! Real Kubernetes API servers on loopback for the broker's tests, like controller-runtime's
-//! envtest, plus a proxy that injects faults between a client and one of them.
+//! envtest, plus a proxy that injects faults between a client and one of them and one that
+//! serves several of them as the workspaces of a kcp virtual workspace.
 //!
 //! [`ControlPlane::start`] runs one etcd and one kube-apiserver per simulated cluster (for
 //! example `source` and `karmada`), each API server under its own etcd prefix so they share
@@ -11,6 +12,13 @@
 //!
 //! [`FaultProxy`] sits in front of an [`ApiServer`], serves plain HTTP to the code under test
 //! and can fail requests, stall them or cut open watch streams, and counts what passes.
+//!
+//! [`WorkspaceProxy`] emulates a kcp virtual workspace over several API servers, one per
+//! workspace, behind one plain-HTTP URL: every object carries the [`CLUSTER_ANNOTATION`]
+//! `kcp.io/cluster: <workspace>`, lists and watches without a workspace (or under
+//! `/clusters/*`) merge every server with resource versions that resume each of them, and
+//! `/clusters/<workspace>/...` reaches one server for reads and writes. The documentation of
+//! `src/kcp.rs` says exactly what is emulated and what is not.
 //!
 //! The binaries come from `scripts/test-apiserver.sh` (kube-apiserver and etcd built from their
 //! Go modules once per machine), or from the folder named by `SWITCHYARD_TEST_BIN`. Every
@@ -50,6 +58,8 @@ mod control_plane;
 mod crds;
 mod error;
 mod http_client;
+mod http_server;
+mod kcp;
 mod kubeconfig;
 mod process;
 mod proxy;
@@ -58,5 +68,7 @@ pub use binaries::TEST_BIN_ENV;
 pub use control_plane::{ApiServer, ControlPlane};
 pub use crds::{install_crds, read_crds};
 pub use error::TestEnvError;
+pub use http_server::ProxyCounts;
+pub use kcp::{CLUSTER_ANNOTATION, WorkspaceProxy};
 pub use kubeconfig::{E2E_KUBECONFIG_ENV, external_kubeconfig};
-pub use proxy::{FaultProxy, ProxyCounts};
+pub use proxy::FaultProxy;
