@@ -118,7 +118,8 @@ impl Controller {
         Ok(())
     }
 
-    /// An output of this trigger that still exists and is not desired by another trigger.
+    /// An output of this trigger that still exists, is not being deleted, and is not desired
+    /// by another trigger.
     pub(super) fn cleanup_remaining(
         &self,
         pack_name: &Arc<str>,
@@ -130,6 +131,9 @@ impl Controller {
         let owner = trigger.to_string();
         p.undesired(&self.store, pack_name)
             .into_iter()
+            // Terminating: its deletion is the API server's now (and other controllers'
+            // finalizers may hold it long after this trigger has any say).
+            .filter(|(_, o)| o.pointer("/metadata/deletionTimestamp").is_none())
             .find(|(key, o)| {
                 let owners = annotation(o, ANNOTATION_OWNERS);
                 previous.contains(key) || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)

@@ -380,9 +380,12 @@ pub fn render(packs: &Path, inputs: &[(String, Value)]) -> Plan {
     let pack_dir = packs.join("kcp-karmada");
     let (_, result) = switchyard_files::load_pack_dir(&pack_dir, None, &[]).unwrap();
     let pack = result.pack.expect("the pack loads");
+    // Each object in its workspace, where the pack's roles have them, as the dry run does.
+    let mut placed = inputs.to_vec();
+    pack.place_all(&mut placed).unwrap();
     let mut world = MemoryWorld::new();
-    for (cluster, object) in inputs {
-        world.insert(cluster, object.clone()).unwrap();
+    for (cluster, object) in placed {
+        world.insert(&cluster, object).unwrap();
     }
     plan::plan(&pack, &world, chrono::Utc::now())
 }
