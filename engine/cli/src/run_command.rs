@@ -32,9 +32,12 @@ pub struct RunArgs {
     /// Triggers evaluated and applied at once (default 8).
     #[arg(long)]
     workers: Option<usize>,
-    /// Address of /healthz, /readyz and /metrics (default 0.0.0.0:8080).
+    /// Address of the probes /healthz, /livez and /readyz (default 0.0.0.0:8081).
     #[arg(long)]
     health_addr: Option<String>,
+    /// Address of /metrics (default 0.0.0.0:8080); the probes' address serves both.
+    #[arg(long)]
+    metrics_addr: Option<String>,
     /// Quiet time after a change under --packs before the packs are reloaded (default 500).
     #[arg(long)]
     reload_debounce_millis: Option<u64>,
@@ -66,6 +69,7 @@ pub fn run(args: RunArgs) -> Result<u8, CliError> {
         resync_seconds: args.resync_seconds,
         workers: args.workers,
         health_addr: args.health_addr,
+        metrics_addr: args.metrics_addr,
         reload_debounce_millis: args.reload_debounce_millis,
         log_format: args.log_format.map(|f| match f {
             LogFormatArg::Text => LogFormat::Text,

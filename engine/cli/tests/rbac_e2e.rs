@@ -146,6 +146,8 @@ impl Broker {
                 format!("karmada={}", karmada.display()),
                 "--health-addr".into(),
                 format!("127.0.0.1:{port}"),
+                "--metrics-addr".into(),
+                format!("127.0.0.1:{port}"),
             ]
         };
         let (mut command, container) = match std::env::var("SWITCHYARD_IMAGE") {

@@ -128,6 +128,7 @@ async fn run_applies_reports_ready_and_stops_on_sigterm() {
             karmada.kubeconfig_path().display()
         ))
         .args(["--health-addr", &format!("127.0.0.1:{port}")])
+        .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
         .stderr(log.reopen().unwrap())
         .spawn()

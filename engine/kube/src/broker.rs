@@ -1,6 +1,6 @@
 //! `switchyard run`: wires clusters, watches, the controller, hot reload and health together.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +11,12 @@ use tokio::task::JoinHandle;
 use crate::apply::Clusters;
 use crate::config::{BrokerConfig, ConfigError};
 use crate::controller::{CLEANUP_POLL, Controller, ReconcileError, Work};
-use crate::health::{Health, MetricKind};
+use crate::failure::FailureKind;
+use crate::health::Health;
+use crate::metrics::MetricKind;
 use crate::packs::{self, PackSet};
 use crate::queue::{Backoff, Queue};
+use crate::serve::Endpoints;
 use crate::store::{KindCache, KindKey, Store};
 use crate::watch::{self, WatchEvent, WatchMode};
 
@@ -87,20 +90,54 @@ pub async fn run(
     let (mut reloads, _guard) = crate::reload::watch_paths(&watched, config.reload_debounce())
         .map_err(|e| BrokerError::Io(e.to_string()))?;
 
-    let addr = config.health_socket_addr()?;
-    let (stop_health, health_stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::health::serve(addr, health.clone(), async move {
-        let _ = health_stopped.await;
-    }));
+    // Both ports bound before anything runs: one that is taken stops the start.
+    let health_addr = config.health_socket_addr()?;
+    let metrics_addr = config.metrics_socket_addr()?;
+    let mut servers = Vec::new();
+    let (stop_health, health_stopped) = tokio::sync::watch::channel(());
+    let endpoints = if health_addr == metrics_addr {
+        vec![(health_addr, Endpoints::ALL)]
+    } else {
+        vec![
+            (health_addr, Endpoints::PROBES),
+            (metrics_addr, Endpoints::METRICS),
+        ]
+    };
+    for (addr, what) in endpoints {
+        let listener = crate::serve::bind(addr, what)
+            .await
+            .map_err(|e| BrokerError::Io(e.to_string()))?;
+        let mut stopped = health_stopped.clone();
+        servers.push(tokio::spawn(crate::serve::serve(
+            listener,
+            health.clone(),
+            what,
+            async move {
+                let _ = stopped.changed().await;
+            },
+        )));
+    }
+    health.set_reachability(clusters.reachability().clone());
 
     let mut workers = Vec::new();
+    // The last error of each work item: a failure that repeats is logged once, at warn,
+    // and again only when the error changes.
+    let last_errors: Arc<std::sync::Mutex<HashMap<Work, String>>> = Arc::default();
     for _ in 0..config.workers.max(1) {
         let queue = queue.clone();
         let controller = controller.clone();
+        let last_errors = last_errors.clone();
         workers.push(tokio::spawn(async move {
             while let Some(work) = queue.next().await {
-                match controller.process(&work).await {
-                    Ok(()) => queue.done(&work),
+                let result = controller.process(&work).await;
+                let mut errors = last_errors
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match result {
+                    Ok(()) => {
+                        errors.remove(&work);
+                        queue.done(&work);
+                    }
                     Err(ReconcileError::Pending(why)) => {
                         tracing::debug!(%why, "waiting");
                         queue.done(&work);
@@ -108,13 +145,22 @@ pub async fn run(
                     }
                     Err(e) => {
                         controller.count_failure();
-                        let delay = queue.retry(&work);
-                        tracing::warn!(work = ?work, error = %e, retry_in = ?delay, "work failed; retrying");
+                        let permanent = matches!(&e, ReconcileError::Apply(a) if a.kind() == FailureKind::Permanent);
+                        let delay = queue.retry(&work, permanent);
+                        let message = e.to_string();
+                        if errors.get(&work) == Some(&message) {
+                            tracing::debug!(work = ?work, error = %message, retry_in = ?delay, "work failed again; retrying");
+                        } else {
+                            tracing::warn!(work = ?work, error = %message, retry_in = ?delay, "work failed; retrying");
+                            errors.insert(work, message);
+                        }
                     }
                 }
             }
         }));
     }
+    // A cluster that answers again: every item waiting out a backoff is retried now.
+    let mut recoveries = clusters.reachability().recoveries();
 
     let mut resync = tokio::time::interval(config.resync().max(Duration::from_secs(1)));
     resync.tick().await;
@@ -132,12 +178,16 @@ pub async fn run(
                 }
                 WatchEvent::Failed(kind, message) => {
                     tracing::warn!(watch = %kind, %message, "watch cannot start");
-                    health.set_watch(kind.to_string(), false);
+                    health.set_watch_failed(kind.to_string(), message);
                 }
             },
             Some(()) = reloads.recv() => {
                 reload(&config, &controller, &health, &mut fingerprints).await;
                 ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
+            }
+            Ok(()) = recoveries.changed() => {
+                let retried = queue.retry_now();
+                tracing::info!(retried, "a cluster answers again: retrying the work that waited");
             }
             _ = resync.tick() => controller.resync(),
             _ = metrics.tick() => publish_metrics(&health, &controller, &queue),
@@ -158,7 +208,9 @@ pub async fn run(
         task.abort();
     }
     let _ = stop_health.send(());
-    let _ = server.await;
+    for server in servers {
+        let _ = server.await;
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -69,9 +69,13 @@ pub struct BrokerConfig {
     /// How many triggers are evaluated and applied at once.
     #[serde(default = "default_workers")]
     pub workers: usize,
-    /// Where `/healthz`, `/readyz` and `/metrics` are served (`host:port`).
+    /// Where the probes `/healthz`, `/livez` and `/readyz` are served (`host:port`).
     #[serde(default = "default_health_addr")]
     pub health_addr: String,
+    /// Where `/metrics` is served (`host:port`); the same address as `healthAddr` serves
+    /// both there.
+    #[serde(default = "default_metrics_addr")]
+    pub metrics_addr: String,
     /// How long the packs folder must be quiet after a change before packs are reloaded, in
     /// milliseconds.
     #[serde(default = "default_reload_debounce_millis")]
@@ -122,7 +126,12 @@ fn default_workers() -> usize {
     8
 }
 
+/// controller-runtime's defaults: probes on 8081, metrics on 8080.
 fn default_health_addr() -> String {
+    "0.0.0.0:8081".to_string()
+}
+
+fn default_metrics_addr() -> String {
     "0.0.0.0:8080".to_string()
 }
 
@@ -140,6 +149,7 @@ impl Default for BrokerConfig {
             resync_seconds: default_resync_seconds(),
             workers: default_workers(),
             health_addr: default_health_addr(),
+            metrics_addr: default_metrics_addr(),
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
         }
@@ -192,6 +202,7 @@ pub struct Flags {
     pub resync_seconds: Option<u64>,
     pub workers: Option<usize>,
     pub health_addr: Option<String>,
+    pub metrics_addr: Option<String>,
     pub reload_debounce_millis: Option<u64>,
     pub log_format: Option<LogFormat>,
 }
@@ -429,6 +440,7 @@ impl BrokerConfig {
             resync_seconds,
             workers,
             health_addr,
+            metrics_addr,
             reload_debounce_millis,
             log_format,
         } = flags;
@@ -456,6 +468,9 @@ impl BrokerConfig {
         }
         if let Some(v) = health_addr {
             self.health_addr = v;
+        }
+        if let Some(v) = metrics_addr {
+            self.metrics_addr = v;
         }
         if let Some(v) = reload_debounce_millis {
             self.reload_debounce_millis = v;
@@ -494,17 +509,18 @@ impl BrokerConfig {
             ));
         }
         self.health_socket_addr()?;
+        self.metrics_socket_addr()?;
         Ok(())
     }
 
     /// `healthAddr` as a socket address.
     pub fn health_socket_addr(&self) -> Result<SocketAddr, ConfigError> {
-        self.health_addr.parse().map_err(|e| {
-            ConfigError::Invalid(format!(
-                "healthAddr `{}` is not HOST:PORT with an IP address: {e}",
-                self.health_addr
-            ))
-        })
+        socket_addr("healthAddr", &self.health_addr)
+    }
+
+    /// `metricsAddr` as a socket address.
+    pub fn metrics_socket_addr(&self) -> Result<SocketAddr, ConfigError> {
+        socket_addr("metricsAddr", &self.metrics_addr)
     }
 
     pub fn resync(&self) -> Duration {
@@ -597,6 +613,14 @@ fn without_type_names(message: &str) -> String {
 pub fn schema() -> serde_json::Value {
     let schema = schemars::schema_for!(BrokerConfigDocument);
     serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+fn socket_addr(field: &str, value: &str) -> Result<SocketAddr, ConfigError> {
+    value.parse().map_err(|e| {
+        ConfigError::Invalid(format!(
+            "{field} `{value}` is not HOST:PORT with an IP address: {e}"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -693,7 +717,8 @@ spec:
         assert_eq!(config.packs, Some(PathBuf::from("packs")));
         assert_eq!(config.workers, 4);
         assert_eq!(config.resync_seconds, 300);
-        assert_eq!(config.health_addr, "0.0.0.0:8080");
+        assert_eq!(config.health_addr, "0.0.0.0:8081");
+        assert_eq!(config.metrics_addr, "0.0.0.0:8080");
         assert_eq!(config.reload_debounce_millis, 500);
         assert_eq!(config.log_format, LogFormat::Text);
         assert_eq!(config.clusters.len(), 2);
@@ -719,7 +744,7 @@ spec:
         assert_eq!(
             parse(&unknown).unwrap_err(),
             "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
-             `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, \
+             `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `reloadDebounceMillis`, `logFormat` at `spec.workerz`"
         );
         let wrong_type = FILE.replace("workers: 4", "workers: many");
@@ -781,6 +806,10 @@ spec:
         assert_eq!(config.clusters.len(), 2);
         assert_eq!(
             config.health_socket_addr().unwrap(),
+            "0.0.0.0:8081".parse().unwrap()
+        );
+        assert_eq!(
+            config.metrics_socket_addr().unwrap(),
             "0.0.0.0:8080".parse().unwrap()
         );
     }

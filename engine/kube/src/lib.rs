@@ -13,10 +13,12 @@ pub mod config;
 pub mod controller;
 pub mod failure;
 pub mod health;
+pub mod metrics;
 pub mod packs;
 pub mod queue;
 pub mod reachability;
 pub mod reload;
+pub mod serve;
 pub mod store;
 pub mod watch;
 

@@ -1,9 +1,13 @@
-//! The work queue: deduplicated keys, never one key processed twice at once, exponential
-//! backoff for failures, and a bound on concurrency set by the number of workers.
+//! The work queue: deduplicated keys, never one key processed twice at once, backoff for
+//! failures (longer for requests the API server refuses outright), and a bound on
+//! concurrency set by the number of workers.
 //!
 //! The same contract as client-go's workqueue: a key added while it is queued is not added
 //! again; a key added while a worker holds it is marked dirty and queued again when the worker
-//! is done, so the newest state is always processed after the change that caused it.
+//! is done, so the newest state is always processed after the change that caused it. Keys
+//! waiting on a timer (a backoff, a deadline) are counted in [`Queue::len`], and the keys
+//! waiting out a failure's backoff can be retried at once ([`Queue::retry_now`]) when what
+//! blocked them is gone (a cluster answers again).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -11,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 /// Backoff for a key's failures: `base * 2^(failures-1)`, at most `max`.
 #[derive(Debug, Clone, Copy)]
@@ -29,10 +34,27 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// For requests the API server refuses outright (400, 403, 422): retrying changes
+    /// nothing until someone changes the pack, the object or the permissions.
+    pub fn permanent() -> Self {
+        Backoff {
+            base: Duration::from_secs(5),
+            max: Duration::from_secs(300),
+        }
+    }
+
     pub fn delay(&self, failures: u32) -> Duration {
         let exponent = failures.saturating_sub(1).min(20);
         self.base.saturating_mul(1u32 << exponent).min(self.max)
     }
+}
+
+/// A key waiting on a timer.
+struct Waiting {
+    token: u64,
+    at: Instant,
+    /// Waiting out a failure's backoff (flushed by [`Queue::retry_now`]).
+    retry: bool,
 }
 
 struct State<K> {
@@ -41,6 +63,8 @@ struct State<K> {
     running: HashSet<K>,
     dirty: HashSet<K>,
     failures: HashMap<K, u32>,
+    waiting: HashMap<K, Waiting>,
+    next_token: u64,
     closed: bool,
 }
 
@@ -49,10 +73,17 @@ pub struct Queue<K> {
     state: Mutex<State<K>>,
     notify: Notify,
     backoff: Backoff,
+    permanent: Backoff,
 }
 
 impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
     pub fn new(backoff: Backoff) -> Arc<Self> {
+        Queue::with_backoffs(backoff, Backoff::permanent())
+    }
+
+    /// A queue with the backoff of failures that may pass (`backoff`) and of requests the
+    /// API server refuses outright (`permanent`).
+    pub fn with_backoffs(backoff: Backoff, permanent: Backoff) -> Arc<Self> {
         Arc::new(Queue {
             state: Mutex::new(State {
                 ready: VecDeque::new(),
@@ -60,10 +91,13 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
                 running: HashSet::new(),
                 dirty: HashSet::new(),
                 failures: HashMap::new(),
+                waiting: HashMap::new(),
+                next_token: 0,
                 closed: false,
             }),
             notify: Notify::new(),
             backoff,
+            permanent,
         })
     }
 
@@ -74,11 +108,15 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
     }
 
     /// Queues `key` unless it is queued already; a key being processed is queued again when
-    /// its worker is done.
+    /// its worker is done. A key waiting out a failure's backoff is processed now instead
+    /// (something it may depend on changed).
     pub fn add(&self, key: K) {
         let mut state = self.lock();
         if state.closed {
             return;
+        }
+        if state.waiting.get(&key).is_some_and(|w| w.retry) {
+            state.waiting.remove(&key);
         }
         if state.running.contains(&key) {
             state.dirty.insert(key);
@@ -91,12 +129,47 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
         }
     }
 
-    /// Queues `key` after `delay`.
+    /// Queues `key` after `delay` (or sooner, if it already waits for an earlier time).
     pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
+        self.wait(key, delay, false);
+    }
+
+    fn wait(self: &Arc<Self>, key: K, delay: Duration, retry: bool) {
+        let at = Instant::now() + delay;
+        let token = {
+            let mut state = self.lock();
+            if state.closed {
+                return;
+            }
+            if let Some(existing) = state.waiting.get(&key)
+                && existing.at <= at
+                && existing.retry == retry
+            {
+                return;
+            }
+            state.next_token += 1;
+            let token = state.next_token;
+            state
+                .waiting
+                .insert(key.clone(), Waiting { token, at, retry });
+            token
+        };
         let queue = Arc::clone(self);
         tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            queue.add(key);
+            tokio::time::sleep_until(at).await;
+            let due = {
+                let mut state = queue.lock();
+                match state.waiting.get(&key) {
+                    Some(w) if w.token == token => {
+                        state.waiting.remove(&key);
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if due {
+                queue.add(key);
+            }
         });
     }
 
@@ -132,15 +205,41 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
         self.finish(state, key);
     }
 
-    /// The worker failed on `key`: it is queued again after its backoff.
-    pub fn retry(self: &Arc<Self>, key: &K) -> Duration {
+    /// The worker failed on `key`: it is queued again after its backoff, the longer one when
+    /// the failure is `permanent`. Returns the delay.
+    pub fn retry(self: &Arc<Self>, key: &K, permanent: bool) -> Duration {
         let mut state = self.lock();
         let failures = state.failures.entry(key.clone()).or_insert(0);
         *failures += 1;
-        let delay = self.backoff.delay(*failures);
+        let backoff = if permanent {
+            &self.permanent
+        } else {
+            &self.backoff
+        };
+        let delay = backoff.delay(*failures);
         self.finish(state, key);
-        self.add_after(key.clone(), delay);
+        self.wait(key.clone(), delay, true);
         delay
+    }
+
+    /// Every key waiting out a failure's backoff is queued now (a cluster answers again);
+    /// their failure counts stay, so a key that fails again backs off further.
+    pub fn retry_now(&self) -> usize {
+        let mut state = self.lock();
+        let due: Vec<K> = state
+            .waiting
+            .iter()
+            .filter(|(_, w)| w.retry)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &due {
+            state.waiting.remove(key);
+        }
+        drop(state);
+        for key in &due {
+            self.add(key.clone());
+        }
+        due.len()
     }
 
     fn finish(&self, mut state: MutexGuard<'_, State<K>>, key: &K) {
@@ -159,14 +258,26 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
         state.ready.clear();
         state.queued.clear();
         state.dirty.clear();
+        state.waiting.clear();
         drop(state);
         self.notify.notify_waiters();
     }
 
-    /// Keys waiting or being processed.
+    /// Keys waiting or being processed, those waiting on a timer (a backoff, a deadline)
+    /// included.
     pub fn len(&self) -> usize {
         let state = self.lock();
-        state.queued.len() + state.running.len()
+        let timed = state
+            .waiting
+            .keys()
+            .filter(|k| !state.queued.contains(*k) && !state.running.contains(*k))
+            .count();
+        state.queued.len() + state.running.len() + timed
+    }
+
+    /// Keys waiting out a failure's backoff.
+    pub fn backing_off(&self) -> usize {
+        self.lock().waiting.values().filter(|w| w.retry).count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -210,14 +321,59 @@ mod tests {
         let queue: Arc<Queue<u32>> = Queue::new(backoff);
         queue.add(1);
         let key = queue.next().await.unwrap();
-        assert_eq!(queue.retry(&key), Duration::from_millis(10));
+        assert_eq!(queue.retry(&key, false), Duration::from_millis(10));
         let key = queue.next().await.unwrap();
-        assert_eq!(queue.retry(&key), Duration::from_millis(20));
+        assert_eq!(queue.retry(&key, false), Duration::from_millis(20));
         let key = queue.next().await.unwrap();
         queue.done(&key);
         queue.add(1);
         let key = queue.next().await.unwrap();
-        assert_eq!(queue.retry(&key), Duration::from_millis(10));
+        assert_eq!(queue.retry(&key, false), Duration::from_millis(10));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refused_requests_back_off_longer_and_backoff_counts_as_depth() {
+        let queue: Arc<Queue<u32>> = Queue::new(Backoff::default());
+        queue.add(1);
+        let key = queue.next().await.unwrap();
+        assert_eq!(queue.retry(&key, true), Duration::from_secs(5));
+        // Waiting out its backoff, the key is still work to do.
+        assert_eq!(queue.len(), 1);
+        assert_eq!(queue.backing_off(), 1);
+        assert_eq!(queue.next().await, Some(1));
+        assert_eq!(queue.retry(&1, true), Duration::from_secs(10));
+        queue.done(&1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_now_ends_every_backoff_but_not_deadlines() {
+        let queue: Arc<Queue<u32>> = Queue::new(Backoff {
+            base: Duration::from_secs(60),
+            max: Duration::from_secs(60),
+        });
+        queue.add(1);
+        let key = queue.next().await.unwrap();
+        queue.retry(&key, false);
+        queue.add_after(2, Duration::from_secs(3600));
+        assert_eq!(queue.len(), 2);
+        assert_eq!(queue.retry_now(), 1);
+        let started = Instant::now();
+        assert_eq!(queue.next().await, Some(1));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        queue.done(&1);
+        // The stale timer of the flushed backoff adds nothing later.
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert_eq!(queue.len(), 1, "only the deadline of 2 waits");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_earlier_deadline_wins() {
+        let queue: Arc<Queue<u32>> = Queue::new(Backoff::default());
+        queue.add_after(7, Duration::from_secs(10));
+        queue.add_after(7, Duration::from_secs(60));
+        let started = Instant::now();
+        assert_eq!(queue.next().await, Some(7));
+        assert!(started.elapsed() < Duration::from_secs(11));
     }
 
     #[tokio::test]

@@ -151,7 +151,9 @@ impl Broker {
                 .collect(),
             resync_seconds: 3600,
             workers: 4,
+            // One address for probes and metrics: tests run brokers side by side.
             health_addr: format!("127.0.0.1:{health_port}"),
+            metrics_addr: format!("127.0.0.1:{health_port}"),
             reload_debounce_millis: 200,
             ..BrokerConfig::default()
         };

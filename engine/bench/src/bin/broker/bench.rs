@@ -164,6 +164,7 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
         resync_seconds: 3600,
         workers: args.workers,
         health_addr: format!("127.0.0.1:{health_port}"),
+        metrics_addr: format!("127.0.0.1:{health_port}"),
         reload_debounce_millis: args.reload_debounce_ms,
         ..BrokerConfig::default()
     };
