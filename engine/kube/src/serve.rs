@@ -152,9 +152,8 @@ pub async fn serve(
                         .header_read_timeout(HEADER_TIMEOUT)
                         .max_buf_size(MAX_HEAD_BYTES)
                         .serve_connection(TokioIo::new(stream), service);
-                    match tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
-                        Ok(Err(error)) => tracing::debug!(%error, "connection"),
-                        Ok(Ok(())) | Err(_) => {}
+                    if let Ok(Err(error)) = tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
+                        tracing::debug!(%error, "connection");
                     }
                 });
                 live.push_back(Slot { answered, abort });
