@@ -225,15 +225,38 @@ impl Clusters {
         Ok(resource)
     }
 
+    /// The API of an object's kind in its cluster. An object whose namespace disagrees with
+    /// the kind's scope as the cluster serves it is refused here, before any request: a
+    /// namespace given to a cluster-scoped kind would otherwise be dropped, and the write
+    /// would land on another object of the same name.
     async fn api(&self, key: &ObjectKey) -> Result<Api<DynamicObject>, ApplyError> {
         let resource = self
             .resource(&key.cluster, &key.api_version, &key.kind)
             .await?;
+        if key.namespace.is_some() != resource.namespaced {
+            return Err(ApplyError::ScopeMismatch {
+                object: key.to_string(),
+                cluster: key.cluster.clone(),
+                api_version: key.api_version.clone(),
+                kind: key.kind.clone(),
+                namespaced: resource.namespaced,
+            });
+        }
         let client = self.client(&key.cluster)?;
-        Ok(match (&key.namespace, resource.namespaced) {
-            (Some(ns), true) => Api::namespaced_with(client, ns, &resource.api),
-            _ => Api::all_with(client, &resource.api),
+        Ok(match &key.namespace {
+            Some(ns) => Api::namespaced_with(client, ns, &resource.api),
+            None => Api::all_with(client, &resource.api),
         })
+    }
+
+    /// Whether a kind is namespaced in a cluster, as its discovery says.
+    pub async fn namespaced(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<bool, ApplyError> {
+        Ok(self.resource(cluster, api_version, kind).await?.namespaced)
     }
 
     /// The object as the cluster has it now (not as a cache saw it), or `None`.

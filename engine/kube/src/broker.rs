@@ -73,7 +73,7 @@ pub async fn run(
     // The first pack set: a broken one leaves the broker running and not ready, waiting for
     // a fixed set on disk.
     let mut fingerprints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-    reload(&config, &controller, &health, &mut fingerprints).await;
+    reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
     ensure_watches(
         &controller,
         &store,
@@ -182,7 +182,7 @@ pub async fn run(
                 }
             },
             Some(()) = reloads.recv() => {
-                reload(&config, &controller, &health, &mut fingerprints).await;
+                reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
                 ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
             }
             Ok(()) = recoveries.changed() => {
@@ -282,6 +282,7 @@ fn publish_metrics(health: &Health, controller: &Controller, queue: &Queue<Work>
 async fn reload(
     config: &BrokerConfig,
     controller: &Controller,
+    clusters: &Clusters,
     health: &Health,
     fingerprints: &mut BTreeMap<String, BTreeMap<String, u64>>,
 ) {
@@ -300,6 +301,13 @@ async fn reload(
             return;
         }
     };
+    if let Err(mismatch) = check_scopes(&set, clusters).await {
+        tracing::error!(
+            "pack set does not match the clusters; the running packs stay:\n{mismatch}"
+        );
+        health.set_reload_error(mismatch);
+        return;
+    }
     let mut install = Vec::new();
     let mut next = BTreeMap::new();
     for pack in &set.packs {
@@ -330,6 +338,59 @@ async fn reload(
     tracing::info!(packs = ?names, "pack set loaded");
     controller.install(install);
     health.set_packs(names);
+}
+
+/// How long discovery of one kind may take when packs load; a cluster that does not answer
+/// in time is checked when the broker first writes there.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Every kind a pack's scope lets it write, declared namespaced or cluster-scoped as the
+/// clusters serving its role have it (their discovery): a mismatch refuses the whole set.
+/// A cluster that does not answer is not a mismatch: every write is checked again against
+/// discovery before it is sent.
+async fn check_scopes(set: &PackSet, clusters: &Clusters) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for pack in &set.packs {
+        for entry in &pack.spec().scope {
+            for kind in &entry.kinds {
+                for cluster in clusters
+                    .names()
+                    .into_iter()
+                    .filter(|c| switchyard_core::object::split_cluster(c).0 == entry.cluster)
+                {
+                    let discovered = tokio::time::timeout(
+                        DISCOVERY_TIMEOUT,
+                        clusters.namespaced(&cluster, &kind.api_version, &kind.kind),
+                    )
+                    .await;
+                    match discovered {
+                        Ok(Ok(namespaced)) if namespaced == kind.cluster_scoped => {
+                            problems.push(format!(
+                                "pack `{}`: scope entry {} {} is declared {}, but cluster `{cluster}` serves it {}",
+                                pack.name(),
+                                kind.api_version,
+                                kind.kind,
+                                if kind.cluster_scoped { "cluster-scoped (clusterScoped: true)" } else { "namespaced" },
+                                if namespaced { "namespaced" } else { "cluster-scoped" },
+                            ));
+                        }
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => {
+                            tracing::debug!(%cluster, error = %e, "scope not checked");
+                        }
+                        Err(_) => {
+                            tracing::debug!(%cluster, kind = %kind.kind, "scope not checked: discovery timed out");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
 }
 
 /// Starts the watches the loaded packs need and stops the ones they no longer need.

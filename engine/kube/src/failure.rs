@@ -23,6 +23,20 @@ pub enum ApplyError {
         #[source]
         source: Box<KubeError>,
     },
+    /// The object's namespace (or its absence) disagrees with the kind's scope as the
+    /// cluster serves it: nothing is written.
+    #[error(
+        "{object}: {api_version} {kind} is {} in cluster `{cluster}`, and the object has {}",
+        if *.namespaced { "namespaced" } else { "cluster-scoped" },
+        if *.namespaced { "no namespace" } else { "a namespace" }
+    )]
+    ScopeMismatch {
+        object: String,
+        cluster: String,
+        api_version: String,
+        kind: String,
+        namespaced: bool,
+    },
     #[error("{action} {object}: {}", describe(source))]
     Api {
         action: &'static str,
@@ -60,13 +74,15 @@ impl ApplyError {
                     _ => None,
                 }
             }
-            ApplyError::UnknownCluster(_) => None,
+            ApplyError::UnknownCluster(_) | ApplyError::ScopeMismatch { .. } => None,
         }
     }
 
     pub fn kind(&self) -> FailureKind {
         match self {
-            ApplyError::UnknownCluster(_) => FailureKind::Permanent,
+            ApplyError::UnknownCluster(_) | ApplyError::ScopeMismatch { .. } => {
+                FailureKind::Permanent
+            }
             ApplyError::Discovery { .. } | ApplyError::Api { .. } => match self.status() {
                 Some(status) => match status.code {
                     409 => FailureKind::Conflict,
@@ -86,22 +102,24 @@ impl ApplyError {
     pub fn cluster(&self) -> &str {
         match self {
             ApplyError::UnknownCluster(cluster)
+            | ApplyError::ScopeMismatch { cluster, .. }
             | ApplyError::Discovery { cluster, .. }
             | ApplyError::Api { cluster, .. } => cluster,
         }
     }
 
     /// The reason a condition carries: the API's own (`Forbidden`, `Invalid`,
-    /// `AlreadyExists`), `ClusterUnavailable` when the cluster did not answer, or ours.
+    /// `AlreadyExists`), `ClusterUnavailable` when the cluster did not answer (or answered
+    /// 429 or 5xx), or ours.
     pub fn reason(&self) -> String {
         if self.kind() == FailureKind::Infrastructure {
-            return match self.status() {
-                Some(status) if !status.reason.is_empty() => status.reason.clone(),
-                _ => "ClusterUnavailable".to_string(),
-            };
+            // Down, overloaded or failing: one reason a dashboard can count; the message says
+            // which (`connection refused`, the API's 503 or 429).
+            return "ClusterUnavailable".to_string();
         }
         match (self, self.status()) {
             (ApplyError::UnknownCluster(_), _) => "UnknownCluster".to_string(),
+            (ApplyError::ScopeMismatch { .. }, _) => "ScopeMismatch".to_string(),
             (ApplyError::Discovery { .. }, _) => "KindNotServed".to_string(),
             (_, Some(status)) if !status.reason.is_empty() => status.reason.clone(),
             _ => "ApplyFailed".to_string(),
@@ -117,7 +135,7 @@ impl ApplyError {
     /// The cause alone, without the action and the object (`connection refused`).
     pub fn cause(&self) -> String {
         match self {
-            ApplyError::UnknownCluster(_) => self.to_string(),
+            ApplyError::UnknownCluster(_) | ApplyError::ScopeMismatch { .. } => self.to_string(),
             ApplyError::Discovery { source, .. } | ApplyError::Api { source, .. } => {
                 truncate(&describe(source), MESSAGE_LIMIT)
             }
@@ -222,7 +240,7 @@ mod tests {
         );
         assert_eq!(
             api(503, "ServiceUnavailable", "x").reason(),
-            "ServiceUnavailable"
+            "ClusterUnavailable"
         );
         assert_eq!(api(404, "NotFound", "x").kind(), FailureKind::Other);
     }

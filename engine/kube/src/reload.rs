@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use notify::event::{EventKind, MetadataKind, ModifyKind};
@@ -19,7 +20,7 @@ use crate::config::BrokerConfig;
 
 /// Keeps the watch alive; dropping it stops watching and closes the channel.
 pub struct WatchGuard {
-    _watcher: RecommendedWatcher,
+    _watcher: Arc<Mutex<RecommendedWatcher>>,
 }
 
 impl std::fmt::Debug for WatchGuard {
@@ -48,6 +49,10 @@ pub fn watch(
 /// As [`watch`], for several folders and files. A file is watched through its folder (editors
 /// and the kubelet replace files by renaming), and only changes to it, or to its folder's
 /// hidden entries (a ConfigMap's `..data`), count.
+///
+/// Each path's parent is watched too, so a folder that is deleted and created again (or
+/// created only after the broker started) is noticed: after every burst of changes, every
+/// path that exists is watched again, since a deleted folder takes its watch with it.
 pub fn watch_paths(
     paths: &[PathBuf],
     debounce: Duration,
@@ -57,10 +62,9 @@ pub fn watch_paths(
     let dirs: Vec<PathBuf> = paths.iter().filter(|p| !p.is_file()).cloned().collect();
     let relevant_path = {
         let files = files.clone();
-        // Without watched files every event comes from a watched folder.
+        let dirs = dirs.clone();
         move |path: &Path| {
-            files.is_empty()
-                || dirs.iter().any(|d| path.starts_with(d))
+            dirs.iter().any(|d| path.starts_with(d))
                 || files.iter().any(|f| {
                     path == f
                         || (path.parent() == f.parent()
@@ -70,7 +74,7 @@ pub fn watch_paths(
                 })
         }
     };
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         match event {
             Ok(event) => {
                 if is_change(&event.kind)
@@ -94,36 +98,82 @@ pub fn watch_paths(
             .unwrap_or_default(),
         source,
     })?;
-    for path in paths {
-        let error = |source| ReloadError::Watch {
-            path: switchyard_files::display(path),
-            source,
-        };
-        if files.contains(path) {
-            let parent = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            watcher
-                .watch(parent, RecursiveMode::NonRecursive)
-                .map_err(error)?;
-        } else {
-            watcher
-                .watch(path, RecursiveMode::Recursive)
-                .map_err(error)?;
-        }
-    }
+    let watcher = Arc::new(Mutex::new(watcher));
+    let targets = Targets { files, dirs };
+    targets.arm(&watcher, true)?;
     let (tx, rx) = mpsc::channel(1);
+    // Weak: dropping the guard drops the watcher, which ends the thread.
+    let rearm = Arc::downgrade(&watcher);
     std::thread::Builder::new()
         .name("switchyard-reload".into())
-        .spawn(move || debounce_loop(&raw_rx, &tx, debounce))
+        .spawn(move || {
+            debounce_loop(&raw_rx, &tx, debounce, || {
+                // A folder deleted and created again lost its watch: watch what exists again.
+                if let Some(watcher) = rearm.upgrade()
+                    && let Err(error) = targets.arm(&watcher, false)
+                {
+                    tracing::warn!(%error, "watching the packs folder again");
+                }
+            })
+        })
         .map_err(ReloadError::Thread)?;
     Ok((rx, WatchGuard { _watcher: watcher }))
 }
 
-/// Forwards one message per burst of raw events. Ends when the watcher is dropped (the raw
-/// sender goes with it) or the receiver is closed.
-fn debounce_loop(raw: &std_mpsc::Receiver<()>, tx: &mpsc::Sender<()>, debounce: Duration) {
+/// What is watched: folders (recursively) and files (through their folder), each with its
+/// parent so that its creation is seen.
+struct Targets {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+impl Targets {
+    /// Watches every path that exists and the parent of each; `first`: an error is returned
+    /// (at start-up), else only logged.
+    fn arm(&self, watcher: &Mutex<RecommendedWatcher>, first: bool) -> Result<(), ReloadError> {
+        let mut watcher = watcher.lock().unwrap_or_else(PoisonError::into_inner);
+        let parent = |path: &Path| match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut wanted: Vec<(PathBuf, RecursiveMode)> = Vec::new();
+        for dir in &self.dirs {
+            if dir.is_dir() {
+                wanted.push((dir.clone(), RecursiveMode::Recursive));
+            }
+            wanted.push((parent(dir), RecursiveMode::NonRecursive));
+        }
+        for file in &self.files {
+            wanted.push((parent(file), RecursiveMode::NonRecursive));
+        }
+        for (path, mode) in wanted {
+            if !path.exists() {
+                continue;
+            }
+            if let Err(source) = watcher.watch(&path, mode) {
+                let error = ReloadError::Watch {
+                    path: switchyard_files::display(&path),
+                    source,
+                };
+                if first {
+                    return Err(error);
+                }
+                tracing::debug!(%error, "watching again");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Forwards one message per burst of raw events, after `after_burst` (which re-arms the
+/// watches). Ends when the watcher is dropped (the raw sender goes with it) or the receiver
+/// is closed.
+fn debounce_loop(
+    raw: &std_mpsc::Receiver<()>,
+    tx: &mpsc::Sender<()>,
+    debounce: Duration,
+    after_burst: impl Fn(),
+) {
     while raw.recv().is_ok() {
         loop {
             match raw.recv_timeout(debounce) {
@@ -132,6 +182,7 @@ fn debounce_loop(raw: &std_mpsc::Receiver<()>, tx: &mpsc::Sender<()>, debounce: 
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
+        after_burst();
         // A message already waiting covers this burst too.
         if let Err(mpsc::error::TrySendError::Closed(())) = tx.try_send(()) {
             return;
@@ -155,7 +206,8 @@ fn is_change(kind: &EventKind) -> bool {
 
 /// What the broker watches for `config`: the packs folder, the shared partials folder and
 /// the CRD folders or files, configured or found as the loader finds them (the nearest
-/// `templates/` and `config/crds/` above each pack). Paths that do not exist are left out.
+/// `templates/` and `config/crds/` above each pack). Paths that do not exist are left out,
+/// but for the packs folder, whose creation is watched for.
 pub fn watched_paths(config: &BrokerConfig, pack_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut paths: Vec<PathBuf> = config.packs.iter().cloned().collect();
     match &config.partials {
@@ -178,7 +230,9 @@ pub fn watched_paths(config: &BrokerConfig, pack_dirs: &[PathBuf]) -> Vec<PathBu
     let mut kept: Vec<PathBuf> = Vec::new();
     for path in paths {
         let path = path.canonicalize().unwrap_or(path);
-        if path.exists() && !kept.iter().any(|k| path.starts_with(k)) {
+        // The packs folder counts even when missing: its creation is watched for.
+        let counts = path.exists() || config.packs.as_ref() == Some(&path);
+        if counts && !kept.iter().any(|k| path.starts_with(k)) {
             kept.retain(|k| !k.starts_with(&path));
             kept.push(path);
         }
@@ -290,6 +344,40 @@ mod tests {
         std::fs::write(dir.path().join("other.txt"), "x").unwrap();
         assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
         std::fs::write(&crd, "kind: CustomResourceDefinition\n# changed\n").unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+    }
+
+    /// `rm -r packs; cp -r new packs`: the watch of the deleted folder is gone with it, and
+    /// the new folder is watched again, for every later change.
+    #[tokio::test]
+    async fn a_packs_folder_deleted_and_created_again_stays_watched() {
+        let root = tempfile::tempdir().unwrap();
+        let packs = root.path().canonicalize().unwrap().join("packs");
+        std::fs::create_dir_all(packs.join("rules")).unwrap();
+        std::fs::write(packs.join("pack.yaml"), "a: 1\n").unwrap();
+        let (mut rx, _guard) = watch(&packs, DEBOUNCE).unwrap();
+        std::fs::remove_dir_all(&packs).unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        std::fs::create_dir_all(packs.join("rules")).unwrap();
+        std::fs::write(packs.join("pack.yaml"), "a: 2\n").unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        // Edits inside the new folder are seen too, and siblings of the folder are not.
+        std::fs::write(packs.join("rules/r.yaml"), "b: 1\n").unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        std::fs::write(root.path().join("sibling.txt"), "x").unwrap();
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    /// A packs folder that does not exist yet is watched for.
+    #[tokio::test]
+    async fn a_packs_folder_created_after_the_start_is_seen() {
+        let root = tempfile::tempdir().unwrap();
+        let packs = root.path().canonicalize().unwrap().join("packs");
+        let (mut rx, _guard) = watch(&packs, DEBOUNCE).unwrap();
+        std::fs::create_dir_all(&packs).unwrap();
+        std::fs::write(packs.join("pack.yaml"), "a: 1\n").unwrap();
+        assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
+        std::fs::write(packs.join("pack.yaml"), "a: 2\n").unwrap();
         assert!(next(&mut rx, Duration::from_secs(10)).await.is_some());
     }
 
