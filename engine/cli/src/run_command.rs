@@ -38,6 +38,11 @@ pub struct RunArgs {
     /// Address of /metrics (default 0.0.0.0:8080); the probes' address serves both.
     #[arg(long)]
     metrics_addr: Option<String>,
+    /// A role whose objects live in kcp workspaces but whose cluster serves them all itself
+    /// (one API server in development): writes go to its URL rather than
+    /// /clusters/<workspace> under it. Repeatable.
+    #[arg(long = "no-workspace-paths", value_name = "ROLE")]
+    no_workspace_paths: Vec<String>,
     /// Quiet time after a change under --packs before the packs are reloaded (default 500).
     #[arg(long)]
     reload_debounce_millis: Option<u64>,
@@ -70,6 +75,7 @@ pub fn run(args: RunArgs) -> Result<u8, CliError> {
         workers: args.workers,
         health_addr: args.health_addr,
         metrics_addr: args.metrics_addr,
+        no_workspace_paths: args.no_workspace_paths,
         reload_debounce_millis: args.reload_debounce_millis,
         log_format: args.log_format.map(|f| match f {
             LogFormatArg::Text => LogFormat::Text,

@@ -160,13 +160,7 @@ fn plain_source_layout() -> tempfile::TempDir {
 }
 
 impl Broker {
-    fn start(
-        layout: &Path,
-        source: &Path,
-        karmada: &Path,
-        plane_dir: &Path,
-        port: u16,
-    ) -> Broker {
+    fn start(layout: &Path, source: &Path, karmada: &Path, plane_dir: &Path, port: u16) -> Broker {
         let log = tempfile::NamedTempFile::new().unwrap();
         let broker_args = |packs: &str| -> Vec<String> {
             vec![

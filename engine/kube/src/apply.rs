@@ -53,6 +53,9 @@ pub struct Clusters {
     /// The configurations of the configured clusters, for the clients of workspaces made
     /// on first use (`source/<workspace>` from `source`'s).
     configs: BTreeMap<String, kube::Config>,
+    /// Clusters that serve every workspace's objects themselves (`workspacePaths: false`):
+    /// a workspace's client is the cluster's own.
+    shared: std::collections::BTreeSet<String>,
     recorders: RwLock<BTreeMap<String, Recorder>>,
     resources: Mutex<HashMap<ResourceKey, Resource>>,
     reachability: Arc<Reachability>,
@@ -61,7 +64,7 @@ pub struct Clusters {
 impl Clusters {
     /// `clients` maps the core's cluster names (`source`, `provider/x86`) to clients.
     pub fn new(clients: BTreeMap<String, Client>) -> Arc<Self> {
-        Clusters::with_configs(clients, BTreeMap::new())
+        Clusters::with_configs(clients, BTreeMap::new(), Default::default())
     }
 
     /// As [`Clusters::new`], with each cluster's configuration, so that the workspaces of a
@@ -69,6 +72,7 @@ impl Clusters {
     pub fn with_configs(
         clients: BTreeMap<String, Client>,
         configs: BTreeMap<String, kube::Config>,
+        shared: std::collections::BTreeSet<String>,
     ) -> Arc<Self> {
         let recorders = clients
             .iter()
@@ -76,6 +80,7 @@ impl Clusters {
             .collect();
         Arc::new(Clusters {
             configs,
+            shared,
             recorders: RwLock::new(recorders),
             clients: RwLock::new(clients),
             resources: Mutex::new(HashMap::new()),
@@ -103,8 +108,12 @@ impl Clusters {
         if workspace.is_empty() {
             return None;
         }
-        let config = crate::clusters::workspace_config(self.configs.get(role)?, workspace)?;
-        let client = Client::try_from(config).ok()?;
+        let base = self.configs.get(role)?;
+        let client = if self.shared.contains(role) {
+            self.client(role).ok()?
+        } else {
+            Client::try_from(crate::clusters::workspace_config(base, workspace)?).ok()?
+        };
         self.recorders
             .write()
             .unwrap_or_else(PoisonError::into_inner)

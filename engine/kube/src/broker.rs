@@ -49,12 +49,16 @@ pub async fn run(
     config.validate()?;
     let mut clients = BTreeMap::new();
     let mut configs = BTreeMap::new();
+    let mut shared = BTreeSet::new();
     for cluster in &config.clusters {
         let (client, client_config) = crate::clusters::connect_with_config(cluster).await?;
         clients.insert(cluster.id().to_string(), client);
         configs.insert(cluster.id().to_string(), client_config);
+        if !cluster.workspace_paths {
+            shared.insert(cluster.id().to_string());
+        }
     }
-    let clusters = Clusters::with_configs(clients, configs);
+    let clusters = Clusters::with_configs(clients, configs, shared);
     let names = clusters.names();
     let store = Store::with_clusters(names.iter().map(String::as_str));
     let queue: Arc<Queue<Work>> = Queue::new(Backoff::default());

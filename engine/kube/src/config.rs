@@ -105,6 +105,20 @@ pub struct ClusterConfig {
     /// Connect with the pod's service account to the cluster the broker runs in.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub in_cluster: bool,
+    /// For a role whose objects live in kcp workspaces: reach each workspace at
+    /// `/clusters/<workspace>` under this cluster's URL, as a kcp virtual workspace serves
+    /// them (the default). `false`: this cluster serves every workspace's objects itself, as
+    /// one API server holding them all does in development (`--no-workspace-paths ROLE`).
+    #[serde(default = "workspace_paths", skip_serializing_if = "is_true")]
+    pub workspace_paths: bool,
+}
+
+fn workspace_paths() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// The format of log lines.
@@ -203,6 +217,9 @@ pub struct Flags {
     pub workers: Option<usize>,
     pub health_addr: Option<String>,
     pub metrics_addr: Option<String>,
+    /// Roles whose cluster serves every workspace's objects itself (see
+    /// [`ClusterConfig::workspace_paths`]).
+    pub no_workspace_paths: Vec<String>,
     pub reload_debounce_millis: Option<u64>,
     pub log_format: Option<LogFormat>,
 }
@@ -278,6 +295,7 @@ pub fn parse_cluster_flag(s: &str) -> Result<ClusterConfig, ConfigError> {
             kubeconfig: None,
             context: None,
             in_cluster: true,
+            workspace_paths: true,
         });
     }
     let (path, context) = match target.split_once('@') {
@@ -305,6 +323,7 @@ pub fn parse_cluster_flag(s: &str) -> Result<ClusterConfig, ConfigError> {
         kubeconfig: Some(PathBuf::from(path)),
         context: context.map(str::to_string),
         in_cluster: false,
+        workspace_paths: true,
     })
 }
 
@@ -441,6 +460,7 @@ impl BrokerConfig {
             workers,
             health_addr,
             metrics_addr,
+            no_workspace_paths,
             reload_debounce_millis,
             log_format,
         } = flags;
@@ -471,6 +491,18 @@ impl BrokerConfig {
         }
         if let Some(v) = metrics_addr {
             self.metrics_addr = v;
+        }
+        for role in no_workspace_paths {
+            let mut found = false;
+            for cluster in self.clusters.iter_mut().filter(|c| c.role == role) {
+                cluster.workspace_paths = false;
+                found = true;
+            }
+            if !found {
+                return Err(ConfigError::Invalid(format!(
+                    "--no-workspace-paths `{role}`: no cluster of that role is configured"
+                )));
+            }
         }
         if let Some(v) = reload_debounce_millis {
             self.reload_debounce_millis = v;
@@ -647,6 +679,7 @@ mod tests {
                 kubeconfig: Some("/path/kc".into()),
                 context: None,
                 in_cluster: false,
+                workspace_paths: true,
             }
         );
         let c = flag("provider/x86=/path/kc@kubernetes-admin@kubernetes");

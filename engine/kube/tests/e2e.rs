@@ -644,14 +644,20 @@ async fn a_refused_apply_is_reported_and_retried() {
         ("source".to_string(), workload),
     ];
 
-    // Kubernetes refuses a negative minReadySeconds.
-    let packs = PackDir::new();
+    // Kubernetes refuses a negative minReadySeconds. The pack as shipped (its source role a
+    // kcp virtual workspace), on one API server that holds the tenant's objects itself.
+    let packs = PackDir::with_workspaces();
     packs.edit("templates/deployment.yaml.hbs", |t| {
         t.replacen("spec:\n", "spec:\n  minReadySeconds: -5\n", 1)
     });
     let kubeconfigs: Vec<(&str, &std::path::Path)> =
         kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
-    let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
+    let broker = Broker::start_with(&packs.packs(), &kubeconfigs, |config| {
+        for cluster in config.clusters.iter_mut().filter(|c| c.role == "source") {
+            cluster.workspace_paths = false;
+        }
+    })
+    .await;
     let message = wait_synced(
         &source,
         "web to report the refused apply",

@@ -134,6 +134,15 @@ fn init_logs() {
 
 impl Broker {
     pub async fn start(packs: &Path, clusters: &[(&str, &Path)]) -> Broker {
+        Broker::start_with(packs, clusters, |_| {}).await
+    }
+
+    /// As [`Broker::start`], with the configuration changed by `adjust` first.
+    pub async fn start_with(
+        packs: &Path,
+        clusters: &[(&str, &Path)],
+        adjust: impl FnOnce(&mut BrokerConfig),
+    ) -> Broker {
         init_logs();
         let health_port = free_port();
         let config = BrokerConfig {
@@ -147,6 +156,7 @@ impl Broker {
                     kubeconfig: Some(kubeconfig.to_path_buf()),
                     context: None,
                     in_cluster: false,
+                    workspace_paths: true,
                 })
                 .collect(),
             resync_seconds: 3600,
@@ -157,6 +167,8 @@ impl Broker {
             reload_debounce_millis: 200,
             ..BrokerConfig::default()
         };
+        let mut config = config;
+        adjust(&mut config);
         let (stop, stopped) = oneshot::channel::<()>();
         let (started, handle) = oneshot::channel();
         let task = tokio::spawn(async move {

@@ -158,6 +158,7 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
             kubeconfig: Some(kubeconfig.to_path_buf()),
             context: None,
             in_cluster: false,
+            workspace_paths: true,
         })
         .collect(),
         // No periodic resync during the run: step 4 triggers one.
