@@ -136,6 +136,9 @@ pub struct Outcome {
     /// What merging needs of the trigger beyond its outputs.
     #[serde(skip)]
     pub facts: TriggerFacts,
+    /// The CEL cost the evaluation spent (Kubernetes' cost units), for metrics.
+    #[serde(skip)]
+    pub cost: u64,
 }
 
 /// What merging needs of a trigger beyond its outputs: which trigger's version wins an output

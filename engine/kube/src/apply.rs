@@ -19,6 +19,7 @@ use switchyard_core::names::{ANNOTATION_CREATED, LABEL_MANAGED_BY, LABEL_PACK};
 
 pub use crate::failure::ApplyError;
 use crate::failure::{MESSAGE_LIMIT, truncate};
+use crate::metrics::Metrics;
 use crate::reachability::Reachability;
 use crate::watch;
 
@@ -56,6 +57,7 @@ pub struct Clusters {
     /// Clusters that serve every workspace's objects themselves (`workspacePaths: false`):
     /// a workspace's client is the cluster's own.
     shared: std::collections::BTreeSet<String>,
+    metrics: Arc<Metrics>,
     recorders: RwLock<BTreeMap<String, Recorder>>,
     resources: Mutex<HashMap<ResourceKey, Resource>>,
     reachability: Arc<Reachability>,
@@ -64,7 +66,7 @@ pub struct Clusters {
 impl Clusters {
     /// `clients` maps the core's cluster names (`source`, `provider/x86`) to clients.
     pub fn new(clients: BTreeMap<String, Client>) -> Arc<Self> {
-        Clusters::with_configs(clients, BTreeMap::new(), Default::default())
+        Clusters::with_configs(clients, BTreeMap::new(), Default::default(), Metrics::new())
     }
 
     /// As [`Clusters::new`], with each cluster's configuration, so that the workspaces of a
@@ -73,6 +75,7 @@ impl Clusters {
         clients: BTreeMap<String, Client>,
         configs: BTreeMap<String, kube::Config>,
         shared: std::collections::BTreeSet<String>,
+        metrics: Arc<Metrics>,
     ) -> Arc<Self> {
         let recorders = clients
             .iter()
@@ -81,6 +84,7 @@ impl Clusters {
         Arc::new(Clusters {
             configs,
             shared,
+            metrics,
             recorders: RwLock::new(recorders),
             clients: RwLock::new(clients),
             resources: Mutex::new(HashMap::new()),
@@ -112,7 +116,11 @@ impl Clusters {
         let client = if self.shared.contains(role) {
             self.client(role).ok()?
         } else {
-            Client::try_from(crate::clusters::workspace_config(base, workspace)?).ok()?
+            crate::instrument::client(
+                crate::clusters::workspace_config(base, workspace)?,
+                &self.metrics,
+            )
+            .ok()?
         };
         self.recorders
             .write()
@@ -139,6 +147,11 @@ impl Clusters {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// The broker's metrics, which every client counts its requests in.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// Which clusters answer and what they refuse.

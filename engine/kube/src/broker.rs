@@ -13,7 +13,7 @@ use crate::config::{BrokerConfig, ConfigError};
 use crate::controller::{CLEANUP_POLL, Controller, ReconcileError, Work};
 use crate::failure::FailureKind;
 use crate::health::Health;
-use crate::metrics::MetricKind;
+use crate::metrics::Metrics;
 use crate::packs::{self, PackSet};
 use crate::queue::{Backoff, Queue};
 use crate::serve::Endpoints;
@@ -47,23 +47,27 @@ pub async fn run(
     on_start: impl FnOnce(Handle),
 ) -> Result<(), BrokerError> {
     config.validate()?;
+    let metrics = Metrics::new();
     let mut clients = BTreeMap::new();
     let mut configs = BTreeMap::new();
     let mut shared = BTreeSet::new();
     for cluster in &config.clusters {
-        let (client, client_config) = crate::clusters::connect_with_config(cluster).await?;
+        let (client, client_config) =
+            crate::clusters::connect_with_config(cluster, &metrics).await?;
         clients.insert(cluster.id().to_string(), client);
         configs.insert(cluster.id().to_string(), client_config);
         if !cluster.workspace_paths {
             shared.insert(cluster.id().to_string());
         }
     }
-    let clusters = Clusters::with_configs(clients, configs, shared);
+    let clusters = Clusters::with_configs(clients, configs, shared, metrics.clone());
     let names = clusters.names();
     let store = Store::with_clusters(names.iter().map(String::as_str));
-    let queue: Arc<Queue<Work>> = Queue::new(Backoff::default());
+    let observer: Arc<dyn crate::queue::QueueObserver> = metrics.clone();
+    let queue: Arc<Queue<Work>> =
+        Queue::observed(Backoff::default(), Backoff::permanent(), Some(observer));
     let controller = Controller::new(store.clone(), clusters.clone(), queue.clone());
-    let health = Health::new();
+    let health = Health::with_metrics(metrics.clone());
     on_start(Handle {
         controller: controller.clone(),
         health: health.clone(),
@@ -133,7 +137,16 @@ pub async fn run(
         let last_errors = last_errors.clone();
         workers.push(tokio::spawn(async move {
             while let Some(work) = queue.next().await {
+                let started = std::time::Instant::now();
                 let result = controller.process(&work).await;
+                if let Work::Trigger(pack, _) = &work {
+                    let outcome = match &result {
+                        Ok(()) => "success",
+                        Err(ReconcileError::Pending(_)) => "requeue_after",
+                        Err(_) => "error",
+                    };
+                    controller.metrics().reconciled(pack, outcome, started.elapsed());
+                }
                 let mut errors = last_errors
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -168,8 +181,7 @@ pub async fn run(
 
     let mut resync = tokio::time::interval(config.resync().max(Duration::from_secs(1)));
     resync.tick().await;
-    describe_metrics(&health);
-    let mut metrics = tokio::time::interval(Duration::from_secs(2));
+    let mut metrics_tick = tokio::time::interval(Duration::from_secs(2));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
@@ -194,7 +206,7 @@ pub async fn run(
                 tracing::info!(retried, "a cluster answers again: retrying the work that waited");
             }
             _ = resync.tick() => controller.resync(),
-            _ = metrics.tick() => publish_metrics(&health, &controller, &queue),
+            _ = metrics_tick.tick() => publish_metrics(&metrics, &store, &clusters, &queue),
         }
     }
 
@@ -219,67 +231,20 @@ pub async fn run(
     Ok(())
 }
 
-const METRICS: [(&str, MetricKind, &str); 7] = [
-    (
-        "switchyard_applies_total",
-        MetricKind::Counter,
-        "Server-side applies of outputs.",
-    ),
-    (
-        "switchyard_status_writes_total",
-        MetricKind::Counter,
-        "Status applies on triggers.",
-    ),
-    (
-        "switchyard_prunes_total",
-        MetricKind::Counter,
-        "Outputs deleted or orphaned because no trigger desires them.",
-    ),
-    (
-        "switchyard_finalizer_writes_total",
-        MetricKind::Counter,
-        "Finalizers added to or removed from triggers.",
-    ),
-    (
-        "switchyard_evaluations_total",
-        MetricKind::Counter,
-        "Trigger evaluations.",
-    ),
-    (
-        "switchyard_work_failures_total",
-        MetricKind::Counter,
-        "Work items that failed and were retried with backoff.",
-    ),
-    (
-        "switchyard_queue_depth",
-        MetricKind::Gauge,
-        "Work items queued or in progress.",
-    ),
-];
-
-fn describe_metrics(health: &Health) {
-    for (name, kind, help) in METRICS {
-        health.metrics().describe(name, kind, help);
+/// The gauges read from state rather than counted as things happen: the queue's depth and
+/// work in progress, each role's members, the clusters that do not answer.
+fn publish_metrics(metrics: &Metrics, store: &Store, clusters: &Clusters, queue: &Queue<Work>) {
+    let (unfinished, longest) = queue.in_progress();
+    metrics.set_queue(queue.len(), unfinished, longest);
+    for (role, members) in store.roles() {
+        metrics
+            .cluster_members
+            .get_or_create(&crate::metrics::RoleLabels { role })
+            .set(members as i64);
     }
-}
-
-fn publish_metrics(health: &Health, controller: &Controller, queue: &Queue<Work>) {
-    let w = controller.writes();
-    let c = controller.counters();
-    let values = [
-        w.applies,
-        w.status,
-        w.deletes,
-        w.finalizers,
-        c.evaluations,
-        c.failures,
-    ];
-    for ((name, _, _), value) in METRICS.iter().zip(values) {
-        health.metrics().set(name, &[], value as f64);
-    }
-    health
-        .metrics()
-        .set("switchyard_queue_depth", &[], queue.len() as f64);
+    metrics
+        .unreachable_clusters
+        .set(clusters.reachability().unreachable() as i64);
 }
 
 /// Loads the pack set from disk; installs it when it loads, keeps the running one when not.

@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+use std::sync::Arc;
+
 use crate::config::{ClusterConfig, ClusterId, ConfigError, IN_CLUSTER};
+use crate::metrics::Metrics;
 
 /// The client configuration of a cluster: its kubeconfig file with the chosen context (default
 /// the file's current context), or the pod's service account.
@@ -39,26 +42,30 @@ pub async fn client_config(cluster: &ClusterConfig) -> Result<kube::Config, Conf
 
 /// A client for the cluster.
 pub async fn connect(cluster: &ClusterConfig) -> Result<kube::Client, ConfigError> {
-    connect_with_config(cluster).await.map(|(client, _)| client)
+    connect_with_config(cluster, &Metrics::new())
+        .await
+        .map(|(client, _)| client)
 }
 
 /// A client for the cluster, and its configuration (from which the clients of the
 /// workspaces behind a kcp virtual workspace are made).
 pub async fn connect_with_config(
     cluster: &ClusterConfig,
+    metrics: &Arc<Metrics>,
 ) -> Result<(kube::Client, kube::Config), ConfigError> {
     install_crypto_provider();
     let config = client_config(cluster).await?;
     let kept = config.clone();
     tracing::debug!(cluster = %cluster.id(), url = %config.cluster_url, "cluster client");
-    let client = kube::Client::try_from(config).map_err(|error| ConfigError::Client {
-        cluster: cluster.id(),
-        source_text: match &cluster.kubeconfig {
-            Some(path) => format!("kubeconfig `{}`", switchyard_files::display(path)),
-            None => IN_CLUSTER.to_string(),
-        },
-        error: Box::new(error),
-    })?;
+    let client =
+        crate::instrument::client(config, metrics).map_err(|error| ConfigError::Client {
+            cluster: cluster.id(),
+            source_text: match &cluster.kubeconfig {
+                Some(path) => format!("kubeconfig `{}`", switchyard_files::display(path)),
+                None => IN_CLUSTER.to_string(),
+            },
+            error: Box::new(error),
+        })?;
     Ok((client, kept))
 }
 

@@ -43,7 +43,7 @@ pub struct Health {
 #[derive(Default)]
 struct Inner {
     state: Mutex<State>,
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
     /// Which clusters answer and what they refuse: reported, never failing readiness.
     reachability: OnceLock<Arc<Reachability>>,
 }
@@ -74,6 +74,16 @@ impl Health {
         Health::default()
     }
 
+    /// A health whose metrics are `metrics` (shared with the controller and the clients).
+    pub fn with_metrics(metrics: Arc<Metrics>) -> Self {
+        Health {
+            inner: Arc::new(Inner {
+                metrics,
+                ..Inner::default()
+            }),
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data; keep serving it.
         self.inner
@@ -84,18 +94,7 @@ impl Health {
 
     /// A pack set loaded: it is now the one running, and the last reload succeeded.
     pub fn set_packs(&self, packs: Vec<(String, String)>) {
-        let metrics = self.metrics();
-        metrics.set("switchyard_pack_reload_success", &[], 1.0);
-        metrics.set("switchyard_packs_loaded", &[], packs.len() as f64);
-        metrics.clear("switchyard_pack_info");
-        for (name, version) in &packs {
-            metrics.set(
-                "switchyard_pack_info",
-                &[("pack", name), ("version", version)],
-                1.0,
-            );
-        }
-        metrics.inc("switchyard_pack_reloads_total", &[("result", "success")]);
+        self.metrics().set_packs(&packs);
         let mut state = self.state();
         state.packs = Some(packs);
         state.reload_error = None;
@@ -108,9 +107,7 @@ impl Health {
 
     /// A reload failed: the previous set (if any) keeps running.
     pub fn set_reload_error(&self, error: impl std::fmt::Display) {
-        let metrics = self.metrics();
-        metrics.set("switchyard_pack_reload_success", &[], 0.0);
-        metrics.inc("switchyard_pack_reloads_total", &[("result", "failure")]);
+        self.metrics().reload("failure");
         self.state().reload_error = Some((Utc::now(), error.to_string()));
     }
 
@@ -148,13 +145,7 @@ impl Health {
 
     fn update_watch_metrics(&self, state: &State) {
         let synced = state.watches.values().filter(|s| **s).count();
-        let metrics = self.metrics();
-        metrics.set("switchyard_watches", &[("state", "synced")], synced as f64);
-        metrics.set(
-            "switchyard_watches",
-            &[("state", "not-synced")],
-            (state.watches.len() - synced) as f64,
-        );
+        self.metrics().set_watches(synced, state.watches.len());
     }
 
     /// The broker is stopping: it reports unready so traffic and leadership move on.
@@ -261,7 +252,7 @@ impl Health {
     }
 
     /// The metrics served at `/metrics`; the controller adds its own.
-    pub fn metrics(&self) -> &Metrics {
+    pub fn metrics(&self) -> &Arc<Metrics> {
         &self.inner.metrics
     }
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod controller;
 pub mod failure;
 pub mod health;
+pub mod instrument;
 pub mod metrics;
 pub mod packs;
 pub mod queue;

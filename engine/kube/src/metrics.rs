@@ -1,170 +1,470 @@
-//! The broker's metrics registry: counters and gauges with labels, rendered in Prometheus'
-//! text exposition format at `/metrics`.
+//! The broker's metrics, with the Prometheus client (`prometheus-client`), in the families
+//! controller-runtime exposes, so dashboards and alerts written for Go controllers work:
+//! `controller_runtime_reconcile_*` (one controller per pack), `workqueue_*` (the queue
+//! `switchyard`), `rest_client_requests_total` and `leader_election_master_status`; and
+//! Switchyard's own, per pack and rule: evaluations and their time, CEL cost spent, writes by
+//! kind, reloads, watches and cluster members.
+//!
+//! Served at `/metrics` in the OpenMetrics text format (Prometheus reads it).
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Prometheus metrics: counters and gauges with labels, rendered in the text exposition
-/// format. A metric's type is fixed by its first use (`inc`/`add`: counter, `set`: gauge).
-#[derive(Default)]
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+/// The queue's name in the `workqueue_*` families.
+pub const QUEUE: &str = "switchyard";
+
+/// The content type of [`Metrics::render`].
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    pub controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub controller: String,
+    /// `success`, `error`, `requeue` or `requeue_after`, as controller-runtime counts.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RestLabels {
+    pub code: String,
+    pub method: String,
+    pub host: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LeaderLabels {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PackLabels {
+    pub pack: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RuleLabels {
+    pub pack: String,
+    pub rule: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    pub pack: String,
+    pub cluster: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PackInfoLabels {
+    pub pack: String,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabels {
+    pub state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RoleLabels {
+    pub role: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric of the broker, registered once.
 pub struct Metrics {
-    families: Mutex<BTreeMap<String, Family>>,
+    registry: Registry,
+    // controller-runtime
+    pub reconcile_total: Family<ResultLabels, Counter>,
+    pub reconcile_errors_total: Family<ControllerLabels, Counter>,
+    pub reconcile_time_seconds: Family<ControllerLabels, Histogram>,
+    // client-go's workqueue
+    pub workqueue_depth: Family<QueueLabels, Gauge>,
+    pub workqueue_adds_total: Family<QueueLabels, Counter>,
+    pub workqueue_queue_duration_seconds: Family<QueueLabels, Histogram>,
+    pub workqueue_work_duration_seconds: Family<QueueLabels, Histogram>,
+    pub workqueue_retries_total: Family<QueueLabels, Counter>,
+    pub workqueue_unfinished_work_seconds: Family<QueueLabels, FloatGauge>,
+    pub workqueue_longest_running_processor_seconds: Family<QueueLabels, FloatGauge>,
+    // client-go's REST client
+    pub rest_client_requests_total: Family<RestLabels, Counter>,
+    // leader election
+    pub leader_election_master_status: Family<LeaderLabels, Gauge>,
+    // Switchyard's own
+    pub evaluations_total: Family<RuleLabels, Counter>,
+    pub evaluation_seconds: Family<PackLabels, Histogram>,
+    pub cel_cost_total: Family<PackLabels, Counter>,
+    pub applies_total: Family<WriteLabels, Counter>,
+    pub prunes_total: Family<WriteLabels, Counter>,
+    pub status_writes_total: Family<WriteLabels, Counter>,
+    pub finalizer_writes_total: Family<PackLabels, Counter>,
+    pub pack_reload_success: Gauge,
+    pub pack_reloads_total: Family<OutcomeLabels, Counter>,
+    pub packs_loaded: Gauge,
+    pub pack_info: Family<PackInfoLabels, Gauge>,
+    pub watches: Family<StateLabels, Gauge>,
+    pub cluster_members: Family<RoleLabels, Gauge>,
+    pub unreachable_clusters: Gauge,
 }
 
-struct Family {
-    kind: MetricKind,
-    help: Option<String>,
-    /// Sorted label pairs -> value.
-    series: BTreeMap<Vec<(String, String)>, f64>,
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricKind {
-    Counter,
-    Gauge,
+fn seconds_histogram() -> Histogram {
+    // controller-runtime's buckets: 5 ms to about 1 minute (and longer).
+    Histogram::new(exponential_buckets(0.005, 2.0, 15))
 }
 
-impl MetricKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            MetricKind::Counter => "counter",
-            MetricKind::Gauge => "gauge",
-        }
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::build()
     }
 }
 
 impl Metrics {
-    fn families(&self) -> MutexGuard<'_, BTreeMap<String, Family>> {
-        self.families
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub fn new() -> Arc<Metrics> {
+        Arc::new(Metrics::build())
     }
 
-    fn update(&self, name: &str, kind: MetricKind, labels: &[(&str, &str)], f: impl Fn(&mut f64)) {
-        let mut families = self.families();
-        let family = families.entry(sanitize(name)).or_insert_with(|| Family {
-            kind,
-            help: None,
-            series: BTreeMap::new(),
-        });
-        let mut key: Vec<(String, String)> = labels
-            .iter()
-            .map(|(k, v)| (sanitize(k), (*v).to_string()))
-            .collect();
-        key.sort();
-        f(family.series.entry(key).or_insert(0.0));
-    }
-
-    /// Sets the help text shown for a metric (and its type, when it has no value yet).
-    pub fn describe(&self, name: &str, kind: MetricKind, help: &str) {
-        let mut families = self.families();
-        let family = families.entry(sanitize(name)).or_insert_with(|| Family {
-            kind,
-            help: None,
-            series: BTreeMap::new(),
-        });
-        family.help = Some(help.replace('\\', "\\\\").replace('\n', "\\n"));
-    }
-
-    /// Adds 1 to a counter (`switchyard_applies_total`, `[("cluster", "karmada")]`).
-    pub fn inc(&self, name: &str, labels: &[(&str, &str)]) {
-        self.add(name, labels, 1.0);
-    }
-
-    /// Adds `value` to a counter.
-    pub fn add(&self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.update(name, MetricKind::Counter, labels, |v| *v += value);
-    }
-
-    /// Sets a gauge.
-    pub fn set(&self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.update(name, MetricKind::Gauge, labels, |v| *v = value);
-    }
-
-    /// The current value of a series, if it was ever set.
-    pub fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let mut key: Vec<(String, String)> = labels
-            .iter()
-            .map(|(k, v)| (sanitize(k), (*v).to_string()))
-            .collect();
-        key.sort();
-        self.families()
-            .get(&sanitize(name))
-            .and_then(|f| f.series.get(&key).copied())
-    }
-
-    /// Removes every series of a metric (a gauge over a set that changed).
-    pub fn clear(&self, name: &str) {
-        if let Some(family) = self.families().get_mut(&sanitize(name)) {
-            family.series.clear();
+    fn build() -> Metrics {
+        let mut registry = Registry::default();
+        let histograms = || Family::new_with_constructor(seconds_histogram as fn() -> Histogram);
+        let metrics = Metrics {
+            reconcile_total: Family::default(),
+            reconcile_errors_total: Family::default(),
+            reconcile_time_seconds: Family::new_with_constructor(seconds_histogram),
+            workqueue_depth: Family::default(),
+            workqueue_adds_total: Family::default(),
+            workqueue_queue_duration_seconds: Family::new_with_constructor(seconds_histogram),
+            workqueue_work_duration_seconds: Family::new_with_constructor(seconds_histogram),
+            workqueue_retries_total: Family::default(),
+            workqueue_unfinished_work_seconds: Family::default(),
+            workqueue_longest_running_processor_seconds: Family::default(),
+            rest_client_requests_total: Family::default(),
+            leader_election_master_status: Family::default(),
+            evaluations_total: Family::default(),
+            evaluation_seconds: histograms(),
+            cel_cost_total: Family::default(),
+            applies_total: Family::default(),
+            prunes_total: Family::default(),
+            status_writes_total: Family::default(),
+            finalizer_writes_total: Family::default(),
+            pack_reload_success: Gauge::default(),
+            pack_reloads_total: Family::default(),
+            packs_loaded: Gauge::default(),
+            pack_info: Family::default(),
+            watches: Family::default(),
+            cluster_members: Family::default(),
+            unreachable_clusters: Gauge::default(),
+            registry: Registry::default(),
+        };
+        // Counter names leave out `_total`: the encoder appends it.
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller (one controller per pack)",
+            metrics.reconcile_total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            metrics.reconcile_errors_total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            metrics.reconcile_time_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_depth",
+            "Current depth of workqueue (waiting on timers included)",
+            metrics.workqueue_depth.clone(),
+        );
+        registry.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            metrics.workqueue_adds_total.clone(),
+        );
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            metrics.workqueue_queue_duration_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            metrics.workqueue_work_duration_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            metrics.workqueue_retries_total.clone(),
+        );
+        registry.register(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been observed by work_duration",
+            metrics.workqueue_unfinished_work_seconds.clone(),
+        );
+        registry.register(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running",
+            metrics.workqueue_longest_running_processor_seconds.clone(),
+        );
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host",
+            metrics.rest_client_requests_total.clone(),
+        );
+        registry.register(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master",
+            metrics.leader_election_master_status.clone(),
+        );
+        registry.register(
+            "switchyard_evaluations",
+            "Trigger evaluations, per pack and rule",
+            metrics.evaluations_total.clone(),
+        );
+        registry.register(
+            "switchyard_evaluation_seconds",
+            "Time to evaluate one trigger, per pack",
+            metrics.evaluation_seconds.clone(),
+        );
+        registry.register(
+            "switchyard_cel_cost",
+            "CEL cost spent evaluating triggers, per pack (Kubernetes' cost units)",
+            metrics.cel_cost_total.clone(),
+        );
+        registry.register(
+            "switchyard_applies",
+            "Outputs created, applied or patched, per pack, cluster and kind",
+            metrics.applies_total.clone(),
+        );
+        registry.register(
+            "switchyard_prunes",
+            "Outputs deleted or orphaned because no trigger desires them (not counting ones already gone)",
+            metrics.prunes_total.clone(),
+        );
+        registry.register(
+            "switchyard_status_writes",
+            "Status applies on triggers, per pack, cluster and kind",
+            metrics.status_writes_total.clone(),
+        );
+        registry.register(
+            "switchyard_finalizer_writes",
+            "Finalizers added to or removed from triggers, per pack",
+            metrics.finalizer_writes_total.clone(),
+        );
+        registry.register(
+            "switchyard_pack_reload_success",
+            "Whether the last pack (re)load succeeded (1) or failed (0)",
+            metrics.pack_reload_success.clone(),
+        );
+        registry.register(
+            "switchyard_pack_reloads",
+            "Pack (re)loads, by result",
+            metrics.pack_reloads_total.clone(),
+        );
+        registry.register(
+            "switchyard_packs_loaded",
+            "The number of packs running",
+            metrics.packs_loaded.clone(),
+        );
+        registry.register(
+            "switchyard_pack_info",
+            "The running packs, with their versions (always 1)",
+            metrics.pack_info.clone(),
+        );
+        registry.register(
+            "switchyard_watches",
+            "Registered watches, by sync state",
+            metrics.watches.clone(),
+        );
+        registry.register(
+            "switchyard_cluster_members",
+            "Member clusters per role",
+            metrics.cluster_members.clone(),
+        );
+        registry.register(
+            "switchyard_unreachable_clusters",
+            "Clusters that do not answer now",
+            metrics.unreachable_clusters.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
         }
     }
 
-    /// The Prometheus text exposition format (version 0.0.4).
+    /// The OpenMetrics text of every metric.
     pub fn render(&self) -> String {
-        let families = self.families();
         let mut out = String::new();
-        for (name, family) in families.iter() {
-            let help = family.help.clone().unwrap_or_else(|| default_help(name));
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {}", family.kind.as_str());
-            for (labels, value) in &family.series {
-                out.push_str(name);
-                if !labels.is_empty() {
-                    let pairs: Vec<String> = labels
-                        .iter()
-                        .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
-                        .collect();
-                    let _ = write!(out, "{{{}}}", pairs.join(","));
-                }
-                let _ = writeln!(out, " {}", format_value(*value));
-            }
-        }
+        // Writing to a String does not fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
-}
 
-fn default_help(name: &str) -> String {
-    match name {
-        "switchyard_pack_reload_success" => {
-            "Whether the last pack (re)load succeeded (1) or failed (0).".into()
+    /// One reconciliation of a pack's trigger: its result and how long it took.
+    pub fn reconciled(&self, pack: &str, result: &str, took: Duration) {
+        let controller = pack.to_string();
+        self.reconcile_total
+            .get_or_create(&ResultLabels {
+                controller: controller.clone(),
+                result: result.to_string(),
+            })
+            .inc();
+        if result == "error" {
+            self.reconcile_errors_total
+                .get_or_create(&ControllerLabels {
+                    controller: controller.clone(),
+                })
+                .inc();
         }
-        "switchyard_packs_loaded" => "The number of packs running.".into(),
-        "switchyard_pack_info" => "The running packs, with their versions (always 1).".into(),
-        "switchyard_pack_reloads_total" => "Pack (re)loads, by result.".into(),
-        "switchyard_watches" => "Registered watches, by sync state.".into(),
-        _ => name.replace('_', " "),
+        self.reconcile_time_seconds
+            .get_or_create(&ControllerLabels { controller })
+            .observe(took.as_secs_f64());
+    }
+
+    /// One write to a cluster, counted by what it was.
+    pub fn wrote(
+        &self,
+        family: &Family<WriteLabels, Counter>,
+        pack: &str,
+        cluster: &str,
+        kind: &str,
+    ) {
+        family
+            .get_or_create(&WriteLabels {
+                pack: pack.to_string(),
+                cluster: cluster.to_string(),
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    /// The running packs.
+    pub fn set_packs(&self, packs: &[(String, String)]) {
+        self.pack_reload_success.set(1);
+        self.packs_loaded.set(packs.len() as i64);
+        self.pack_info.clear();
+        for (pack, version) in packs {
+            self.pack_info
+                .get_or_create(&PackInfoLabels {
+                    pack: pack.clone(),
+                    version: version.clone(),
+                })
+                .set(1);
+        }
+        self.reload("success");
+    }
+
+    /// A (re)load's result: `success` or `failure`.
+    pub fn reload(&self, result: &str) {
+        if result != "success" {
+            self.pack_reload_success.set(0);
+        }
+        self.pack_reloads_total
+            .get_or_create(&OutcomeLabels {
+                result: result.to_string(),
+            })
+            .inc();
+    }
+
+    /// The watches, synced or not.
+    pub fn set_watches(&self, synced: usize, total: usize) {
+        let set = |state: &str, n: usize| {
+            self.watches
+                .get_or_create(&StateLabels {
+                    state: state.to_string(),
+                })
+                .set(n as i64);
+        };
+        set("synced", synced);
+        set("not-synced", total.saturating_sub(synced));
+    }
+
+    /// This process leads (`true`) or waits (`false`) for the lease `name`.
+    pub fn set_leader(&self, name: &str, leading: bool) {
+        self.leader_election_master_status
+            .get_or_create(&LeaderLabels {
+                name: name.to_string(),
+            })
+            .set(i64::from(leading));
+    }
+
+    /// The queue's gauges, from the queue itself (scraped, not pushed).
+    pub fn set_queue(&self, depth: usize, unfinished: Duration, longest: Duration) {
+        let labels = QueueLabels {
+            name: QUEUE.to_string(),
+        };
+        self.workqueue_depth
+            .get_or_create(&labels)
+            .set(depth as i64);
+        self.workqueue_unfinished_work_seconds
+            .get_or_create(&labels)
+            .set(unfinished.as_secs_f64());
+        self.workqueue_longest_running_processor_seconds
+            .get_or_create(&labels)
+            .set(longest.as_secs_f64());
     }
 }
 
-/// Metric and label names allow `[a-zA-Z_:][a-zA-Z0-9_:]*`; anything else becomes `_`.
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .enumerate()
-        .map(|(i, c)| {
-            if c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
+/// What the queue reports as it works (client-go's workqueue metrics).
+impl crate::queue::QueueObserver for Metrics {
+    fn added(&self) {
+        self.workqueue_adds_total
+            .get_or_create(&QueueLabels {
+                name: QUEUE.to_string(),
+            })
+            .inc();
+    }
 
-fn escape_label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
+    fn started(&self, waited: Duration) {
+        self.workqueue_queue_duration_seconds
+            .get_or_create(&QueueLabels {
+                name: QUEUE.to_string(),
+            })
+            .observe(waited.as_secs_f64());
+    }
 
-fn format_value(value: f64) -> String {
-    if value.is_nan() {
-        "NaN".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        value.to_string()
+    fn finished(&self, worked: Duration) {
+        self.workqueue_work_duration_seconds
+            .get_or_create(&QueueLabels {
+                name: QUEUE.to_string(),
+            })
+            .observe(worked.as_secs_f64());
+    }
+
+    fn retried(&self) {
+        self.workqueue_retries_total
+            .get_or_create(&QueueLabels {
+                name: QUEUE.to_string(),
+            })
+            .inc();
     }
 }

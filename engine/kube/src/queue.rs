@@ -49,6 +49,18 @@ impl Backoff {
     }
 }
 
+/// What a queue reports as it works: client-go's workqueue metrics.
+pub trait QueueObserver: Send + Sync {
+    /// A key was added (queued, or marked to be queued again).
+    fn added(&self);
+    /// A worker took a key that waited `waited` since it was queued.
+    fn started(&self, waited: Duration);
+    /// A worker finished a key after `worked`.
+    fn finished(&self, worked: Duration);
+    /// A failed key was put back with a backoff.
+    fn retried(&self);
+}
+
 /// A key waiting on a timer.
 struct Waiting {
     token: u64,
@@ -66,6 +78,9 @@ struct State<K> {
     waiting: HashMap<K, Waiting>,
     next_token: u64,
     closed: bool,
+    /// When each queued key was queued, and each running key taken.
+    queued_at: HashMap<K, Instant>,
+    started_at: HashMap<K, Instant>,
 }
 
 /// A work queue shared by the producers (watch events, timers) and the workers.
@@ -74,6 +89,7 @@ pub struct Queue<K> {
     notify: Notify,
     backoff: Backoff,
     permanent: Backoff,
+    observer: Option<Arc<dyn QueueObserver>>,
 }
 
 impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
@@ -84,6 +100,15 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
     /// A queue with the backoff of failures that may pass (`backoff`) and of requests the
     /// API server refuses outright (`permanent`).
     pub fn with_backoffs(backoff: Backoff, permanent: Backoff) -> Arc<Self> {
+        Queue::observed(backoff, permanent, None)
+    }
+
+    /// A queue that reports what it does to `observer` (metrics).
+    pub fn observed(
+        backoff: Backoff,
+        permanent: Backoff,
+        observer: Option<Arc<dyn QueueObserver>>,
+    ) -> Arc<Self> {
         Arc::new(Queue {
             state: Mutex::new(State {
                 ready: VecDeque::new(),
@@ -94,10 +119,13 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
                 waiting: HashMap::new(),
                 next_token: 0,
                 closed: false,
+                queued_at: HashMap::new(),
+                started_at: HashMap::new(),
             }),
             notify: Notify::new(),
             backoff,
             permanent,
+            observer,
         })
     }
 
@@ -118,11 +146,15 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
         if state.waiting.get(&key).is_some_and(|w| w.retry) {
             state.waiting.remove(&key);
         }
+        if let Some(observer) = &self.observer {
+            observer.added();
+        }
         if state.running.contains(&key) {
             state.dirty.insert(key);
             return;
         }
         if state.queued.insert(key.clone()) {
+            state.queued_at.insert(key.clone(), Instant::now());
             state.ready.push_back(key);
             drop(state);
             self.notify.notify_one();
@@ -182,6 +214,13 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
                 if let Some(key) = state.ready.pop_front() {
                     state.queued.remove(&key);
                     state.running.insert(key.clone());
+                    let now = Instant::now();
+                    if let (Some(observer), Some(at)) =
+                        (&self.observer, state.queued_at.remove(&key))
+                    {
+                        observer.started(now - at);
+                    }
+                    state.started_at.insert(key.clone(), now);
                     let more = !state.ready.is_empty();
                     drop(state);
                     if more {
@@ -217,6 +256,9 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
             &self.backoff
         };
         let delay = backoff.delay(*failures);
+        if let Some(observer) = &self.observer {
+            observer.retried();
+        }
         self.finish(state, key);
         self.wait(key.clone(), delay, true);
         delay
@@ -244,7 +286,11 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
 
     fn finish(&self, mut state: MutexGuard<'_, State<K>>, key: &K) {
         state.running.remove(key);
+        if let (Some(observer), Some(at)) = (&self.observer, state.started_at.remove(key)) {
+            observer.finished(at.elapsed());
+        }
         if state.dirty.remove(key) && !state.closed && state.queued.insert(key.clone()) {
+            state.queued_at.insert(key.clone(), Instant::now());
             state.ready.push_back(key.clone());
             drop(state);
             self.notify.notify_one();
@@ -259,6 +305,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
         state.queued.clear();
         state.dirty.clear();
         state.waiting.clear();
+        state.queued_at.clear();
         drop(state);
         self.notify.notify_waiters();
     }
@@ -273,6 +320,16 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
             .filter(|k| !state.queued.contains(*k) && !state.running.contains(*k))
             .count();
         state.queued.len() + state.running.len() + timed
+    }
+
+    /// The work in progress: its total time so far and the longest single item's.
+    pub fn in_progress(&self) -> (Duration, Duration) {
+        let state = self.lock();
+        let now = Instant::now();
+        let ages = state.started_at.values().map(|at| now - *at);
+        ages.fold((Duration::ZERO, Duration::ZERO), |(sum, max), age| {
+            (sum + age, max.max(age))
+        })
     }
 
     /// Keys waiting out a failure's backoff.

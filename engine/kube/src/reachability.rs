@@ -133,9 +133,9 @@ impl Reachability {
         });
     }
 
-    /// Whether any cluster is marked unreachable.
-    pub fn any_down(&self) -> bool {
-        !self.lock().down.is_empty()
+    /// How many clusters are marked unreachable.
+    pub fn unreachable(&self) -> usize {
+        self.lock().down.len()
     }
 
     /// Lines for `/readyz`: each unreachable cluster and each forbidden call.

@@ -195,7 +195,7 @@ fn respond(
             let mut response = text(StatusCode::OK, health.metrics().render());
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                hyper::header::HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
             );
             response
         }
@@ -221,7 +221,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::metrics::MetricKind;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// Starts a server on a free port; returns its address and the shutdown trigger.
@@ -380,69 +379,182 @@ mod tests {
         assert_eq!(lines.next(), Some("    rules/a: 1 errors, 0 warnings"));
 
         let (_, content_type, metrics) = get(addr, "/metrics").await;
-        assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
-        assert!(
-            metrics.contains("\nswitchyard_pack_reload_success 0\n"),
-            "{metrics}"
+        assert_eq!(content_type, crate::metrics::CONTENT_TYPE);
+        let scrape = parse(&metrics);
+        assert_eq!(
+            value(&scrape, "switchyard_pack_reload_success", &[]),
+            Some(0.0)
         );
-        assert!(
-            metrics.contains("\nswitchyard_packs_loaded 2\n"),
-            "{metrics}"
-        );
-        assert!(
-            metrics.contains("switchyard_pack_reloads_total{result=\"failure\"} 2\n"),
-            "{metrics}"
+        assert_eq!(value(&scrape, "switchyard_packs_loaded", &[]), Some(2.0));
+        assert_eq!(
+            value(
+                &scrape,
+                "switchyard_pack_reloads_total",
+                &[("result", "failure")]
+            ),
+            Some(2.0)
         );
     }
 
+    /// The exposition, parsed by a Prometheus text parser.
+    fn parse(text: &str) -> prometheus_parse::Scrape {
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        prometheus_parse::Scrape::parse(lines).unwrap()
+    }
+
+    /// The value of the sample `name` with exactly these labels.
+    fn value(
+        scrape: &prometheus_parse::Scrape,
+        name: &str,
+        labels: &[(&str, &str)],
+    ) -> Option<f64> {
+        scrape
+            .samples
+            .iter()
+            .find(|s| {
+                s.metric == name
+                    && s.labels.len() == labels.len()
+                    && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
+            })
+            .and_then(|s| match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => Some(v),
+                _ => None,
+            })
+    }
+
+    /// controller-runtime's families (so its dashboards work) and Switchyard's own, as a
+    /// Prometheus parser reads them.
     #[tokio::test]
-    async fn metrics_in_prometheus_text_format() {
+    async fn metrics_in_controller_runtimes_families() {
         let health = Health::new();
         health.set_packs(packs());
         let metrics = health.metrics();
-        metrics.describe(
-            "switchyard_applies_total",
-            MetricKind::Counter,
-            "Objects applied.",
+        metrics.reconciled(
+            "kcp-karmada",
+            "success",
+            std::time::Duration::from_millis(3),
         );
-        metrics.inc("switchyard_applies_total", &[("cluster", "karmada")]);
-        metrics.inc("switchyard_applies_total", &[("cluster", "karmada")]);
-        metrics.add(
-            "switchyard_applies_total",
-            &[("cluster", "say \"hi\"\n")],
-            3.0,
+        metrics.reconciled("kcp-karmada", "error", std::time::Duration::from_millis(40));
+        metrics.wrote(
+            &metrics.applies_total,
+            "kcp-karmada",
+            "karmada",
+            "Deployment",
         );
-        metrics.set("switchyard_queue_depth", &[], 1.5);
-        assert_eq!(
-            metrics.get("switchyard_applies_total", &[("cluster", "karmada")]),
-            Some(2.0)
+        metrics.set_leader("switchyard", true);
+        metrics.set_queue(
+            3,
+            std::time::Duration::from_secs(2),
+            std::time::Duration::from_secs(1),
         );
+        use crate::queue::QueueObserver;
+        metrics.added();
+        metrics.started(std::time::Duration::from_millis(5));
+        metrics.finished(std::time::Duration::from_millis(7));
+        metrics.retried();
+        metrics
+            .rest_client_requests_total
+            .get_or_create(&crate::metrics::RestLabels {
+                code: "200".into(),
+                method: "PATCH".into(),
+                host: "127.0.0.1:6443".into(),
+            })
+            .inc();
         let (addr, _stop) = start(health.clone()).await;
         let (status, _, body) = get(addr, "/metrics").await;
         assert_eq!(status, 200);
-        let expected = "\
-# HELP switchyard_applies_total Objects applied.
-# TYPE switchyard_applies_total counter
-switchyard_applies_total{cluster=\"karmada\"} 2
-switchyard_applies_total{cluster=\"say \\\"hi\\\"\\n\"} 3
-# HELP switchyard_pack_info The running packs, with their versions (always 1).
-# TYPE switchyard_pack_info gauge
-switchyard_pack_info{pack=\"city-config\",version=\"0.1.0\"} 1
-switchyard_pack_info{pack=\"kcp-karmada\",version=\"0.3.0\"} 1
-# HELP switchyard_pack_reload_success Whether the last pack (re)load succeeded (1) or failed (0).
-# TYPE switchyard_pack_reload_success gauge
-switchyard_pack_reload_success 1
-# HELP switchyard_pack_reloads_total Pack (re)loads, by result.
-# TYPE switchyard_pack_reloads_total counter
-switchyard_pack_reloads_total{result=\"success\"} 1
-# HELP switchyard_packs_loaded The number of packs running.
-# TYPE switchyard_packs_loaded gauge
-switchyard_packs_loaded 2
-# HELP switchyard_queue_depth switchyard queue depth
-# TYPE switchyard_queue_depth gauge
-switchyard_queue_depth 1.5
-";
-        assert_eq!(body, expected);
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        let scrape = parse(&body);
+        let reconcile = |result| {
+            value(
+                &scrape,
+                "controller_runtime_reconcile_total",
+                &[("controller", "kcp-karmada"), ("result", result)],
+            )
+        };
+        assert_eq!(reconcile("success"), Some(1.0));
+        assert_eq!(reconcile("error"), Some(1.0));
+        assert_eq!(
+            value(
+                &scrape,
+                "controller_runtime_reconcile_errors_total",
+                &[("controller", "kcp-karmada")]
+            ),
+            Some(1.0)
+        );
+        let queue = [("name", "switchyard")];
+        assert_eq!(value(&scrape, "workqueue_depth", &queue), Some(3.0));
+        assert_eq!(value(&scrape, "workqueue_adds_total", &queue), Some(1.0));
+        assert_eq!(value(&scrape, "workqueue_retries_total", &queue), Some(1.0));
+        assert_eq!(
+            value(&scrape, "workqueue_unfinished_work_seconds", &queue),
+            Some(2.0)
+        );
+        assert_eq!(
+            value(
+                &scrape,
+                "workqueue_longest_running_processor_seconds",
+                &queue
+            ),
+            Some(1.0)
+        );
+        for histogram in [
+            "controller_runtime_reconcile_time_seconds",
+            "workqueue_queue_duration_seconds",
+            "workqueue_work_duration_seconds",
+        ] {
+            assert!(
+                scrape.samples.iter().any(|s| s.metric == histogram
+                    && matches!(s.value, prometheus_parse::Value::Histogram(_))),
+                "{histogram} missing:\n{body}"
+            );
+        }
+        assert_eq!(
+            value(
+                &scrape,
+                "rest_client_requests_total",
+                &[
+                    ("code", "200"),
+                    ("method", "PATCH"),
+                    ("host", "127.0.0.1:6443")
+                ]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &scrape,
+                "leader_election_master_status",
+                &[("name", "switchyard")]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &scrape,
+                "switchyard_applies_total",
+                &[
+                    ("pack", "kcp-karmada"),
+                    ("cluster", "karmada"),
+                    ("kind", "Deployment")
+                ]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &scrape,
+                "switchyard_pack_info",
+                &[("pack", "city-config"), ("version", "0.1.0")]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&scrape, "switchyard_pack_reload_success", &[]),
+            Some(1.0)
+        );
     }
 
     #[tokio::test]

@@ -300,6 +300,26 @@ impl Store {
         }
     }
 
+    /// Each role the broker knows and its number of member clusters (workspaces seen, for a
+    /// role of workspaces).
+    pub fn roles(&self) -> Vec<(String, usize)> {
+        let mut roles: BTreeSet<String> = self.members.keys().cloned().collect();
+        roles.extend(
+            self.workspace_roles
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .keys()
+                .cloned(),
+        );
+        roles
+            .into_iter()
+            .map(|role| {
+                let members = World::members(self, &role).len();
+                (role, members)
+            })
+            .collect()
+    }
+
     /// The key of a cached object of the watch `kind`.
     pub fn key_of(&self, kind: &KindKey, object: &Value) -> Option<ObjectKey> {
         let cluster = match self.cache(kind) {

@@ -113,6 +113,7 @@ pub(crate) fn evaluate_traced<'w>(
         errors: Vec::new(),
         trace: Vec::new(),
         requeue_after: None,
+        cost: 0,
         facts: TriggerFacts {
             precedence: Precedence::of(trigger.object),
             now,
@@ -158,8 +159,11 @@ pub(crate) fn evaluate_traced<'w>(
         results.insert(0, conflict);
     }
 
-    let status = trigger_status(results, &ctx.missing_targets, trigger.object, now);
+    let missing_targets = std::mem::take(&mut ctx.missing_targets);
+    let cost = ctx.cost_used;
+    let status = trigger_status(results, &missing_targets, trigger.object, now);
     outcome.status = Some(status);
+    outcome.cost = cost;
 
     let needs_finalizer = rules
         .iter()

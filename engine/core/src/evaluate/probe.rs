@@ -86,6 +86,7 @@ pub fn probe_rule(
         errors: Vec::new(),
         trace: Vec::new(),
         requeue_after: None,
+        cost: 0,
         facts: TriggerFacts::default(),
     };
     let conversions = Conversions::default();

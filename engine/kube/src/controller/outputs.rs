@@ -163,7 +163,7 @@ impl Controller {
             .clusters
             .apply(pack_name, key, &with_hash(&desired.object, &merged.hash))
             .await?;
-        self.count(|w| w.applies += 1);
+        self.count_apply(pack_name, key);
         self.record_stored(key, &merged.hash, &stored);
         tracing::debug!(object = %key, "applied");
         Ok(Synced::Done)
@@ -179,7 +179,7 @@ impl Controller {
         let object = with_hash(&merged.desired.object, &merged.hash);
         match self.clusters.create(pack_name, key, &object).await {
             Ok(created) => {
-                self.count(|w| w.applies += 1);
+                self.count_apply(pack_name, key);
                 let uid = created.metadata.uid.clone().unwrap_or_default();
                 self.lock().unmarked.insert(key.clone(), uid);
                 let marked = self.mark(pack_name, key, &created, true).await?;
@@ -201,7 +201,7 @@ impl Controller {
                     .to_string();
                 if created_by(&live, pack_name) {
                     let stored = self.clusters.apply(pack_name, key, &object).await?;
-                    self.count(|w| w.applies += 1);
+                    self.count_apply(pack_name, key);
                     self.record_stored(key, &merged.hash, &stored);
                     Ok(Synced::Done)
                 } else if merged.desired.adopt {
@@ -229,7 +229,7 @@ impl Controller {
             metadata.insert("uid".into(), Value::String(uid.to_string()));
         }
         let applied = self.clusters.apply(pack_name, key, &object).await?;
-        self.count(|w| w.applies += 1);
+        self.count_apply(pack_name, key);
         let marked = self.mark(pack_name, key, &applied, false).await?;
         self.record_stored(key, &merged.hash, &marked);
         tracing::info!(object = %key, "adopted an existing object (adopt: true)");
@@ -247,7 +247,7 @@ impl Controller {
             .clusters
             .mark_created(pack_name, key, live, created)
             .await?;
-        self.count(|w| w.applies += 1);
+        self.count_apply(pack_name, key);
         self.lock().unmarked.remove(key);
         Ok(marked)
     }
@@ -302,7 +302,7 @@ impl Controller {
         self.clusters
             .apply_patch(pack_name, key, object, uid)
             .await?;
-        self.count(|w| w.applies += 1);
+        self.count_apply(pack_name, key);
         tracing::debug!(object = %key, "patched");
         Ok(())
     }
@@ -325,7 +325,7 @@ impl Controller {
         if let Some(live) = self.store.get_key(key) {
             let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
             self.clusters.take_back(pack_name, key, uid).await?;
-            self.count(|w| w.applies += 1);
+            self.count_apply(pack_name, key);
             tracing::info!(object = %key, "patch taken back: the pack's fields removed");
         }
         if let Some(p) = self.lock().packs.get_mut(pack_name) {
@@ -407,7 +407,7 @@ impl Controller {
             match result {
                 Ok(deleted) => {
                     if deleted {
-                        self.count(|w| w.deletes += 1);
+                        self.count_prune(pack_name, &key);
                     }
                     self.lock().applied.remove(&key);
                 }

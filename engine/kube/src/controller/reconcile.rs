@@ -67,6 +67,7 @@ impl Controller {
             *counters.per_trigger.entry(trigger.clone()).or_default() += 1;
         }
         tracing::debug!(pack = %pack_name, trigger = %trigger, "evaluating");
+        let started = std::time::Instant::now();
         let mut outcome = match evaluate_untraced(
             &pack,
             Trigger {
@@ -82,6 +83,7 @@ impl Controller {
                 return Ok(());
             }
         };
+        self.count_evaluation(pack_name, &outcome, started.elapsed());
         if outcome.rules.is_empty() {
             // No rule of this pack watches it (any more): like a trigger that is gone.
             let touched = {
@@ -161,7 +163,7 @@ impl Controller {
             self.clusters
                 .set_finalizer(pack_name, trigger, &object, f, true)
                 .await?;
-            self.count(|w| w.finalizers += 1);
+            self.count_finalizer(pack_name);
         }
         let applied = self.sync_outputs(pack_name, &touched).await;
         // The merge refused this trigger's version of an output: its status says so.

@@ -229,6 +229,79 @@ impl Controller {
         f(&mut self.writes.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
+    /// The broker's metrics.
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        self.clusters.metrics()
+    }
+
+    /// One evaluation: per rule that matched, its time and CEL cost per pack.
+    pub(super) fn count_evaluation(
+        &self,
+        pack: &str,
+        outcome: &switchyard_core::Outcome,
+        took: std::time::Duration,
+    ) {
+        use crate::metrics::{PackLabels, RuleLabels};
+        let metrics = self.metrics();
+        for rule in &outcome.rules {
+            metrics
+                .evaluations_total
+                .get_or_create(&RuleLabels {
+                    pack: pack.to_string(),
+                    rule: rule.clone(),
+                })
+                .inc();
+        }
+        let labels = PackLabels {
+            pack: pack.to_string(),
+        };
+        metrics
+            .evaluation_seconds
+            .get_or_create(&labels)
+            .observe(took.as_secs_f64());
+        metrics
+            .cel_cost_total
+            .get_or_create(&labels)
+            .inc_by(outcome.cost);
+    }
+
+    /// An output written (created, applied, marked, patched or taken back).
+    pub(super) fn count_apply(&self, pack: &str, key: &ObjectKey) {
+        self.count(|w| w.applies += 1);
+        let metrics = self.metrics();
+        metrics.wrote(&metrics.applies_total, pack, &key.cluster, &key.kind);
+    }
+
+    /// An output deleted or orphaned by prune.
+    pub(super) fn count_prune(&self, pack: &str, key: &ObjectKey) {
+        self.count(|w| w.deletes += 1);
+        let metrics = self.metrics();
+        metrics.wrote(&metrics.prunes_total, pack, &key.cluster, &key.kind);
+    }
+
+    /// A trigger's status written.
+    pub(super) fn count_status(&self, pack: &str, trigger: &ObjectKey) {
+        self.count(|w| w.status += 1);
+        let metrics = self.metrics();
+        metrics.wrote(
+            &metrics.status_writes_total,
+            pack,
+            &trigger.cluster,
+            &trigger.kind,
+        );
+    }
+
+    /// A finalizer added to or removed from a trigger.
+    pub(super) fn count_finalizer(&self, pack: &str) {
+        self.count(|w| w.finalizers += 1);
+        self.metrics()
+            .finalizer_writes_total
+            .get_or_create(&crate::metrics::PackLabels {
+                pack: pack.to_string(),
+            })
+            .inc();
+    }
+
     /// The loaded packs' names and versions.
     pub fn packs(&self) -> Vec<(String, String)> {
         self.lock()

@@ -58,7 +58,7 @@ impl Controller {
             .apply_status(pack_name, trigger, status)
             .await?
         {
-            self.count(|w| w.status += 1);
+            self.count_status(pack_name, trigger);
         }
         Ok(())
     }
@@ -110,7 +110,7 @@ impl Controller {
         self.clusters
             .set_finalizer(pack_name, trigger, object, &finalizer, false)
             .await?;
-        self.count(|w| w.finalizers += 1);
+        self.count_finalizer(pack_name);
         if let Some(p) = self.lock().packs.get_mut(pack_name) {
             p.deleting.remove(trigger);
         }

@@ -146,7 +146,7 @@ impl Controller {
             .release_finalizer(pack, trigger, &finalizer)
             .await?
         {
-            self.count(|w| w.finalizers += 1);
+            self.count_finalizer(pack);
             tracing::info!(trigger = %trigger, pack = %pack, "finalizer of an unloaded pack removed");
         }
         Ok(())
