@@ -43,6 +43,23 @@ pub struct RunArgs {
     /// /clusters/<workspace> under it. Repeatable.
     #[arg(long = "no-workspace-paths", value_name = "ROLE")]
     no_workspace_paths: Vec<String>,
+    /// Compete for a Lease so that one broker of several writes; the others keep warm
+    /// caches and take over when the leader goes.
+    #[arg(long)]
+    leader_elect: bool,
+    /// The Lease's name (default switchyard).
+    #[arg(long)]
+    leader_elect_lease_name: Option<String>,
+    /// The Lease's namespace (default the pod's, POD_NAMESPACE, else default).
+    #[arg(long)]
+    leader_elect_namespace: Option<String>,
+    /// The cluster holding the Lease, ROLE or ROLE/NAME (default the in-cluster one, else the
+    /// first configured).
+    #[arg(long)]
+    leader_elect_cluster: Option<String>,
+    /// Seconds a lease lasts without renewal (default 15): the longest a dead leader holds it.
+    #[arg(long)]
+    leader_elect_lease_seconds: Option<u64>,
     /// Quiet time after a change under --packs before the packs are reloaded (default 500).
     #[arg(long)]
     reload_debounce_millis: Option<u64>,
@@ -76,6 +93,11 @@ pub fn run(args: RunArgs) -> Result<u8, CliError> {
         health_addr: args.health_addr,
         metrics_addr: args.metrics_addr,
         no_workspace_paths: args.no_workspace_paths,
+        leader_elect: args.leader_elect,
+        leader_elect_lease_name: args.leader_elect_lease_name,
+        leader_elect_namespace: args.leader_elect_namespace,
+        leader_elect_cluster: args.leader_elect_cluster,
+        leader_elect_lease_seconds: args.leader_elect_lease_seconds,
         reload_debounce_millis: args.reload_debounce_millis,
         log_format: args.log_format.map(|f| match f {
             LogFormatArg::Text => LogFormat::Text,

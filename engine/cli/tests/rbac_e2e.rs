@@ -1,7 +1,8 @@
 //! The broker with exactly the RBAC `switchyard rbac` generates: a ServiceAccount token per
 //! cluster, bound to the generated roles and nothing else, runs the kcp-karmada pack against
 //! real API servers through apply, status, a Warning Event, delete and cleanup, and no request
-//! is refused (the broker logs every refusal; a refused Event at debug level).
+//! is refused (the broker logs every refusal; a refused Event at debug level). It runs with
+//! leader election, so the Lease's rules are exercised too.
 //!
 //! With `SWITCHYARD_IMAGE` set (`switchyard:0.1.0`, from scripts/image.sh), the broker is the
 //! image's entrypoint run by `SWITCHYARD_IMAGE_RUN` (default `podman run`; where the sandbox
@@ -171,6 +172,12 @@ impl Broker {
                 format!("source={}", source.display()),
                 "--cluster".into(),
                 format!("karmada={}", karmada.display()),
+                // The Lease too is held under the generated RBAC.
+                "--leader-elect".into(),
+                "--leader-elect-cluster".into(),
+                "source".into(),
+                "--leader-elect-namespace".into(),
+                "switchyard-system".into(),
                 "--health-addr".into(),
                 format!("127.0.0.1:{port}"),
                 "--metrics-addr".into(),

@@ -119,6 +119,10 @@ async fn run_applies_reports_ready_and_stops_on_sigterm() {
             "rules/kcp-karmada",
             "--log-format",
             "json",
+            // One API server holds the tenant's objects (the pack's source role is a kcp
+            // virtual workspace).
+            "--no-workspace-paths",
+            "source",
         ])
         .arg("--cluster")
         .arg(format!("source={}", source.kubeconfig_path().display()))

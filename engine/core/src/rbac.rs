@@ -289,8 +289,8 @@ pub fn compute(packs: &[&Pack], kinds: &Kinds, lease_namespace: &str) -> Result<
             rules: vec![PolicyRule {
                 api_groups: vec!["coordination.k8s.io".into()],
                 resources: vec!["leases".into()],
-                verbs: vec![Verb::Get, Verb::Create, Verb::Update, Verb::Patch],
-                why: "Leader election: the replicas hold one Lease; only its holder writes.".into(),
+                verbs: vec![Verb::Get, Verb::List, Verb::Watch, Verb::Create, Verb::Update, Verb::Patch],
+                why: "Leader election: the replicas hold one Lease; only its holder writes; the others watch it.".into(),
             }],
         },
     })

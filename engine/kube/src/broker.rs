@@ -1,6 +1,6 @@
 //! `switchyard run`: wires clusters, watches, the controller, hot reload and health together.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,8 +10,7 @@ use tokio::task::JoinHandle;
 
 use crate::apply::Clusters;
 use crate::config::{BrokerConfig, ConfigError};
-use crate::controller::{CLEANUP_POLL, Controller, ReconcileError, Work};
-use crate::failure::FailureKind;
+use crate::controller::{Controller, Work};
 use crate::health::Health;
 use crate::metrics::Metrics;
 use crate::packs::{self, PackSet};
@@ -127,55 +126,29 @@ pub async fn run(
     }
     health.set_reachability(clusters.reachability().clone());
 
-    let mut workers = Vec::new();
-    // The last error of each work item: a failure that repeats is logged once, at warn,
-    // and again only when the error changes.
-    let last_errors: Arc<std::sync::Mutex<HashMap<Work, String>>> = Arc::default();
-    for _ in 0..config.workers.max(1) {
-        let queue = queue.clone();
-        let controller = controller.clone();
-        let last_errors = last_errors.clone();
-        workers.push(tokio::spawn(async move {
-            while let Some(work) = queue.next().await {
-                let started = std::time::Instant::now();
-                let result = controller.process(&work).await;
-                if let Work::Trigger(pack, _) = &work {
-                    let outcome = match &result {
-                        Ok(()) => "success",
-                        Err(ReconcileError::Pending(_)) => "requeue_after",
-                        Err(_) => "error",
-                    };
-                    controller.metrics().reconciled(pack, outcome, started.elapsed());
-                }
-                let mut errors = last_errors
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match result {
-                    Ok(()) => {
-                        errors.remove(&work);
-                        queue.done(&work);
-                    }
-                    Err(ReconcileError::Pending(why)) => {
-                        tracing::debug!(%why, "waiting");
-                        queue.done(&work);
-                        queue.add_after(work, CLEANUP_POLL);
-                    }
-                    Err(e) => {
-                        controller.count_failure();
-                        let permanent = matches!(&e, ReconcileError::Apply(a) if a.kind() == FailureKind::Permanent);
-                        let delay = queue.retry(&work, permanent);
-                        let message = e.to_string();
-                        if errors.get(&work) == Some(&message) {
-                            tracing::debug!(work = ?work, error = %message, retry_in = ?delay, "work failed again; retrying");
-                        } else {
-                            tracing::warn!(work = ?work, error = %message, retry_in = ?delay, "work failed; retrying");
-                            errors.insert(work, message);
-                        }
-                    }
-                }
-            }
-        }));
-    }
+    // Leader election: with it, the workers write only while this broker leads; without it,
+    // always (the sender stays here so the channel never closes).
+    let (always, mut leading) = tokio::sync::watch::channel(true);
+    let elector = if config.leader_elect {
+        let cluster = config.lease_cluster()?.to_string();
+        let client = clusters
+            .client(&cluster)
+            .map_err(|e| BrokerError::Io(e.to_string()))?;
+        let election = crate::leader::Election {
+            lease_name: config.leader_elect_lease_name.clone(),
+            namespace: config.lease_namespace(),
+            identity: crate::leader::identity(),
+            lease_seconds: config.leader_elect_lease_seconds,
+            renew_before_seconds: config.leader_elect_renew_before_seconds,
+        };
+        tracing::info!(lease = %election.lease_name, namespace = %election.namespace, %cluster, identity = %election.identity, "leader election");
+        let (elected, elector) = crate::leader::elect(client, election, metrics.clone());
+        leading = elected;
+        Some(elector)
+    } else {
+        None
+    };
+    let workers = crate::workers::start(config.workers.max(1), &queue, &controller, &leading);
     // A cluster that answers again: every item waiting out a backoff is retried now.
     let mut recoveries = clusters.reachability().recoveries();
 
@@ -205,6 +178,13 @@ pub async fn run(
                 let retried = queue.retry_now();
                 tracing::info!(retried, "a cluster answers again: retrying the work that waited");
             }
+            Ok(()) = leading.changed() => {
+                if *leading.borrow_and_update() {
+                    // A new leader's first round, on the caches it has kept warm: nothing is
+                    // pruned before every trigger is evaluated by this broker.
+                    controller.lead();
+                }
+            }
             _ = resync.tick() => controller.resync(),
             _ = metrics_tick.tick() => publish_metrics(&metrics, &store, &clusters, &queue),
         }
@@ -220,6 +200,11 @@ pub async fn run(
     {
         tracing::warn!("work still in flight after 30s; stopping anyway");
     }
+    // Released as soon as nothing writes: a follower takes over at once.
+    if let Some(elector) = elector {
+        elector.release().await;
+    }
+    drop(always);
     for (_, (_, task)) in watches.running {
         task.abort();
     }

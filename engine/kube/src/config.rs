@@ -76,6 +76,27 @@ pub struct BrokerConfig {
     /// both there.
     #[serde(default = "default_metrics_addr")]
     pub metrics_addr: String,
+    /// Compete for a Lease so that one broker of several writes (`--leader-elect`); the
+    /// others keep their caches warm and take over when the leader goes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub leader_elect: bool,
+    /// The Lease's name.
+    #[serde(default = "default_lease_name")]
+    pub leader_elect_lease_name: String,
+    /// The Lease's namespace; default the pod's (`POD_NAMESPACE`), else `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_elect_namespace: Option<String>,
+    /// The cluster (`ROLE` or `ROLE/NAME`) that holds the Lease: the broker's own; default
+    /// the one configured `inCluster`, else the first configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_elect_cluster: Option<String>,
+    /// How long a lease lasts without renewal, in seconds: the longest a broker that died
+    /// holds it.
+    #[serde(default = "default_lease_seconds")]
+    pub leader_elect_lease_seconds: u64,
+    /// How long before the lease expires the leader renews it, in seconds.
+    #[serde(default = "default_renew_before_seconds")]
+    pub leader_elect_renew_before_seconds: u64,
     /// How long the packs folder must be quiet after a change before packs are reloaded, in
     /// milliseconds.
     #[serde(default = "default_reload_debounce_millis")]
@@ -149,6 +170,19 @@ fn default_metrics_addr() -> String {
     "0.0.0.0:8080".to_string()
 }
 
+fn default_lease_name() -> String {
+    "switchyard".to_string()
+}
+
+/// controller-runtime's lease duration.
+fn default_lease_seconds() -> u64 {
+    15
+}
+
+fn default_renew_before_seconds() -> u64 {
+    5
+}
+
 fn default_reload_debounce_millis() -> u64 {
     500
 }
@@ -164,6 +198,12 @@ impl Default for BrokerConfig {
             workers: default_workers(),
             health_addr: default_health_addr(),
             metrics_addr: default_metrics_addr(),
+            leader_elect: false,
+            leader_elect_lease_name: default_lease_name(),
+            leader_elect_namespace: None,
+            leader_elect_cluster: None,
+            leader_elect_lease_seconds: default_lease_seconds(),
+            leader_elect_renew_before_seconds: default_renew_before_seconds(),
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
         }
@@ -220,6 +260,11 @@ pub struct Flags {
     /// Roles whose cluster serves every workspace's objects itself (see
     /// [`ClusterConfig::workspace_paths`]).
     pub no_workspace_paths: Vec<String>,
+    pub leader_elect: bool,
+    pub leader_elect_lease_name: Option<String>,
+    pub leader_elect_namespace: Option<String>,
+    pub leader_elect_cluster: Option<String>,
+    pub leader_elect_lease_seconds: Option<u64>,
     pub reload_debounce_millis: Option<u64>,
     pub log_format: Option<LogFormat>,
 }
@@ -461,9 +506,27 @@ impl BrokerConfig {
             health_addr,
             metrics_addr,
             no_workspace_paths,
+            leader_elect,
+            leader_elect_lease_name,
+            leader_elect_namespace,
+            leader_elect_cluster,
+            leader_elect_lease_seconds,
             reload_debounce_millis,
             log_format,
         } = flags;
+        self.leader_elect |= leader_elect;
+        if let Some(v) = leader_elect_lease_name {
+            self.leader_elect_lease_name = v;
+        }
+        if leader_elect_namespace.is_some() {
+            self.leader_elect_namespace = leader_elect_namespace;
+        }
+        if leader_elect_cluster.is_some() {
+            self.leader_elect_cluster = leader_elect_cluster;
+        }
+        if let Some(v) = leader_elect_lease_seconds {
+            self.leader_elect_lease_seconds = v;
+        }
         if packs.is_some() {
             self.packs = packs;
         }
@@ -542,7 +605,48 @@ impl BrokerConfig {
         }
         self.health_socket_addr()?;
         self.metrics_socket_addr()?;
+        if self.leader_elect {
+            if self.leader_elect_renew_before_seconds == 0
+                || self.leader_elect_lease_seconds <= self.leader_elect_renew_before_seconds
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "leaderElectLeaseSeconds ({}) must be more than leaderElectRenewBeforeSeconds ({}), which must be at least 1",
+                    self.leader_elect_lease_seconds, self.leader_elect_renew_before_seconds
+                )));
+            }
+            self.lease_cluster()?;
+        }
         Ok(())
+    }
+
+    /// The cluster that holds the leader-election Lease.
+    pub fn lease_cluster(&self) -> Result<ClusterId, ConfigError> {
+        let chosen = match &self.leader_elect_cluster {
+            Some(id) => self.clusters.iter().find(|c| c.id().to_string() == *id),
+            None => self
+                .clusters
+                .iter()
+                .find(|c| c.in_cluster)
+                .or_else(|| self.clusters.first()),
+        };
+        chosen.map(ClusterConfig::id).ok_or_else(|| {
+            ConfigError::Invalid(match &self.leader_elect_cluster {
+                Some(id) => format!("leaderElectCluster `{id}` is not a configured cluster"),
+                None => "leader election needs a cluster to hold its Lease: configure one".into(),
+            })
+        })
+    }
+
+    /// The Lease's namespace: configured, else the pod's, else `default`.
+    pub fn lease_namespace(&self) -> String {
+        self.leader_elect_namespace
+            .clone()
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| "default".to_string())
     }
 
     /// `healthAddr` as a socket address.
@@ -778,7 +882,9 @@ spec:
             parse(&unknown).unwrap_err(),
             "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
              `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
-             `reloadDebounceMillis`, `logFormat` at `spec.workerz`"
+             `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
+             `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
+             `logFormat` at `spec.workerz`"
         );
         let wrong_type = FILE.replace("workers: 4", "workers: many");
         let e = parse(&wrong_type).unwrap_err();

@@ -14,6 +14,7 @@ pub mod controller;
 pub mod failure;
 pub mod health;
 pub mod instrument;
+pub mod leader;
 pub mod metrics;
 pub mod packs;
 pub mod queue;
@@ -22,5 +23,6 @@ pub mod reload;
 pub mod serve;
 pub mod store;
 pub mod watch;
+pub mod workers;
 
 pub use broker::{BrokerError, Handle, run};

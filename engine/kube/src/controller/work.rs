@@ -152,6 +152,18 @@ impl Controller {
         Ok(())
     }
 
+    /// This broker has become the leader: every pack starts a first round (on the caches it
+    /// kept while following), so nothing is pruned before it has evaluated every trigger.
+    pub fn lead(&self) {
+        {
+            let mut state = self.lock();
+            for p in state.packs.values_mut() {
+                p.initial = Initial::Waiting(None);
+            }
+        }
+        self.start_ready_packs();
+    }
+
     /// A watch delivered a complete list.
     pub fn watch_synced(&self, kind: KindKey) {
         self.lock().synced.insert(kind);
