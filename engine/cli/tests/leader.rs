@@ -270,6 +270,28 @@ impl Broker {
             .map(|l| l.ends_with(" 1"))
     }
 
+    /// Triggers this broker has evaluated and applied (`controller_runtime_reconcile_total`).
+    fn reconciles(&self) -> f64 {
+        let Some((200, body)) = http_get(self.port, "/metrics") else {
+            panic!("no /metrics from the broker on port {}", self.port);
+        };
+        body.lines()
+            .filter(|l| l.starts_with("controller_runtime_reconcile_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// The process's resident memory.
+    fn rss_mib(&self) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    }
+
     fn signal(&self, signal: &str) {
         let sent = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
@@ -376,6 +398,10 @@ async fn writes_with(replicas: usize) -> Vec<usize> {
     .await;
     // Late writes (status, finalizers) land before counting.
     tokio::time::sleep(Duration::from_secs(3)).await;
+    // Followers do not even evaluate.
+    for (i, follower) in brokers.iter().enumerate().filter(|(i, _)| *i != leading) {
+        assert_eq!(follower.reconciles(), 0.0, "follower {i} evaluated triggers");
+    }
     // The leader first, then the followers.
     let mut writes: Vec<usize> = brokers.iter().map(Broker::writes).collect();
     writes.swap(0, leading);
@@ -418,11 +444,27 @@ async fn a_follower_takes_over_from_a_killed_or_stopped_leader() {
         setup.converged(n, |_| "one".into())
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The leader is done (finalizers and status written too): no write for 2 s.
+    let mut last = usize::MAX;
+    eventually("the leader idle", Duration::from_secs(120), || {
+        let now = brokers[first].writes();
+        let idle = now == last;
+        last = now;
+        async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if idle {
+                Ok(())
+            } else {
+                Err(format!("{now} writes so far"))
+            }
+        }
+    })
+    .await;
 
     // kill -9: the lease expires, a follower takes it and evaluates everything again, writing
     // nothing that is unchanged.
     brokers.iter().for_each(Broker::reset_counts);
+    let brokers_rss_before_kill = brokers[first].rss_mib();
     brokers[first].signal("-KILL");
     let killed = Instant::now();
     let mut survivors: Vec<Broker> = Vec::new();
@@ -431,8 +473,55 @@ async fn a_follower_takes_over_from_a_killed_or_stopped_leader() {
             survivors.push(b);
         }
     }
+    let follower_rss = survivors.iter().map(Broker::rss_mib).fold(0.0, f64::max);
+    let leader_rss = brokers_rss_before_kill;
     let second = leader(&survivors).await;
     let takeover = killed.elapsed();
+    // Warm standby: the new leader's first round runs on caches it already holds.
+    let mut first_round = String::new();
+    eventually(
+        "the new leader's first round",
+        Duration::from_secs(120),
+        || {
+            let found = survivors[second]
+                .logs()
+                .lines()
+                .rev()
+                .find(|l| l.contains("first round complete"))
+                .and_then(|l| l.split("took=").nth(1))
+                .and_then(|t| t.split_whitespace().next())
+                .map(str::to_string);
+            let result = match found {
+                Some(took) => {
+                    first_round = took;
+                    Ok(())
+                }
+                None => Err("not yet".to_string()),
+            };
+            async move { result }
+        },
+    )
+    .await;
+    // Cold standby would first list every watched kind, as a broker that starts does.
+    let cold = setup.broker().await;
+    let started = Instant::now();
+    eventually("a new broker ready", Duration::from_secs(120), || {
+        let ready = http_get(cold.port, "/readyz").is_some_and(|(code, _)| code == 200);
+        async move {
+            if ready {
+                Ok(())
+            } else {
+                Err("not ready".to_string())
+            }
+        }
+    })
+    .await;
+    let listing = started.elapsed();
+    let cold_rss = cold.rss_mib();
+    drop(cold);
+    eprintln!(
+        "{n} triggers: leader {leader_rss:.1} MiB, warm follower {follower_rss:.1} MiB; the new leader's first round took {first_round}; a starting broker's lists took {listing:?} (a cold standby's delay at takeover), {cold_rss:.1} MiB then"
+    );
     tokio::time::sleep(Duration::from_secs(3)).await;
     let rewrites: usize = survivors.iter().map(Broker::writes).sum();
     setup.put("t0", "after").await;

@@ -468,3 +468,134 @@ impl crate::queue::QueueObserver for Metrics {
             .inc();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::Metrics;
+
+    /// The metric names a PromQL expression uses (those of the broker's families).
+    fn metric_names(expr: &str) -> Vec<String> {
+        const PREFIXES: [&str; 5] = [
+            "controller_runtime_",
+            "workqueue_",
+            "rest_client_",
+            "leader_election_",
+            "switchyard_",
+        ];
+        expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| PREFIXES.iter().any(|p| word.starts_with(p)))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Every query of the shipped Grafana dashboard names a family the broker exports, with
+    /// the suffix its type gives its samples (`_total` of a counter, `_bucket` of a histogram).
+    #[test]
+    fn the_dashboard_queries_what_the_broker_exports() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/grafana/switchyard.json"
+        );
+        let dashboard: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // A family shows in the exposition once it has a sample: give each one.
+        let metrics = Metrics::new();
+        let took = std::time::Duration::from_millis(3);
+        metrics.reconciled("p", "error", took);
+        for family in [
+            &metrics.applies_total,
+            &metrics.prunes_total,
+            &metrics.status_writes_total,
+        ] {
+            metrics.wrote(family, "p", "c", "Deployment");
+        }
+        metrics.set_packs(&[("p".into(), "1.0.0".into())]);
+        metrics.set_watches(1, 2);
+        metrics.set_leader("switchyard", true);
+        metrics.set_queue(1, took, took);
+        {
+            use crate::queue::QueueObserver;
+            metrics.added();
+            metrics.started(took);
+            metrics.finished(took);
+            metrics.retried();
+        }
+        let pack = super::PackLabels { pack: "p".into() };
+        metrics
+            .evaluations_total
+            .get_or_create(&super::RuleLabels {
+                pack: "p".into(),
+                rule: "r".into(),
+            })
+            .inc();
+        metrics
+            .evaluation_seconds
+            .get_or_create(&pack)
+            .observe(0.001);
+        metrics.cel_cost_total.get_or_create(&pack).inc();
+        metrics.finalizer_writes_total.get_or_create(&pack).inc();
+        metrics
+            .cluster_members
+            .get_or_create(&super::RoleLabels { role: "c".into() })
+            .set(1);
+        metrics
+            .rest_client_requests_total
+            .get_or_create(&super::RestLabels {
+                code: "200".into(),
+                method: "GET".into(),
+                host: "h".into(),
+            })
+            .inc();
+        let exposition = metrics.render();
+        let type_of = |family: &str| {
+            exposition.lines().find_map(|l| {
+                l.strip_prefix("# TYPE ")?
+                    .strip_prefix(family)?
+                    .strip_prefix(' ')
+                    .map(str::to_string)
+            })
+        };
+        let mut queried = 0;
+        for panel in dashboard["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                let expr = target["expr"].as_str().unwrap();
+                for name in metric_names(expr) {
+                    let (family, want) = if let Some(f) = name.strip_suffix("_total") {
+                        (f, "counter")
+                    } else if let Some(f) = name.strip_suffix("_bucket") {
+                        (f, "histogram")
+                    } else {
+                        (name.as_str(), "gauge")
+                    };
+                    assert_eq!(
+                        type_of(family).as_deref(),
+                        Some(want),
+                        "panel {:?} queries {name}",
+                        panel["title"]
+                    );
+                    queried += 1;
+                }
+            }
+        }
+        // Each of controller-runtime's families the issue names is on the dashboard.
+        let text = dashboard.to_string();
+        for family in [
+            "controller_runtime_reconcile_total",
+            "controller_runtime_reconcile_errors_total",
+            "controller_runtime_reconcile_time_seconds_bucket",
+            "workqueue_depth",
+            "workqueue_adds_total",
+            "workqueue_queue_duration_seconds_bucket",
+            "workqueue_work_duration_seconds_bucket",
+            "workqueue_retries_total",
+            "workqueue_unfinished_work_seconds",
+            "rest_client_requests_total",
+            "leader_election_master_status",
+        ] {
+            assert!(text.contains(family), "{family} not on the dashboard");
+        }
+        assert!(queried > 20, "{queried} metrics queried");
+    }
+}

@@ -73,6 +73,8 @@ pub(super) struct PackState {
     /// Bumped each time a first round starts: an evaluation that began before counts for
     /// no round (it may have read caches that had not listed yet).
     pub(super) round: u64,
+    /// When the current first round began (the log says how long it took).
+    pub(super) round_started: std::time::Instant,
 }
 
 impl PackState {
@@ -93,6 +95,7 @@ impl PackState {
             deleting: HashSet::new(),
             initial: Initial::Waiting(None),
             round: 0,
+            round_started: std::time::Instant::now(),
         }
     }
 }

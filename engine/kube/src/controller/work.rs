@@ -28,6 +28,11 @@ impl PackState {
             pending.remove(trigger);
             if pending.is_empty() {
                 self.initial = Initial::Done;
+                tracing::info!(
+                    pack = %self.pack.name(),
+                    took = ?self.round_started.elapsed(),
+                    "first round complete: every trigger evaluated; prune may run"
+                );
                 return true;
             }
         }
@@ -219,6 +224,7 @@ impl Controller {
                     work.push(Work::Trigger(name.clone(), t.clone()));
                 }
                 p.round += 1;
+                p.round_started = std::time::Instant::now();
                 p.initial = if triggers.is_empty() {
                     work.push(Work::Prune(name.clone()));
                     Initial::Done
