@@ -400,7 +400,11 @@ async fn writes_with(replicas: usize) -> Vec<usize> {
     tokio::time::sleep(Duration::from_secs(3)).await;
     // Followers do not even evaluate.
     for (i, follower) in brokers.iter().enumerate().filter(|(i, _)| *i != leading) {
-        assert_eq!(follower.reconciles(), 0.0, "follower {i} evaluated triggers");
+        assert_eq!(
+            follower.reconciles(),
+            0.0,
+            "follower {i} evaluated triggers"
+        );
     }
     // The leader first, then the followers.
     let mut writes: Vec<usize> = brokers.iter().map(Broker::writes).collect();
