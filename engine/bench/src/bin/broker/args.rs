@@ -11,12 +11,17 @@ pub(crate) struct Args {
     pub(crate) concurrency: usize,
     pub(crate) timeout: Duration,
     pub(crate) reload_debounce_ms: u64,
+    /// Side by side with kro at these numbers of Apps, instead of the broker benchmark.
+    pub(crate) versus_kro: Option<Vec<usize>>,
+    /// How long each controller is left alone after converging, counting its writes.
+    pub(crate) idle: Duration,
     /// Internal: run only the broker, with this configuration file (JSON `BrokerConfig`).
     pub(crate) child: Option<PathBuf>,
 }
 
 pub(crate) const USAGE: &str = "usage: broker [--triggers N (10000)] [--workers N (16)] \
-[--concurrency N (16)] [--timeout-minutes N (15)] [--reload-debounce-ms N (500)]";
+[--concurrency N (16)] [--timeout-minutes N (15)] [--reload-debounce-ms N (500)]
+       broker --versus-kro N[,N...] [--workers N] [--idle-seconds N (30)] [--timeout-minutes N]";
 
 impl Args {
     pub(crate) fn parse() -> Res<Args> {
@@ -26,6 +31,8 @@ impl Args {
             concurrency: 16,
             timeout: Duration::from_secs(15 * 60),
             reload_debounce_ms: 500,
+            versus_kro: None,
+            idle: Duration::from_secs(30),
             child: None,
         };
         let mut it = std::env::args().skip(1);
@@ -48,6 +55,18 @@ impl Args {
                 "--concurrency" => args.concurrency = usize::try_from(number()?)?.max(1),
                 "--timeout-minutes" => args.timeout = Duration::from_secs(number()? * 60),
                 "--reload-debounce-ms" => args.reload_debounce_ms = number()?,
+                "--idle-seconds" => args.idle = Duration::from_secs(number()?),
+                "--versus-kro" => {
+                    let sizes = value
+                        .split(',')
+                        .map(|n| n.trim().parse::<usize>())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| format!("--versus-kro {value}: {e}"))?;
+                    if sizes.is_empty() || sizes.contains(&0) {
+                        return Err("--versus-kro needs sizes of at least 1".into());
+                    }
+                    args.versus_kro = Some(sizes);
+                }
                 "--broker-child" => args.child = Some(PathBuf::from(&value)),
                 _ => return Err(format!("unknown flag {flag}\n{USAGE}").into()),
             }

@@ -11,6 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use crate::error::Res;
+use crate::figures::{process_cpu_ticks, process_memory_kib};
 
 /// The broker is idle when it used at most this many clock ticks (1/100 s) of CPU in each of
 /// `QUIET_SECONDS` consecutive seconds and made no write.
@@ -157,30 +158,16 @@ impl BrokerProcess {
 
     /// A `/proc/PID/status` field of the broker process in kB (`VmHWM`, `VmRSS`).
     pub(crate) fn memory_kib(&self, field: &str) -> Res<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid))?;
-        let prefix = format!("{field}:");
-        let line = status
-            .lines()
-            .find(|l| l.starts_with(&prefix))
-            .ok_or_else(|| format!("no {field} in /proc/PID/status"))?;
-        let kib = line
-            .trim_start_matches(&prefix)
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()?;
-        Ok(kib)
+        process_memory_kib(self.pid, field)
     }
 
     /// CPU time used by the broker process (user + system), in clock ticks of 1/100 s.
     pub(crate) fn cpu_ticks(&self) -> Res<u64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid))?;
-        let after = stat.rsplit_once(')').ok_or("malformed /proc/PID/stat")?.1;
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        // Fields 14 and 15 of stat(5), counted from the state (field 3).
-        let utime: u64 = fields.get(11).ok_or("no utime")?.parse()?;
-        let stime: u64 = fields.get(12).ok_or("no stime")?.parse()?;
-        Ok(utime + stime)
+        process_cpu_ticks(self.pid)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// Waits until the broker is idle (see [`QUIET_TICKS`]); returns how long it was busy

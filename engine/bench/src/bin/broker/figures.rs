@@ -92,6 +92,34 @@ pub(crate) fn tree_cpu_ticks() -> Res<u64> {
     Ok(ticks)
 }
 
+/// A `/proc/PID/status` field of a process in kB (`VmHWM`: its peak resident set, `VmRSS`).
+pub(crate) fn process_memory_kib(pid: u32, field: &str) -> Res<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let prefix = format!("{field}:");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))?;
+    let kib = line
+        .trim_start_matches(&prefix)
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()?;
+    Ok(kib)
+}
+
+/// CPU time used by a process (user + system), in clock ticks of 1/100 s.
+pub(crate) fn process_cpu_ticks(pid: u32) -> Res<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let after = stat.rsplit_once(')').ok_or("malformed /proc/PID/stat")?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5), counted from the state (field 3).
+    let utime: u64 = fields.get(11).ok_or("no utime")?.parse()?;
+    let stime: u64 = fields.get(12).ok_or("no stime")?.parse()?;
+    Ok(utime + stime)
+}
+
 pub(crate) fn cpu_secs(ticks: u64) -> String {
     format!("{:.1} s", ticks as f64 / 100.0)
 }

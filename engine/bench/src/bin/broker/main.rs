@@ -26,6 +26,9 @@
 //!    the finalizer and status of every FleetWorkload) made by a bare client, 16 in flight;
 //! 7. the summary.
 //!
+//! With `--versus-kro 1000,5000` it runs instead the side-by-side comparison with kro
+//! (`versus_kro.rs`, the work in `engine/bench/versus-kro`).
+//!
 //! Everything runs on 127.0.0.1; every wait has a deadline and the whole run stops after
 //! `--timeout-minutes` (default 15); the control planes and the broker process are killed
 //! when they are dropped.
@@ -41,6 +44,7 @@ mod floor;
 mod pack;
 mod reload;
 mod report;
+mod versus_kro;
 
 use std::error::Error;
 
@@ -55,7 +59,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         .build()?;
     let result = match &args.child {
         Some(config) => runtime.block_on(child_main(config)),
-        None => runtime.block_on(bench(&args)),
+        None => match &args.versus_kro {
+            Some(sizes) => runtime.block_on(versus_kro::versus_kro(&args, sizes)),
+            None => runtime.block_on(bench(&args)),
+        },
     };
     result.map_err(|e| e as Box<dyn Error>)
 }

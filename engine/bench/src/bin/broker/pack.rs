@@ -102,14 +102,17 @@ pub(crate) fn karmada_crds() -> Res<Vec<Value>> {
         "policy.karmada.io_propagationpolicies.yaml",
         "work.karmada.io_resourcebindings.yaml",
     ] {
-        let path = dir.join(file);
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let documents = switchyard_core::yaml::parse_documents(&text)
-            .map_err(|e| format!("{}: {}", path.display(), e.message))?;
-        crds.extend(documents.iter().map(|d| d.to_json()));
+        crds.extend(yaml_documents(&dir.join(file))?);
     }
     Ok(crds)
+}
+
+/// The YAML documents of a file, as JSON.
+pub(crate) fn yaml_documents(path: &Path) -> Res<Vec<Value>> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let documents = switchyard_core::yaml::parse_documents(&text)
+        .map_err(|e| format!("{}: {}", path.display(), e.message))?;
+    Ok(documents.iter().map(|d| d.to_json()).collect())
 }
 
 pub(crate) fn synced_true(object: &Value) -> bool {
