@@ -968,6 +968,35 @@ fn a_stated_max_cost_silences_check_and_is_enforced() {
 }
 
 #[test]
+fn a_stated_max_cost_silences_a_worst_case_over_the_limit_too() {
+    let pack = PACK.replace(
+        "spec:\n  clusters:",
+        "spec:\n  limits: {celCostPerExpression: 2}\n  clusters:",
+    );
+    let rule = RULE.replace(
+        "  when:\n",
+        "  when:\n    - expression: self.spec.cities.size() + 1 > 2\n",
+    );
+    let warnings = |rule: String| -> Vec<String> {
+        load_demo(&rule, &[("pack.yaml", &pack)])
+            .diagnostics
+            .iter()
+            .filter(|d| d.code == "cel::cost" && d.line == Some(15))
+            .map(|d| d.message.clone())
+            .collect()
+    };
+    assert_eq!(
+        warnings(rule.clone()),
+        ["the worst-case cost 8 exceeds the limit 2 (spec.limits.celCostPerExpression)"]
+    );
+    let stated = rule.replace(
+        "    - expression: self.spec.cities.size() + 1 > 2\n",
+        "    - expression: self.spec.cities.size() + 1 > 2\n      maxCost: 2\n",
+    );
+    assert_eq!(warnings(stated), Vec::<String>::new());
+}
+
+#[test]
 fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
     let rule = RULE
         .replace(
