@@ -997,6 +997,44 @@ fn a_stated_max_cost_silences_a_worst_case_over_the_limit_too() {
 }
 
 #[test]
+fn conditions_a_rule_maps_as_a_field_are_kept_beside_the_engines() {
+    let rule = RULE.replace(
+        "      cities: self.spec.cities.size()\n",
+        "      cities: self.spec.cities.size()\n      conditions: self.spec.downstream\n",
+    );
+    let pack = pack_with(&rule);
+    let mut trigger = app("a", &["ber"], "n");
+    trigger["spec"]["downstream"] = json!([
+        {"type": "Available", "status": "True", "reason": "Up", "message": "",
+         "lastTransitionTime": "2025-01-01T00:00:00Z", "observedGeneration": 9},
+        {"type": "Synced", "status": "False", "reason": "Downstream"},
+        {"type": "Ready", "status": "False", "reason": "Downstream"}
+    ]);
+    let outcome = run(&pack, &trigger, &world(&[team()]));
+    let status = outcome.status.unwrap();
+    let conditions = status["conditions"].as_array().unwrap();
+    assert_eq!(
+        conditions,
+        &[
+            json!({"type": "Available", "status": "True", "reason": "Up", "message": "",
+                   "lastTransitionTime": "2025-01-01T00:00:00Z", "observedGeneration": 9}),
+            json!({"type": "Synced", "status": "True", "reason": "Synced",
+                   "message": "rendered by app (2 outputs)",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 4}),
+            json!({"type": "Ready", "status": "True", "reason": "Rendered", "message": "",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 4}),
+        ]
+    );
+
+    trigger["spec"]["downstream"] = json!([{"status": "True"}]);
+    let outcome = run(&pack, &trigger, &world(&[team()]));
+    assert_eq!(
+        outcome.errors[0].message,
+        "status field `conditions` must be a list of conditions (maps with a string `type`), got [{\"status\":\"True\"}]"
+    );
+}
+
+#[test]
 fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
     let rule = RULE
         .replace(
