@@ -284,6 +284,8 @@ impl Pack {
                     })
                     .collect(),
                 deletion: r.deletion,
+                write_status: r.write_status,
+                finalizer: r.finalizer,
             })
             .collect()
     }
@@ -352,6 +354,10 @@ pub struct RuleKinds {
     /// outputs of stages (whose gates read them).
     pub observed_outputs: Vec<ObservedOutput>,
     pub deletion: DeletionPolicy,
+    /// The rule writes its triggers' status (`spec.writeStatus`).
+    pub write_status: bool,
+    /// The rule puts the pack's finalizer on its triggers (`spec.finalizer`).
+    pub finalizer: bool,
 }
 
 pub(crate) struct CompiledRule {
@@ -367,6 +373,10 @@ pub(crate) struct CompiledRule {
     pub stages: Option<CompiledStages>,
     pub status: Option<CompiledStatus>,
     pub deletion: DeletionPolicy,
+    /// `spec.writeStatus`: the rule's results go into the trigger's status.
+    pub write_status: bool,
+    /// `spec.finalizer`: the rule's outputs hold the trigger's deletion.
+    pub finalizer: bool,
     /// Some expression or template reads `clusters`.
     pub reads_clusters: bool,
 }

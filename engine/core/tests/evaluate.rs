@@ -1034,6 +1034,64 @@ fn conditions_a_rule_maps_as_a_field_are_kept_beside_the_engines() {
     );
 }
 
+/// RULE without its status mapping.
+fn rule_without_status() -> String {
+    let at = RULE.find("  status:\n").unwrap();
+    RULE[..at].to_string()
+}
+
+#[test]
+fn a_rule_writing_status_to_a_role_without_write_status_is_an_error() {
+    let read_only = PACK.replace(
+        "{name: source, access: [read, writeStatus]}",
+        "{name: source, access: [read]}",
+    );
+    let errors = load_errors(&rule_without_status(), &[("pack.yaml", &read_only)]);
+    assert_eq!(
+        errors,
+        [
+            "demo/rules/app.yaml:6:10: error[pack::cluster-access]: the rule writes its triggers' status (the `Synced` condition), but cluster `source` is not declared with `writeStatus` access in pack.yaml\n  in rule `app`\n  help: add `writeStatus` to the cluster's access, or set `writeStatus: false` on the rule to leave its triggers' status alone"
+        ]
+    );
+    let opted_out = rule_without_status().replace(
+        "  watch: {apiVersion: example.com/v1, kind: App}\n",
+        "  watch: {apiVersion: example.com/v1, kind: App}\n  writeStatus: false\n",
+    );
+    assert_eq!(
+        load_errors(&opted_out, &[("pack.yaml", &read_only)]),
+        Vec::<String>::new()
+    );
+    // A mapping with `writeStatus: false` says two things at once.
+    let both = RULE.replace(
+        "  watch: {apiVersion: example.com/v1, kind: App}\n",
+        "  watch: {apiVersion: example.com/v1, kind: App}\n  writeStatus: false\n",
+    );
+    assert_eq!(
+        load_errors(&both, &[]),
+        [
+            "demo/rules/app.yaml:32:5: error[pack::invalid-value]: `spec.status` is written into the trigger's status, but the rule says `writeStatus: false`\n  in rule `app`"
+        ]
+    );
+}
+
+#[test]
+fn rules_may_leave_status_and_finalizer_alone() {
+    let rule = rule_without_status().replace(
+        "  watch: {apiVersion: example.com/v1, kind: App}\n",
+        "  watch: {apiVersion: example.com/v1, kind: App}\n  writeStatus: false\n  finalizer: false\n",
+    );
+    let pack = pack_with(&rule);
+    let outcome = run(&pack, &app("a", &["ber"], "n"), &world(&[team()]));
+    assert_eq!(outcome.desired.len(), 2);
+    assert_eq!((outcome.status, outcome.finalizer), (None, None));
+
+    // The defaults: status and finalizer.
+    let pack = pack_with(&rule_without_status());
+    let outcome = run(&pack, &app("a", &["ber"], "n"), &world(&[team()]));
+    assert!(outcome.status.is_some());
+    assert_eq!(outcome.finalizer.as_deref(), Some("switchyard.dev/demo"));
+}
+
 #[test]
 fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
     let rule = RULE

@@ -602,7 +602,7 @@ impl Loader<'_> {
             .stages
             .as_ref()
             .and_then(|stages| self.compile_stages(env, file, &rule, node, stages, stage_outputs));
-        if stages.is_some() {
+        if stages.is_some() && spec.write_status {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.stages");
         }
 
@@ -629,8 +629,49 @@ impl Loader<'_> {
             });
             compiled
         });
-        if status.is_some() {
+        if status.is_some() && spec.write_status {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.status");
+        }
+        if spec.write_status {
+            // Every trigger gets `Synced`, mapping or not (a mapping's own error is above).
+            if spec.status.is_none()
+                && spec.stages.is_none()
+                && roles
+                    .get(watch_cluster.as_str())
+                    .is_some_and(|access| !access.contains(&Access::WriteStatus))
+            {
+                self.error(
+                    Diagnostic::error(
+                        "pack::cluster-access",
+                        format!(
+                            "the rule writes its triggers' status (the `Synced` condition), but cluster `{watch_cluster}` is not declared with `writeStatus` access in pack.yaml"
+                        ),
+                    )
+                    .at(file, at("spec.watch"))
+                    .in_rule(&rule)
+                    .with_help(
+                        "add `writeStatus` to the cluster's access, or set `writeStatus: false` on the rule to leave its triggers' status alone",
+                    ),
+                );
+            }
+        } else {
+            for (what, present) in [
+                ("spec.status", spec.status.is_some()),
+                ("spec.stages", spec.stages.is_some()),
+            ] {
+                if present {
+                    self.error(
+                        Diagnostic::error(
+                            "pack::invalid-value",
+                            format!(
+                                "`{what}` is written into the trigger's status, but the rule says `writeStatus: false`"
+                            ),
+                        )
+                        .at(file, at(what))
+                        .in_rule(&rule),
+                    );
+                }
+            }
         }
 
         // Every expression may read only what exists: the rule's names, plus, where they are
@@ -912,6 +953,8 @@ impl Loader<'_> {
             stages,
             status,
             deletion: spec.deletion,
+            write_status: spec.write_status,
+            finalizer: spec.finalizer,
             reads_clusters,
         })
     }
