@@ -1093,6 +1093,27 @@ fn rules_may_leave_status_and_finalizer_alone() {
 }
 
 #[test]
+fn an_output_writing_status_needs_a_kind_with_a_status_subresource() {
+    let city = format!("{CITY}status:\n  ready: true\n");
+    assert_eq!(
+        load_errors(RULE, &[("templates/city.yaml.hbs", &city)]),
+        [
+            "demo/templates/city.yaml.hbs:12:1: error[pack::invalid-value]: output `city` writes `status`, but ConfigMap (v1) has no status subresource to write it through\n  in rule `app`\n  help: leave `status` out of the template, or give the kind's CRD `subresources: {status: {}}`"
+        ]
+    );
+    // A Namespace has one: its rendered status is kept.
+    let namespace = format!("{NAMESPACE}status:\n  phase: Active\n");
+    let pack = pack_with_files(RULE, &[("templates/namespace.yaml.hbs", &namespace)]);
+    let outcome = run(&pack, &app("a", &["ber"], "n"), &world(&[team()]));
+    let ns = outcome
+        .desired
+        .iter()
+        .find(|d| d.key.kind == "Namespace")
+        .unwrap();
+    assert_eq!(ns.object["status"], json!({"phase": "Active"}));
+}
+
+#[test]
 fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
     let rule = RULE
         .replace(

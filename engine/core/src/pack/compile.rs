@@ -541,6 +541,7 @@ impl Loader<'_> {
                     .in_rule(&rule),
                 );
             }
+            self.check_output_status(&rule, output);
             let when = output.when.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
             });
@@ -957,6 +958,45 @@ impl Loader<'_> {
             finalizer: spec.finalizer,
             reads_clusters,
         })
+    }
+
+    /// An output whose template writes `status` goes through the status subresource: its
+    /// kind must have one (as Kubernetes' own kinds or the pack's CRDs say; a kind known to
+    /// neither is left to the broker's discovery).
+    fn check_output_status(&mut self, rule: &str, output: &crate::model::Output) {
+        let path = format!("templates/{}", output.template);
+        let Some(text) = self.files.files.get(&path) else {
+            return;
+        };
+        let Some(line) = text.lines().position(|l| {
+            l.strip_prefix("status")
+                .is_some_and(|r| r.trim_start().starts_with(':'))
+        }) else {
+            return;
+        };
+        let Some((api_version, kind)) = literal_kind(text) else {
+            return;
+        };
+        match crate::kinds::lookup(self.crds, &api_version, &kind) {
+            Some(known) if !known.status => {
+                let display = self.files.display(&path);
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "output `{}` writes `status`, but {kind} ({api_version}) has no status subresource to write it through",
+                            output.name
+                        ),
+                    )
+                    .at(&display, Pos { line: line + 1, column: 1 })
+                    .in_rule(rule)
+                    .with_help(
+                        "leave `status` out of the template, or give the kind's CRD `subresources: {status: {}}`",
+                    ),
+                );
+            }
+            _ => {}
+        }
     }
 
     /// A status mapping's fields and conditions (`spec.status` or `spec.status.onStop`).
