@@ -1114,6 +1114,88 @@ fn an_output_writing_status_needs_a_kind_with_a_status_subresource() {
 }
 
 #[test]
+fn timestamps_are_kept_while_what_they_stamp_is_unchanged() {
+    let rule = RULE.replace(
+        "      cities: self.spec.cities.size()\n",
+        "      cities: self.spec.cities.size()\n      lastSyncTime: keepTime(self.?status.?lastSyncTime, self.?status.?cities, self.spec.cities.size(), now)\n      nested: \"setConditions(self.?status.?nested.orValue(null), [{'type': 'Ready', 'status': self.spec.note == 'ok' ? 'True' : 'False', 'reason': 'R'}, {'type': 'Given', 'status': 'True', 'lastTransitionTime': '2020-01-01T00:00:00Z'}], now)\"\n",
+    );
+    let warnings = cost_warnings(rule.clone(), &[]);
+    assert!(
+        warnings
+            .iter()
+            .all(|w| !w.contains("keepTime") && !w.contains("setConditions")),
+        "{warnings:#?}"
+    );
+    let pack = pack_with(&rule);
+    let w = world(&[team()]);
+    let at = |clock: &str| {
+        DateTime::parse_from_rfc3339(clock)
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    let eval = |trigger: &Value, clock: &str| {
+        let outcome = evaluate(
+            &pack,
+            Trigger {
+                cluster: "source",
+                object: trigger,
+            },
+            &w,
+            at(clock),
+        )
+        .unwrap();
+        assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+        outcome.status.unwrap()
+    };
+    let times = |status: &Value| {
+        (
+            status["lastSyncTime"].as_str().unwrap().to_string(),
+            status["nested"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["lastTransitionTime"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut trigger = app("a", &["ber"], "ok");
+    let first = eval(&trigger, "2026-01-01T00:00:00Z");
+    assert_eq!(
+        times(&first),
+        (
+            "2026-01-01T00:00:00Z".to_string(),
+            vec![
+                "2026-01-01T00:00:00Z".to_string(),
+                "2020-01-01T00:00:00Z".to_string()
+            ]
+        )
+    );
+    // Nothing stamped changed: an hour later, the same times (a resync writes nothing).
+    trigger["status"] = first.clone();
+    let second = eval(&trigger, "2026-01-01T01:00:00Z");
+    assert_eq!(second, first);
+    // The nested condition's status changes: its time moves, the sync time stays.
+    trigger["status"] = second;
+    trigger["spec"]["note"] = json!("down");
+    let third = eval(&trigger, "2026-01-01T02:00:00Z");
+    assert_eq!(
+        times(&third),
+        (
+            "2026-01-01T00:00:00Z".to_string(),
+            vec![
+                "2026-01-01T02:00:00Z".to_string(),
+                "2020-01-01T00:00:00Z".to_string()
+            ]
+        )
+    );
+    // What the sync time stamps changes: it moves.
+    trigger["status"] = third;
+    trigger["spec"]["cities"] = json!(["ber", "muc"]);
+    let fourth = eval(&trigger, "2026-01-01T03:00:00Z");
+    assert_eq!(times(&fourth).0, "2026-01-01T03:00:00Z");
+}
+
+#[test]
 fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
     let rule = RULE
         .replace(

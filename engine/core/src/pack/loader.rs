@@ -174,6 +174,29 @@ impl<'a> Loader<'a> {
                 }),
             )
             .with_function(
+                "keepTime",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [time, before, value, now] => {
+                        Ok(crate::functions::keep_time(time, before, value, now))
+                    }
+                    _ => Err(
+                        "keepTime(previousTime, previousValue, value, now) takes four values"
+                            .to_string(),
+                    ),
+                }),
+            )
+            .with_function(
+                "setConditions",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [previous, conditions, now] => {
+                        crate::functions::set_conditions(previous, conditions, now)
+                    }
+                    _ => Err(
+                        "setConditions(previous, conditions, now) takes three values".to_string(),
+                    ),
+                }),
+            )
+            .with_function(
                 "stripClusterMetadata",
                 Arc::new(|args: &[serde_json::Value]| match args {
                     [object @ serde_json::Value::Object(_)] => {

@@ -87,6 +87,8 @@ impl Loader<'_> {
             .with_function("stripClusterMetadata")
             .with_function("nestedField")
             .with_function("goFormat")
+            .with_function("keepTime")
+            .with_function("setConditions")
             .with_variable("self", object_type(&watch.api_version, &watch.kind))
             .with_variable("cluster", cluster_type.clone())
             .with_variable(
