@@ -129,6 +129,12 @@ pub struct ClusterRole {
     /// two workspaces never meet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces: Option<Workspaces>,
+    /// The most member clusters the role may have. It bounds the cost of expressions over
+    /// `clusters.<role>` and over `allClusters` lookups by name in `check`, and evaluation
+    /// holds the world to it: a rule that reads the role's members while it has more stops
+    /// with `Synced=False/TooManyMembers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_members: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }

@@ -592,6 +592,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         diagnostics: Vec::new(),
         texts: BTreeMap::new(),
         table_rows: BTreeMap::new(),
+        roles_max_members: BTreeMap::new(),
         loosely_typed: BTreeSet::new(),
         broken_templates: BTreeSet::new(),
     };
@@ -614,6 +615,8 @@ struct Loader<'a> {
     texts: BTreeMap<String, Arc<str>>,
     /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
     table_rows: BTreeMap<String, u64>,
+    /// Each role's `maxMembers`: the size of `clusters.<role>`, known to the cost estimate.
+    roles_max_members: BTreeMap<String, Option<u64>>,
     /// Kinds read without a schema, noted once per pack.
     loosely_typed: BTreeSet<(String, String)>,
     /// Templates whose file is there but does not compile (reported once, where it fails,

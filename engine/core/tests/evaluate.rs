@@ -625,8 +625,9 @@ fn check_warns_where_the_cost_of_an_expression_cannot_be_bounded() {
     assert_eq!(
         warnings,
         [
+            // `owner.metadata.name` is bounded: a Team is a custom resource, whose name is a
+            // DNS subdomain even without its CRD.
             "demo/rules/app.yaml:15:19: warning[cel::cost]: the worst-case cost cannot be bounded: `self.spec.items` is dyn: its size is unknown\n  in rule `app`\n  |     - expression: self.spec.items.all(x, x > 0)\n  |                   ^",
-            "demo/rules/app.yaml:22:30: warning[cel::cost]: the worst-case cost cannot be bounded: `owner.metadata.name` has no maxLength\n  in rule `app`\n  |       expression: \"'team-' + owner.metadata.name\"\n  |                              ^",
         ]
     );
 }
@@ -1193,6 +1194,68 @@ fn timestamps_are_kept_while_what_they_stamp_is_unchanged() {
     trigger["spec"]["cities"] = json!(["ber", "muc"]);
     let fourth = eval(&trigger, "2026-01-01T03:00:00Z");
     assert_eq!(times(&fourth).0, "2026-01-01T03:00:00Z");
+}
+
+#[test]
+fn a_role_states_its_most_members_and_more_stop_the_rules_reading_them() {
+    let bounded = PACK.replace(
+        "{name: edge, access: [read, write]}",
+        "{name: edge, access: [read, write], maxMembers: 2}",
+    );
+    let rule = RULE
+        .replace(
+            "      reason: TeamNotFound\n",
+            "      reason: TeamNotFound\n    - name: copies\n      cluster: edge\n      allClusters: true\n      apiVersion: v1\n      kind: ConfigMap\n      objectName: self.metadata.name\n",
+        )
+        .replace(
+            "  vars:\n",
+            "  vars:\n    - name: members\n      expression: clusters.edge.map(m, m + '-' + self.metadata.name)\n    - name: copied\n      expression: copies.map(c, c.cluster.name)\n",
+        )
+        .replace(
+            "      template: namespace.yaml.hbs\n",
+            "      template: namespace.yaml.hbs\n      clusterName: \"'a'\"\n",
+        );
+    let unbounded = cost_warnings(rule.clone(), &[]);
+    assert!(
+        unbounded
+            .iter()
+            .any(|w| w.contains("`clusters.edge` has no maxItems"))
+            && unbounded
+                .iter()
+                .any(|w| w.contains("`copies` has no maxItems")),
+        "{unbounded:#?}"
+    );
+    let warnings = cost_warnings(rule.clone(), &[("pack.yaml", &bounded)]);
+    assert!(
+        warnings
+            .iter()
+            .all(|w| !w.contains("clusters.edge") && !w.contains("copies")),
+        "{warnings:#?}"
+    );
+
+    let pack = pack_with_files(&rule, &[("pack.yaml", &bounded)]);
+    let mut w = world(&[team()]);
+    for member in ["edge/a", "edge/b"] {
+        w.add_cluster(member).unwrap();
+    }
+    let a = app("a", &[], "n");
+    let outcome = run(&pack, &a, &w);
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        condition(outcome.status.as_ref().unwrap(), "Synced")["reason"],
+        "Synced"
+    );
+    w.add_cluster("edge/c").unwrap();
+    let outcome = run(&pack, &a, &w);
+    let synced = condition(outcome.status.as_ref().unwrap(), "Synced");
+    assert_eq!(
+        (&synced["status"], &synced["reason"], &synced["message"]),
+        (
+            &json!("False"),
+            &json!("TooManyMembers"),
+            &json!("cluster role `edge` has 3 members, more than its maxMembers 2 (pack.yaml)")
+        )
+    );
 }
 
 #[test]

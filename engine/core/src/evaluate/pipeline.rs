@@ -14,7 +14,7 @@ use crate::outcome::{DesiredObject, Outcome, Precedence, TraceEntry, Trigger, Tr
 use crate::pack::{CompiledRule, Pack, Step};
 
 use super::bindings::Bindings;
-use super::context::{EvalContext, Record, Stop, compact};
+use super::context::{EvalContext, REASON_TOO_MANY_MEMBERS, Record, Stop, compact};
 use super::conversions::Conversions;
 use super::status::{RuleResult, RuleStatus, trigger_status};
 
@@ -214,6 +214,14 @@ impl<'a> EvalContext<'a> {
     ) -> Result<RuleResult, Stop> {
         let name = rule.name.as_str();
         self.rule_missing.clear();
+        if rule.reads_clusters
+            && let Some(message) = &self.too_many_members
+        {
+            return Err(Stop::Block {
+                reason: REASON_TOO_MANY_MEMBERS.into(),
+                message: message.clone(),
+            });
+        }
         for step in &rule.steps {
             match *step {
                 Step::Guard(i) => {

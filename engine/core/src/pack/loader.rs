@@ -123,6 +123,12 @@ impl<'a> Loader<'a> {
         let document: PackDocument = self.decode(&parsed.file, node)?;
         self.check_manifest(&document, &parsed.file, node);
         let environment = self.cel_environment(&document, &parsed.file, node);
+        self.roles_max_members = document
+            .spec
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), c.max_members))
+            .collect();
 
         let tables = self.load_tables();
         self.table_rows = tables
