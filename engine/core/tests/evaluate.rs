@@ -1259,6 +1259,43 @@ fn a_role_states_its_most_members_and_more_stop_the_rules_reading_them() {
 }
 
 #[test]
+fn optional_selection_on_null_is_none_at_run_time_and_on_a_null_type_a_check_error() {
+    // As Kubernetes' CEL does: `.?` on a value that is null at run time (a lookup that found
+    // nothing, a null field, a `dyn` null) gives `optional.none()`.
+    let rule = rule_without_status()
+        .replace(
+            "      reason: TeamNotFound\n",
+            "      reason: TeamNotFound\n    - name: other\n      apiVersion: example.com/v1\n      kind: Team\n      objectName: \"'nope'\"\n",
+        )
+        .replace(
+            "  vars:\n",
+            "  vars:\n    - name: missing\n      expression: other.?spec.?x.orValue('none')\n    - name: nullField\n      expression: self.spec.?gone.orValue(null).?x.orValue('none')\n    - name: dynNull\n      expression: dyn(null).?x.orValue('none')\n",
+        )
+        + "  status:\n    fields:\n      seen: \"[vars.missing, vars.nullField, vars.dynNull]\"\n";
+    let pack = pack_with(&rule);
+    let mut trigger = app("a", &["ber"], "n");
+    trigger["spec"]["gone"] = Value::Null;
+    let outcome = run(&pack, &trigger, &world(&[team()]));
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(
+        outcome.status.unwrap()["seen"],
+        json!(["none", "none", "none"])
+    );
+    // A receiver the checker knows to be null is refused before anything runs, as
+    // Kubernetes' checker refuses it (`type 'null' does not support field selection`).
+    let typed_null = rule_without_status().replace(
+        "  vars:\n",
+        "  vars:\n    - name: nothing\n      expression: \"null\"\n    - name: field\n      expression: vars.nothing.?x.orValue(1)\n",
+    );
+    assert_eq!(
+        load_errors(&typed_null, &[]),
+        [
+            "demo/rules/app.yaml:23:33: error[cel::type]: type 'null' does not support field selection\n  in rule `app`\n  |       expression: vars.nothing.?x.orValue(1)\n  |                                 ^"
+        ]
+    );
+}
+
+#[test]
 fn a_list_lookup_states_its_max_items_and_more_stop_the_rule() {
     let rule = RULE
         .replace(
