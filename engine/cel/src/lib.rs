@@ -60,7 +60,8 @@
 //!   lists library and regex `find`/`findAll` (see its documentation for the list);
 //! - the engine's functions: `sha256(string|bytes) -> string` (lowercase hex),
 //!   `isDNS1123Label(string) -> bool`, `isDNS1123Subdomain(string) -> bool` and
-//!   `dns1123Label(string) -> string` (see [`dns1123_label`] for the algorithm);
+//!   `dns1123Label(string) -> string` (see [`dns1123_label`] for the algorithm) and
+//!   `map(K, V).merge(map(K, V)) -> map(K, V)` (kro's: shallow, the argument's values win);
 //! - the custom functions added with [`Env::with_function`].
 //!
 //! ## Beyond Kubernetes' base environment

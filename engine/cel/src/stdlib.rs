@@ -11,7 +11,7 @@ use crate::environment::Library;
 use crate::error::EvalError;
 use crate::limits;
 use crate::registry::{Overload, Param, Registry};
-use crate::value::{Duration, Timestamp, Value, timestamp_in_range};
+use crate::value::{Duration, Map, Timestamp, Value, timestamp_in_range};
 
 /// Every function of the standard environment that is not a builtin of the evaluator.
 pub(crate) fn register(registry: &mut Registry) {
@@ -507,6 +507,22 @@ fn engine_functions() -> Vec<Overload> {
             _ => Err(mismatch("dns1123Label")),
         })
         .linear_cost(),
+        // kro's `merge` (its maps library): shallow, the argument's value wins.
+        Overload::method("merge", &[Param::Map, Param::Map], |a| {
+            match (&a[0], &a[1]) {
+                (Value::Map(base), Value::Map(over)) => {
+                    let entries = base
+                        .iter()
+                        .chain(over.iter())
+                        .map(|(k, v)| (k.clone(), Some(v.clone())))
+                        .collect();
+                    Ok(Value::Map(Arc::new(Map::from_literal(entries))))
+                }
+                _ => Err(mismatch("merge")),
+            }
+        })
+        .linear_cost()
+        .builds(),
     ]
 }
 

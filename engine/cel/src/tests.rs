@@ -569,6 +569,29 @@ fn dns1123_functions() {
 }
 
 #[test]
+fn merge_joins_two_maps_shallowly_the_argument_winning() {
+    for (source, expected) in [
+        ("{}.merge({})", json!({})),
+        ("{'a': 1}.merge({'b': 2})", json!({"a": 1, "b": 2})),
+        ("{'a': 1, 'b': 1}.merge({'a': 2})", json!({"a": 2, "b": 1})),
+        (
+            "{'a': {'x': 1}}.merge({'a': {'y': 2}})",
+            json!({"a": {"y": 2}}),
+        ),
+        (
+            "dyn({'app': 'web'}).merge(dyn({'tier': 1}))",
+            json!({"app": "web", "tier": 1}),
+        ),
+    ] {
+        assert_eq!(eval_json(source), expected, "{source}");
+    }
+    assert_eq!(
+        eval_err("dyn({'a': 1}).merge(dyn([1]))"),
+        "no matching overload for 'merge' applied to map.(list)"
+    );
+}
+
+#[test]
 fn strings_library() {
     for (source, expected) in [
         ("'TacoCat'.lowerAscii()", json!("tacocat")),

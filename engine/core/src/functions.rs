@@ -1,8 +1,64 @@
 //! The engine's own CEL functions for packs that reproduce Go controllers: reading a field by
-//! a dotted path as `unstructured.NestedFieldNoCopy` does, and formatting a value as Go's
-//! `fmt.Sprintf("%v", ...)` does for JSON-decoded values.
+//! a dotted path as `unstructured.NestedFieldNoCopy` does, formatting a value as Go's
+//! `fmt.Sprintf("%v", ...)` does for JSON-decoded values, and keeping a timestamp while what
+//! it stamps is unchanged (`keepTime`, and `setConditions` as `meta.SetStatusCondition`).
 
 use serde_json::Value;
+
+/// `keepTime(previousTime, previousValue, value, now)`: `previousTime` when it is a string
+/// and `previousValue == value` (what the time stamps has not changed), else `now`. The
+/// previous values come from the trigger's own status (`self.?status.?lastSyncTime`; an
+/// absent optional is null), so evaluation stays a function of the objects and the clock.
+pub fn keep_time(
+    previous_time: &Value,
+    previous_value: &Value,
+    value: &Value,
+    now: &Value,
+) -> Value {
+    match previous_time {
+        Value::String(_) if previous_value == value => previous_time.clone(),
+        _ => now.clone(),
+    }
+}
+
+/// `setConditions(previous, conditions, now)`: `conditions`, each with its
+/// `lastTransitionTime` as Kubernetes' `meta.SetStatusCondition` sets it against the
+/// `previous` list (null for none): the previous condition's time when one of the same `type`
+/// has the same `status`, else the condition's own time when it has one, else `now`.
+pub fn set_conditions(previous: &Value, conditions: &Value, now: &Value) -> Result<Value, String> {
+    let previous: &[Value] = match previous {
+        Value::Null => &[],
+        Value::Array(list) => list,
+        _ => {
+            return Err(
+                "setConditions(previous, conditions, now): previous must be a list or null".into(),
+            );
+        }
+    };
+    let Value::Array(conditions) = conditions else {
+        return Err("setConditions(previous, conditions, now): conditions must be a list".into());
+    };
+    let mut out = Vec::with_capacity(conditions.len());
+    for condition in conditions {
+        let Value::Object(fields) = condition else {
+            return Err("setConditions(previous, conditions, now): every condition must be a map with a `type`".into());
+        };
+        let Some(kind) = fields.get("type") else {
+            return Err("setConditions(previous, conditions, now): every condition must be a map with a `type`".into());
+        };
+        let before = previous.iter().find(|p| p.get("type") == Some(kind));
+        let kept = before
+            .filter(|b| b.get("status") == fields.get("status"))
+            .and_then(|b| b.get("lastTransitionTime"))
+            .filter(|t| t.is_string());
+        let own = fields.get("lastTransitionTime").filter(|t| t.is_string());
+        let time = kept.or(own).unwrap_or(now).clone();
+        let mut fields = fields.clone();
+        fields.insert("lastTransitionTime".into(), time);
+        out.push(Value::Object(fields));
+    }
+    Ok(Value::Array(out))
+}
 
 /// `nestedField(object, 'a.b.c')`: `[value]` when every step is a map holding the next key
 /// (an explicit null is found: `[null]`), `[]` when a key is absent or a step is not a map.

@@ -129,6 +129,12 @@ pub struct ClusterRole {
     /// two workspaces never meet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspaces: Option<Workspaces>,
+    /// The most member clusters the role may have. It bounds the cost of expressions over
+    /// `clusters.<role>` and over `allClusters` lookups by name in `check`, and evaluation
+    /// holds the world to it: a rule that reads the role's members while it has more stops
+    /// with `Synced=False/TooManyMembers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_members: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -243,6 +249,24 @@ pub struct RuleSpec {
     /// What happens to the outputs when the trigger is deleted.
     #[serde(default)]
     pub deletion: DeletionPolicy,
+    /// `false`: the rule writes nothing into its triggers' status (neither `Synced` nor a
+    /// mapping), for objects the pack only reads (another controller's, or in a role without
+    /// `writeStatus` access). A trigger gets a status only from rules that write it.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub write_status: bool,
+    /// `false`: the rule puts no finalizer on its triggers (outputs are then deleted when the
+    /// trigger is gone, not before it goes).
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub finalizer: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if takes a reference
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

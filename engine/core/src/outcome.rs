@@ -150,6 +150,10 @@ pub struct TriggerFacts {
     pub now: DateTime<Utc>,
     /// The trigger's `Synced` condition before this evaluation.
     pub synced_before: Option<Value>,
+    /// A rule stopped (a guard with a reason, a required lookup missing, a scope violation,
+    /// a patch target missing, a conflict): what `Synced=False` says, known even when no rule
+    /// writes status. The broker keeps such a trigger's previous outputs.
+    pub stopped: bool,
 }
 
 /// The order in which triggers claim an output they render differently: the trigger that

@@ -284,6 +284,8 @@ impl Pack {
                     })
                     .collect(),
                 deletion: r.deletion,
+                write_status: r.write_status,
+                finalizer: r.finalizer,
             })
             .collect()
     }
@@ -352,6 +354,10 @@ pub struct RuleKinds {
     /// outputs of stages (whose gates read them).
     pub observed_outputs: Vec<ObservedOutput>,
     pub deletion: DeletionPolicy,
+    /// The rule writes its triggers' status (`spec.writeStatus`).
+    pub write_status: bool,
+    /// The rule puts the pack's finalizer on its triggers (`spec.finalizer`).
+    pub finalizer: bool,
 }
 
 pub(crate) struct CompiledRule {
@@ -367,6 +373,10 @@ pub(crate) struct CompiledRule {
     pub stages: Option<CompiledStages>,
     pub status: Option<CompiledStatus>,
     pub deletion: DeletionPolicy,
+    /// `spec.writeStatus`: the rule's results go into the trigger's status.
+    pub write_status: bool,
+    /// `spec.finalizer`: the rule's outputs hold the trigger's deletion.
+    pub finalizer: bool,
     /// Some expression or template reads `clusters`.
     pub reads_clusters: bool,
 }
@@ -582,6 +592,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         diagnostics: Vec::new(),
         texts: BTreeMap::new(),
         table_rows: BTreeMap::new(),
+        roles_max_members: BTreeMap::new(),
         loosely_typed: BTreeSet::new(),
         broken_templates: BTreeSet::new(),
     };
@@ -604,6 +615,8 @@ struct Loader<'a> {
     texts: BTreeMap<String, Arc<str>>,
     /// Each table's number of rows: the size of `tables.<name>`, known to the cost estimate.
     table_rows: BTreeMap<String, u64>,
+    /// Each role's `maxMembers`: the size of `clusters.<role>`, known to the cost estimate.
+    roles_max_members: BTreeMap<String, Option<u64>>,
     /// Kinds read without a schema, noted once per pack.
     loosely_typed: BTreeSet<(String, String)>,
     /// Templates whose file is there but does not compile (reported once, where it fails,

@@ -337,12 +337,15 @@ fn add_pack(
         grants.read.insert(key.clone());
         grants.events = true;
         // The finalizer is set when a rule has outputs deleted with the trigger (evaluate).
-        if rule.deletion == crate::model::DeletionPolicy::Delete && !rule.output_clusters.is_empty()
+        if rule.finalizer
+            && rule.deletion == crate::model::DeletionPolicy::Delete
+            && !rule.output_clusters.is_empty()
         {
             grants.finalizers.insert(key.clone());
         }
-        // The engine writes the `Synced` condition of every trigger, status mapping or not.
-        if info.status {
+        // The engine writes the `Synced` condition of every trigger, status mapping or not,
+        // unless the rule says `writeStatus: false`.
+        if info.status && rule.write_status {
             if has(&watch.cluster, Access::WriteStatus) {
                 grants
                     .status

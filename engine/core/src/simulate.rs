@@ -64,12 +64,17 @@ impl<'p> Simulation<'p> {
             let object = match d.mode {
                 OutputMode::Create if existing.is_some() => continue,
                 OutputMode::Apply | OutputMode::Create => {
+                    // The status another controller writes stays; a rendered status is
+                    // applied over it, as the broker applies it to the status subresource.
                     let mut object = d.object.clone();
                     if let (Some(status), Value::Object(fields)) =
                         (existing.as_ref().and_then(|e| e.get("status")), &mut object)
-                        && !fields.contains_key("status")
                     {
-                        fields.insert("status".into(), status.clone());
+                        let mut kept = status.clone();
+                        if let Some(rendered) = fields.get("status") {
+                            merge(&mut kept, rendered);
+                        }
+                        fields.insert("status".into(), kept);
                     }
                     object
                 }

@@ -371,6 +371,55 @@ impl Clusters {
         self.answered(key, "apply", applied)
     }
 
+    /// The `status` of an output applied through the status subresource, by the same field
+    /// manager, after the object itself (whose apply the API server strips of `status` when
+    /// the kind has the subresource). Returns what the API server stored last: `stored`
+    /// when there is no status to write, or the kind has no subresource (its status then
+    /// went with the object, as part of it).
+    pub async fn apply_output_status(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        object: &Value,
+        stored: DynamicObject,
+    ) -> Result<DynamicObject, ApplyError> {
+        let Some(status) = object.get("status").filter(|s| !s.is_null()) else {
+            return Ok(stored);
+        };
+        Ok(self
+            .status_subresource_apply(pack, key, status)
+            .await?
+            .unwrap_or(stored))
+    }
+
+    /// `status` applied to the object's status subresource by the pack's field manager,
+    /// forced; `None` when its kind has no such subresource (as discovery says).
+    async fn status_subresource_apply(
+        &self,
+        pack: &str,
+        key: &ObjectKey,
+        status: &Value,
+    ) -> Result<Option<DynamicObject>, ApplyError> {
+        let resource = self
+            .resource(&key.cluster, &key.api_version, &key.kind)
+            .await?;
+        if !resource.has_status {
+            return Ok(None);
+        }
+        let api = self.api(key).await?;
+        let body = json!({
+            "apiVersion": key.api_version,
+            "kind": key.kind,
+            "metadata": identity_metadata(key),
+            "status": status,
+        });
+        let params = PatchParams::apply(&field_manager(pack)).force();
+        let written = api
+            .patch_status(&key.name, &params, &Patch::Apply(&body))
+            .await;
+        self.answered(key, "write status of", written).map(Some)
+    }
+
     /// Server-side apply of a patch output: the pack's field manager owns exactly the
     /// rendered fields. The live object's uid goes into the body as a precondition: the
     /// API server refuses to create the object or to patch a new one of the same name.
@@ -464,25 +513,10 @@ impl Clusters {
         trigger: &ObjectKey,
         status: &Value,
     ) -> Result<bool, ApplyError> {
-        let resource = self
-            .resource(&trigger.cluster, &trigger.api_version, &trigger.kind)
-            .await?;
-        if !resource.has_status {
-            return Ok(false);
-        }
-        let api = self.api(trigger).await?;
-        let body = json!({
-            "apiVersion": trigger.api_version,
-            "kind": trigger.kind,
-            "metadata": identity_metadata(trigger),
-            "status": status,
-        });
-        let params = PatchParams::apply(&field_manager(pack)).force();
-        let written = api
-            .patch_status(&trigger.name, &params, &Patch::Apply(&body))
-            .await;
-        self.answered(trigger, "write status of", written)
-            .map(|_| true)
+        Ok(self
+            .status_subresource_apply(pack, trigger, status)
+            .await?
+            .is_some())
     }
 
     /// Adds the pack's finalizer to the trigger or removes it. A merge patch of the whole

@@ -31,7 +31,7 @@ kind: RulePack
 metadata: {name: city, version: 0.1.0}
 spec:
   clusters:
-    - {name: source, access: [read, write]}
+    - {name: source, access: [read, write, writeStatus]}
   scope:
     - cluster: source
       kinds: [{apiVersion: v1, kind: ConfigMap}]

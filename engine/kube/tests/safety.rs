@@ -135,7 +135,7 @@ fn write_idle(packs: &Path) {
     std::fs::create_dir_all(pack.join("rules")).unwrap();
     std::fs::write(
         pack.join("pack.yaml"),
-        "apiVersion: switchyard.dev/v1alpha1\nkind: RulePack\nmetadata: {name: idle, version: 0.1.0}\nspec:\n  clusters: [{name: source, access: [read]}]\n  scope: []\n",
+        "apiVersion: switchyard.dev/v1alpha1\nkind: RulePack\nmetadata: {name: idle, version: 0.1.0}\nspec:\n  clusters: [{name: source, access: [read, writeStatus]}]\n  scope: []\n",
     )
     .unwrap();
     std::fs::write(
@@ -457,7 +457,7 @@ async fn a_scope_that_disagrees_with_discovery_does_not_load() {
     std::fs::create_dir_all(pack.join("templates")).unwrap();
     std::fs::write(
         pack.join("pack.yaml"),
-        "apiVersion: switchyard.dev/v1alpha1\nkind: RulePack\nmetadata: {name: widgets, version: 0.1.0}\nspec:\n  clusters: [{name: source, access: [read]}, {name: target, access: [read, write]}]\n  scope: [{cluster: target, kinds: [{apiVersion: example.com/v1, kind: Widget}], namespaces: ['*']}]\n",
+        "apiVersion: switchyard.dev/v1alpha1\nkind: RulePack\nmetadata: {name: widgets, version: 0.1.0}\nspec:\n  clusters: [{name: source, access: [read, writeStatus]}, {name: target, access: [read, write]}]\n  scope: [{cluster: target, kinds: [{apiVersion: example.com/v1, kind: Widget}], namespaces: ['*']}]\n",
     )
     .unwrap();
     std::fs::write(

@@ -233,7 +233,10 @@ impl<'a> Checker<'a> {
             other => {
                 self.issue(
                     at,
-                    format!("type '{other}' does not support field selection"),
+                    format!(
+                        "type '{}' does not support field selection",
+                        other.in_message()
+                    ),
                 );
                 return Type::Error;
             }

@@ -1232,6 +1232,15 @@ impl Walker<'_> {
             ("findAll", _) => Shape::list(size_sum(&len(0), &one), Shape::string(len(0))),
             ("sha256", _) => Shape::string(Ok(64)),
             ("dns1123Label", _) => Shape::string(Ok(63)),
+            // Both maps' entries, at most.
+            ("merge", 2) => {
+                let (base, over) = (arg(0), arg(1));
+                Shape::map(
+                    size_sum(&base.len, &over.len),
+                    join(&base.key(), &over.key()),
+                    join(&base.elem(), &over.elem()),
+                )
+            }
             // No longer than the receiver (a list, or a string for `reverse`).
             ("slice" | "distinct" | "reverse" | "sort" | "@sortByAssociatedKeys", _) => arg(0),
             // 4 bytes for every 3, rounded up.

@@ -228,6 +228,7 @@ sha256(bytes) -> string
 isDNS1123Label(string) -> bool
 isDNS1123Subdomain(string) -> bool
 dns1123Label(string) -> string
+map(A, B).merge(map(A, B)) -> map(A, B)
 @utc(timestamp) -> timestamp
 ";
 

@@ -98,8 +98,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 pub use checker::suggest;
 pub use cost::{CostEstimate, Estimate, estimate, estimate_cost};
 pub use openapi::{
-    CrdKind, bounded_type_from_openapi, crd_kinds, custom_resource_meta, object_meta,
-    object_type_for_kind, object_type_from_crd, object_type_without_schema, type_from_openapi,
+    CrdKind, bounded_type_from_openapi, crd_kinds, custom_object_without_schema,
+    custom_resource_meta, object_meta, object_type_for_kind, object_type_from_crd,
+    object_type_without_schema, type_from_openapi,
 };
 pub use type_env::{FunctionOverload, TypeEnv};
 pub use types::{Bounds, ObjectType, Type};

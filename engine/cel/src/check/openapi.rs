@@ -102,6 +102,19 @@ pub fn object_type_without_schema(kind: &str) -> Type {
     resource_object(ObjectType::new(kind).open())
 }
 
+/// [`object_type_without_schema`] of a custom resource whose CRD is not given (a kind
+/// Kubernetes does not serve itself): its `name` is a DNS subdomain, at most 253 bytes, as the
+/// API server requires of every custom resource ([`custom_resource_meta`]).
+pub fn custom_object_without_schema(kind: &str) -> Type {
+    Type::object(
+        ObjectType::new(kind)
+            .open()
+            .with_field("apiVersion", Type::String)
+            .with_field("kind", Type::String)
+            .with_field("metadata", custom_resource_meta()),
+    )
+}
+
 /// A kind a CRD serves: `apiVersion` is `group/version`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrdKind {

@@ -48,6 +48,8 @@ pub(super) struct EvalContext<'a> {
     /// Role -> sorted member names, bound as `clusters`.
     pub(super) clusters_json: Arc<Value>,
     pub(super) clusters_cel: cel::Value,
+    /// A role with more members than its `maxMembers`: a rule reading `clusters` stops.
+    pub(super) too_many_members: Option<String>,
     pub(super) now_json: Arc<Value>,
     pub(super) now_cel: cel::Value,
     pub(super) now: DateTime<Utc>,
@@ -95,6 +97,10 @@ impl<'a> EvalContext<'a> {
         } else {
             Map::new()
         };
+        let too_many_members = pack.spec().clusters.iter().find_map(|c| {
+            let count = clusters_json.get(&c.name)?.as_array()?.len();
+            too_many_members(&c.name, count, c.max_members?)
+        });
         let clusters_json = Arc::new(Value::Object(clusters_json));
         EvalContext {
             pack,
@@ -106,6 +112,7 @@ impl<'a> EvalContext<'a> {
             cluster_json,
             clusters_cel: cel::Value::from_json(&clusters_json),
             clusters_json,
+            too_many_members,
             now_cel: cel::Value::string(now_text.clone()),
             now_json: Arc::new(Value::String(now_text)),
             now,
@@ -389,4 +396,16 @@ pub(super) fn plural(n: usize, word: &str) -> String {
     } else {
         format!("{n} {word}s")
     }
+}
+
+/// Why a rule stops when a role has more members than its `maxMembers`.
+pub(super) const REASON_TOO_MANY_MEMBERS: &str = "TooManyMembers";
+
+/// The stop message of a role with `count` members past its `maxMembers`, if it is past.
+pub(super) fn too_many_members(role: &str, count: usize, max: u64) -> Option<String> {
+    (count as u64 > max).then(|| {
+        format!(
+            "cluster role `{role}` has {count} members, more than its maxMembers {max} (pack.yaml)"
+        )
+    })
 }

@@ -12,7 +12,9 @@ use crate::outcome::{ReadKey, RuleError};
 use crate::pack::{CompiledRule, LookupKey};
 
 use super::bindings::Bindings;
-use super::context::{EvalContext, Stop, compact, plural};
+use super::context::{
+    EvalContext, REASON_TOO_MANY_MEMBERS, Stop, compact, plural, too_many_members,
+};
 
 /// What a lookup searched for.
 enum Sought {
@@ -52,6 +54,21 @@ impl<'a> EvalContext<'a> {
         let path = || format!("lookup `{}`", lookup.name);
         let clusters: Vec<String> = if lookup.all_clusters {
             let members = self.world.members(&lookup.cluster);
+            let max = self
+                .pack
+                .spec()
+                .clusters
+                .iter()
+                .find(|c| c.name == lookup.cluster)
+                .and_then(|c| c.max_members);
+            if let Some(message) =
+                max.and_then(|max| too_many_members(&lookup.cluster, members.len(), max))
+            {
+                return Err(Stop::Block {
+                    reason: REASON_TOO_MANY_MEMBERS.into(),
+                    message,
+                });
+            }
             if members.is_empty() {
                 vec![lookup.cluster.clone()]
             } else {

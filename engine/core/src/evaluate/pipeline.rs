@@ -14,7 +14,7 @@ use crate::outcome::{DesiredObject, Outcome, Precedence, TraceEntry, Trigger, Tr
 use crate::pack::{CompiledRule, Pack, Step};
 
 use super::bindings::Bindings;
-use super::context::{EvalContext, Record, Stop, compact};
+use super::context::{EvalContext, REASON_TOO_MANY_MEMBERS, Record, Stop, compact};
 use super::conversions::Conversions;
 use super::status::{RuleResult, RuleStatus, trigger_status};
 
@@ -123,6 +123,7 @@ pub(crate) fn evaluate_traced<'w>(
                 .and_then(Value::as_array)
                 .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
                 .cloned(),
+            stopped: false,
         },
     };
     if rules.is_empty() {
@@ -151,23 +152,34 @@ pub(crate) fn evaluate_traced<'w>(
         reads_clusters,
         record,
     );
+    // Only the rules that write status have their say in it (`writeStatus: false`).
     let mut results = Vec::new();
+    let mut stopped = false;
     for rule in &rules {
-        results.push(ctx.run_rule(rule));
+        let result = ctx.run_rule(rule);
+        stopped |= matches!(result, RuleResult::Blocked { .. });
+        if rule.write_status {
+            results.push(result);
+        }
     }
+    let writes_status = rules.iter().any(|r| r.write_status);
     if let Some(conflict) = ctx.join_duplicate_outputs() {
+        stopped = true;
         results.insert(0, conflict);
     }
 
     let missing_targets = std::mem::take(&mut ctx.missing_targets);
+    ctx.outcome.facts.stopped = stopped || !missing_targets.is_empty();
     let cost = ctx.cost_used;
-    let status = trigger_status(results, &missing_targets, trigger.object, now);
-    outcome.status = Some(status);
+    if writes_status {
+        let status = trigger_status(results, &missing_targets, trigger.object, now);
+        outcome.status = Some(status);
+    }
     outcome.cost = cost;
 
     let needs_finalizer = rules
         .iter()
-        .any(|r| r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
+        .any(|r| r.finalizer && r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
     if needs_finalizer {
         outcome.finalizer = Some(format!("switchyard.dev/{}", pack.name()));
     }
@@ -202,6 +214,14 @@ impl<'a> EvalContext<'a> {
     ) -> Result<RuleResult, Stop> {
         let name = rule.name.as_str();
         self.rule_missing.clear();
+        if rule.reads_clusters
+            && let Some(message) = &self.too_many_members
+        {
+            return Err(Stop::Block {
+                reason: REASON_TOO_MANY_MEMBERS.into(),
+                message: message.clone(),
+            });
+        }
         for step in &rule.steps {
             match *step {
                 Step::Guard(i) => {

@@ -76,9 +76,11 @@ fn synced_condition(results: &[RuleResult], missing_targets: &[String]) -> Value
            "message": format!("rendered by {}", fired.join(", "))})
 }
 
-/// The trigger's status: the engine's own condition, then the rules' status mappings in
-/// rule-name order, each condition stamped with its transition time and the trigger's
-/// generation.
+/// The trigger's status: the rules' status fields in rule-name order, and the conditions: those
+/// a rule's `fields.conditions` gives, kept verbatim (a downstream object's status copied as
+/// it is), then the engine's `Synced` and the rules' `conditions` mappings, each replacing the
+/// condition of its type where there is one, stamped with its transition time and the
+/// trigger's generation.
 pub(super) fn trigger_status(
     results: Vec<RuleResult>,
     missing_targets: &[String],
@@ -86,6 +88,7 @@ pub(super) fn trigger_status(
     now: DateTime<Utc>,
 ) -> Value {
     let mut status = Map::new();
+    let mut kept: Vec<Value> = Vec::new();
     let mut conditions: Vec<Value> = Vec::new();
     let synced = synced_condition(&results, missing_targets);
     conditions.push(synced);
@@ -99,13 +102,20 @@ pub(super) fn trigger_status(
         } = result
         {
             for (field, value) in s.fields {
-                status.insert(field, value);
+                match value {
+                    // Checked to be a list of conditions by `eval_status`.
+                    Value::Array(list) if field == STATUS_CONDITIONS => {
+                        for condition in list {
+                            set_condition(&mut kept, condition);
+                        }
+                    }
+                    value => {
+                        status.insert(field, value);
+                    }
+                }
             }
             for condition in s.conditions {
-                if let Some(t) = condition.get("type") {
-                    conditions.retain(|c| c.get("type") != Some(t));
-                }
-                conditions.push(condition);
+                set_condition(&mut conditions, condition);
             }
         }
     }
@@ -114,22 +124,33 @@ pub(super) fn trigger_status(
         .at(&["status", "conditions"])
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice);
-    let stamped: Vec<Value> = conditions
-        .into_iter()
-        .map(|mut c| {
-            let before = previous.iter().find(|p| p.get("type") == c.get("type"));
-            let transition = transition_time(before, &c["status"], now);
-            if let Value::Object(m) = &mut c {
-                m.insert("lastTransitionTime".into(), transition);
-                if let Some(g) = &generation {
-                    m.insert("observedGeneration".into(), g.clone());
-                }
+    for mut c in conditions {
+        let before = previous.iter().find(|p| p.get("type") == c.get("type"));
+        let transition = transition_time(before, &c["status"], now);
+        if let Value::Object(m) = &mut c {
+            m.insert("lastTransitionTime".into(), transition);
+            if let Some(g) = &generation {
+                m.insert("observedGeneration".into(), g.clone());
             }
-            c
-        })
-        .collect();
-    status.insert("conditions".into(), Value::Array(stamped));
+        }
+        set_condition(&mut kept, c);
+    }
+    status.insert(STATUS_CONDITIONS.into(), Value::Array(kept));
     Value::Object(status)
+}
+
+/// The status field the conditions live in.
+const STATUS_CONDITIONS: &str = "conditions";
+
+/// Puts `condition` in the place of the one of its type, or after the others.
+fn set_condition(conditions: &mut Vec<Value>, condition: Value) {
+    match conditions
+        .iter_mut()
+        .find(|c| c.get("type") == condition.get("type"))
+    {
+        Some(slot) => *slot = condition,
+        None => conditions.push(condition),
+    }
 }
 
 impl<'a> EvalContext<'a> {
@@ -161,6 +182,16 @@ impl<'a> EvalContext<'a> {
     ) -> Result<RuleStatus, Stop> {
         for (field, expr) in &mapping.fields {
             let (_, json) = self.eval_json(name, expr, bindings, None)?;
+            if field == STATUS_CONDITIONS && !json.is_null() && !is_condition_list(&json) {
+                return Err(self.fail_expr(
+                    name,
+                    expr,
+                    format!(
+                        "status field `conditions` must be a list of conditions (maps with a string `type`), got {}",
+                        compact(&json)
+                    ),
+                ));
+            }
             if !json.is_null() {
                 fields.push((field.clone(), json));
             }
@@ -194,4 +225,12 @@ impl<'a> EvalContext<'a> {
         }
         Ok(RuleStatus { fields, conditions })
     }
+}
+
+/// A list of maps, each with a string `type`.
+fn is_condition_list(value: &Value) -> bool {
+    value.as_array().is_some_and(|list| {
+        list.iter()
+            .all(|c| c.get("type").is_some_and(Value::is_string))
+    })
 }

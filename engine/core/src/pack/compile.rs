@@ -541,6 +541,7 @@ impl Loader<'_> {
                     .in_rule(&rule),
                 );
             }
+            self.check_output_status(&rule, output);
             let when = output.when.as_ref().and_then(|s| {
                 self.compile_expr(env, file, &rule, node, &format!("{base}.when"), s)
             });
@@ -602,7 +603,7 @@ impl Loader<'_> {
             .stages
             .as_ref()
             .and_then(|stages| self.compile_stages(env, file, &rule, node, stages, stage_outputs));
-        if stages.is_some() {
+        if stages.is_some() && spec.write_status {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.stages");
         }
 
@@ -629,8 +630,49 @@ impl Loader<'_> {
             });
             compiled
         });
-        if status.is_some() {
+        if status.is_some() && spec.write_status {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.status");
+        }
+        if spec.write_status {
+            // Every trigger gets `Synced`, mapping or not (a mapping's own error is above).
+            if spec.status.is_none()
+                && spec.stages.is_none()
+                && roles
+                    .get(watch_cluster.as_str())
+                    .is_some_and(|access| !access.contains(&Access::WriteStatus))
+            {
+                self.error(
+                    Diagnostic::error(
+                        "pack::cluster-access",
+                        format!(
+                            "the rule writes its triggers' status (the `Synced` condition), but cluster `{watch_cluster}` is not declared with `writeStatus` access in pack.yaml"
+                        ),
+                    )
+                    .at(file, at("spec.watch"))
+                    .in_rule(&rule)
+                    .with_help(
+                        "add `writeStatus` to the cluster's access, or set `writeStatus: false` on the rule to leave its triggers' status alone",
+                    ),
+                );
+            }
+        } else {
+            for (what, present) in [
+                ("spec.status", spec.status.is_some()),
+                ("spec.stages", spec.stages.is_some()),
+            ] {
+                if present {
+                    self.error(
+                        Diagnostic::error(
+                            "pack::invalid-value",
+                            format!(
+                                "`{what}` is written into the trigger's status, but the rule says `writeStatus: false`"
+                            ),
+                        )
+                        .at(file, at(what))
+                        .in_rule(&rule),
+                    );
+                }
+            }
         }
 
         // Every expression may read only what exists: the rule's names, plus, where they are
@@ -912,8 +954,49 @@ impl Loader<'_> {
             stages,
             status,
             deletion: spec.deletion,
+            write_status: spec.write_status,
+            finalizer: spec.finalizer,
             reads_clusters,
         })
+    }
+
+    /// An output whose template writes `status` goes through the status subresource: its
+    /// kind must have one (as Kubernetes' own kinds or the pack's CRDs say; a kind known to
+    /// neither is left to the broker's discovery).
+    fn check_output_status(&mut self, rule: &str, output: &crate::model::Output) {
+        let path = format!("templates/{}", output.template);
+        let Some(text) = self.files.files.get(&path) else {
+            return;
+        };
+        let Some(line) = text.lines().position(|l| {
+            l.strip_prefix("status")
+                .is_some_and(|r| r.trim_start().starts_with(':'))
+        }) else {
+            return;
+        };
+        let Some((api_version, kind)) = literal_kind(text) else {
+            return;
+        };
+        match crate::kinds::lookup(self.crds, &api_version, &kind) {
+            Some(known) if !known.status => {
+                let display = self.files.display(&path);
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "output `{}` writes `status`, but {kind} ({api_version}) has no status subresource to write it through",
+                            output.name
+                        ),
+                    )
+                    .at(&display, Pos { line: line + 1, column: 1 })
+                    .in_rule(rule)
+                    .with_help(
+                        "leave `status` out of the template, or give the kind's CRD `subresources: {status: {}}`",
+                    ),
+                );
+            }
+            _ => {}
+        }
     }
 
     /// A status mapping's fields and conditions (`spec.status` or `spec.status.onStop`).

@@ -123,6 +123,12 @@ impl<'a> Loader<'a> {
         let document: PackDocument = self.decode(&parsed.file, node)?;
         self.check_manifest(&document, &parsed.file, node);
         let environment = self.cel_environment(&document, &parsed.file, node);
+        self.roles_max_members = document
+            .spec
+            .clusters
+            .iter()
+            .map(|c| (c.name.clone(), c.max_members))
+            .collect();
 
         let tables = self.load_tables();
         self.table_rows = tables
@@ -171,6 +177,29 @@ impl<'a> Loader<'a> {
                         value,
                     ))),
                     _ => Err("goFormat(value) takes one value".to_string()),
+                }),
+            )
+            .with_function(
+                "keepTime",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [time, before, value, now] => {
+                        Ok(crate::functions::keep_time(time, before, value, now))
+                    }
+                    _ => Err(
+                        "keepTime(previousTime, previousValue, value, now) takes four values"
+                            .to_string(),
+                    ),
+                }),
+            )
+            .with_function(
+                "setConditions",
+                Arc::new(|args: &[serde_json::Value]| match args {
+                    [previous, conditions, now] => {
+                        crate::functions::set_conditions(previous, conditions, now)
+                    }
+                    _ => Err(
+                        "setConditions(previous, conditions, now) takes three values".to_string(),
+                    ),
                 }),
             )
             .with_function(

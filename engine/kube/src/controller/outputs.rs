@@ -159,9 +159,11 @@ impl Controller {
             }
             Freshness::Stale => {}
         }
+        let object = with_hash(&desired.object, &merged.hash);
+        let stored = self.clusters.apply(pack_name, key, &object).await?;
         let stored = self
             .clusters
-            .apply(pack_name, key, &with_hash(&desired.object, &merged.hash))
+            .apply_output_status(pack_name, key, &object, stored)
             .await?;
         self.count_apply(pack_name, key);
         self.record_stored(key, &merged.hash, &stored);
@@ -183,6 +185,10 @@ impl Controller {
                 let uid = created.metadata.uid.clone().unwrap_or_default();
                 self.lock().unmarked.insert(key.clone(), uid);
                 let marked = self.mark(pack_name, key, &created, true).await?;
+                let marked = self
+                    .clusters
+                    .apply_output_status(pack_name, key, &object, marked)
+                    .await?;
                 self.record_stored(key, &merged.hash, &marked);
                 tracing::debug!(object = %key, "created");
                 Ok(Synced::Done)
@@ -201,6 +207,10 @@ impl Controller {
                     .to_string();
                 if created_by(&live, pack_name) {
                     let stored = self.clusters.apply(pack_name, key, &object).await?;
+                    let stored = self
+                        .clusters
+                        .apply_output_status(pack_name, key, &object, stored)
+                        .await?;
                     self.count_apply(pack_name, key);
                     self.record_stored(key, &merged.hash, &stored);
                     Ok(Synced::Done)
@@ -231,6 +241,10 @@ impl Controller {
         let applied = self.clusters.apply(pack_name, key, &object).await?;
         self.count_apply(pack_name, key);
         let marked = self.mark(pack_name, key, &applied, false).await?;
+        let marked = self
+            .clusters
+            .apply_output_status(pack_name, key, &object, marked)
+            .await?;
         self.record_stored(key, &merged.hash, &marked);
         tracing::info!(object = %key, "adopted an existing object (adopt: true)");
         Ok(Synced::Done)

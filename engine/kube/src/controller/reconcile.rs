@@ -116,7 +116,7 @@ impl Controller {
                 .await;
         }
 
-        let failed = !outcome.errors.is_empty() || synced_false(&outcome);
+        let failed = !outcome.errors.is_empty() || outcome.facts.stopped || synced_false(&outcome);
         let finalizer = outcome.finalizer.clone();
         // A stage waiting for its timeout: evaluate again at the deadline, with or without
         // any change (a second after, so the clock has passed it).

@@ -116,6 +116,20 @@ fn a_method_result_is_typed() {
     );
 }
 
+#[test]
+fn merge_takes_two_maps_of_one_type() {
+    assert_eq!(
+        assert_valid("self.metadata.labels.merge({'a': 'b'})"),
+        Type::map(Type::String, Type::String)
+    );
+    assert_eq!(
+        issues("self.metadata.labels.merge({'a': 1})"),
+        [
+            "1:27: found no matching overload for 'merge' applied to 'map(string, string).(map(string, int))'"
+        ]
+    );
+}
+
 /// A workload kind whose pod template is typed (FleetWorkload's keeps unknown fields).
 fn typed_pod_template() -> Type {
     let crd = json!({
