@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,18 +24,6 @@ const CONVERGE: Duration = Duration::from_secs(90);
 const NETWORKING: &str = "networking.karmada.io/v1alpha1";
 const EXPORT: &str = "multicluster.x-k8s.io/v1alpha1";
 const POLICY: &str = "policy.karmada.io/v1alpha1";
-
-fn config_crds(files: &[&str]) -> Vec<Value> {
-    let dir = repo().join("config/crds");
-    let mut crds = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for d in switchyard_core::yaml::parse_documents(&text).unwrap() {
-            crds.push(d.to_json());
-        }
-    }
-    crds
-}
 
 /// The MultiClusterIngress CRD with `status.conditions` declared. Karmada's (and
 /// config/crds') has none, but the broker writes its `Synced` condition into every trigger's
@@ -59,19 +46,6 @@ fn with_status_conditions(mut crds: Vec<Value>) -> Value {
                          "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}}),
     );
     crd
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Every `status.loadBalancer.ingress[0].ip` an object of `kind` named `name` in `default`
