@@ -43,6 +43,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
         "check",
         "--strict",
         "rules/kcp-karmada",
+        "rules/multicluster-ingress",
         "rules/resource-broker",
     ]);
     let text = stdout(&shipped);
@@ -51,6 +52,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
         summaries,
         [
             "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)",
+            "rules/multicluster-ingress: ok: pack multicluster-ingress 0.1.0 (3 rules, 1 tables, 0 warnings)",
             "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
         ]
     );
@@ -59,6 +61,8 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         notes,
         [
+            "rules/multicluster-ingress/rules/multicluster-ingress.yaml:21:13: note[cel::no-schema]: IngressClass (networking.k8s.io/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
+            "rules/multicluster-ingress/rules/service-export.yaml:15:11: note[cel::no-schema]: Service (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/resource-broker/rules/consumer.yaml:62:13: note[cel::no-schema]: ConfigMap (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/resource-broker/rules/consumer.yaml:69:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
         ]
@@ -182,6 +186,75 @@ fn render_examples_matches_golden() {
         std::fs::read_to_string(root().join("rules/kcp-karmada/tests/golden/examples.yaml.golden"))
             .unwrap();
     assert_eq!(stdout(&out), golden);
+}
+
+/// The multicluster-ingress pack's outputs are valid Karmada objects: its PropagationPolicies
+/// against Karmada's own CRD (kept beside the repository), its ServiceExports against
+/// config/crds.
+#[test]
+fn multicluster_ingress_outputs_are_valid_karmada_objects() {
+    let out = switchyard(&[
+        "render",
+        "--pack",
+        "rules/multicluster-ingress",
+        "--input",
+        "rules/multicluster-ingress/examples",
+        "--clock",
+        "2026-01-01T00:00:00Z",
+        "--validate-against",
+        "../shared/crds/karmada",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds: Vec<&str> = plan["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["object"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "ServiceExport",
+            "ServiceExport",
+            "PropagationPolicy",
+            "PropagationPolicy"
+        ]
+    );
+
+    // A policy Karmada's CRD refuses is an error, so the CRD is really consulted.
+    let dir = temp_dir("mci-invalid-policy");
+    let pack = dir.join("multicluster-ingress");
+    copy_pack("rules/multicluster-ingress", &pack);
+    let template = pack.join("templates/propagation-policy.yaml.hbs");
+    let text = std::fs::read_to_string(&template).unwrap();
+    std::fs::write(
+        &template,
+        text.replace("      clusterNames:", "      clusterNamez:"),
+    )
+    .unwrap();
+    let out = switchyard(&[
+        "render",
+        "--pack",
+        &pack.to_string_lossy(),
+        "--partials",
+        &root().join("templates").to_string_lossy(),
+        "--crds",
+        &root().join("config/crds").to_string_lossy(),
+        "--input",
+        "rules/multicluster-ingress/examples",
+        "--validate-against",
+        "../shared/crds/karmada",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("PropagationPolicy `default/propagate-service-api` in cluster `karmada` is invalid: spec.placement.clusterAffinity.clusterNamez"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -355,7 +428,7 @@ fn diff_reports_changed_objects_and_exit_codes() {
 /// are compared without the engine's ownership metadata and version.
 #[test]
 fn a_version_bump_changes_no_expectation() {
-    for name in ["kcp-karmada", "resource-broker"] {
+    for name in ["kcp-karmada", "multicluster-ingress", "resource-broker"] {
         let dir = temp_dir(&format!("bump-{name}"));
         let pack = dir.join(name);
         copy_pack(&format!("rules/{name}"), &pack);

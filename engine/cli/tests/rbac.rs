@@ -10,11 +10,12 @@ use std::path::Path;
 
 use support::{root, stderr, stdout, switchyard};
 
-/// The CRDs each shipped pack's RBAC is computed with: its own (`config/crds`) and, for
-/// kcp-karmada, Karmada's, which the repository keeps beside itself (`../shared`).
+/// The CRDs each shipped pack's RBAC is computed with: its own (`config/crds`) and, for the
+/// packs writing PropagationPolicies (kcp-karmada, multicluster-ingress), Karmada's, which
+/// the repository keeps beside itself (`../shared`).
 fn crd_args(pack: &str) -> Vec<String> {
     let mut args = vec!["--crds".to_string(), "config/crds".to_string()];
-    if pack == "kcp-karmada" {
+    if ["kcp-karmada", "multicluster-ingress"].contains(&pack) {
         args.extend(["--crds".to_string(), "../shared/crds/karmada".to_string()]);
     }
     args
@@ -211,7 +212,7 @@ fn a_folder_of_packs_merges_roles() {
     let rbac: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         rbac["packs"],
-        serde_json::json!(["kcp-karmada", "resource-broker"])
+        serde_json::json!(["kcp-karmada", "multicluster-ingress", "resource-broker"])
     );
     let roles: Vec<&str> = rbac["roles"]
         .as_array()

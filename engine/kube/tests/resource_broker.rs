@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,31 +15,6 @@ use support::*;
 use switchyard_testenv::ControlPlane;
 
 const CONVERGE: Duration = Duration::from_secs(90);
-
-fn crds(files: &[&str]) -> Vec<Value> {
-    let dir = repo().join("config/crds");
-    let mut crds = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for d in switchyard_core::yaml::parse_documents(&text).unwrap() {
-            crds.push(d.to_json());
-        }
-    }
-    crds
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
 
 fn accept_api(name: &str, arch: &str) -> Value {
     json!({"apiVersion": "broker.platform-mesh.io/v1alpha1", "kind": "AcceptAPI",
@@ -78,14 +52,14 @@ async fn a_vm_is_copied_reports_back_and_migrates_to_another_provider() {
         .await
         .unwrap();
     let server = |name: &str| plane.cluster(name).unwrap();
-    let vm_crd = crds(&["example.platform-mesh.io_vms.yaml"]);
+    let vm_crd = config_crds(&["example.platform-mesh.io_vms.yaml"]);
     let mut provider_crds = vm_crd.clone();
-    provider_crds.extend(crds(&["broker.platform-mesh.io_acceptapis.yaml"]));
+    provider_crds.extend(config_crds(&["broker.platform-mesh.io_acceptapis.yaml"]));
     server("consumer").install_crds(&vm_crd).await.unwrap();
     server("x86").install_crds(&provider_crds).await.unwrap();
     server("arm").install_crds(&provider_crds).await.unwrap();
     server("coord")
-        .install_crds(&crds(&[
+        .install_crds(&config_crds(&[
             "broker.platform-mesh.io_migrations.yaml",
             "broker.platform-mesh.io_migrationconfigurations.yaml",
         ]))

@@ -47,6 +47,33 @@ pub fn karmada_crds() -> Vec<Value> {
     crds
 }
 
+/// CRDs of the repository's config/crds, by file name.
+pub fn config_crds(files: &[&str]) -> Vec<Value> {
+    let dir = repo().join("config/crds");
+    let mut crds = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for d in switchyard_core::yaml::parse_documents(&text).unwrap() {
+            crds.push(d.to_json());
+        }
+    }
+    crds
+}
+
+/// Copies a folder and everything under it.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// A scratch copy of the repository's pack layout: `packs/kcp-karmada`, `templates/`,
 /// `config/crds/`, so a test can edit the pack while the broker runs.
 pub struct PackDir {
