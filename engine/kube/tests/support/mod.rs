@@ -44,6 +44,9 @@ pub fn karmada_crds() -> Vec<Value> {
             crds.push(d.to_json());
         }
     }
+    // Karmada's member clusters (served by karmada-aggregated-apiserver, not a CRD, in
+    // Karmada): the pack reads them for the KubernetesCluster status.
+    crds.extend(switchyard_testenv::read_crds(&repo().join("config/crds")).unwrap().into_iter().filter(|c| c["spec"]["group"] == "cluster.karmada.io"));
     crds
 }
 
