@@ -143,7 +143,10 @@ async fn kubernetes_cluster_is_provisioned_joined_and_removed() {
     let status = wait_phase(&tenant, "Provisioning", "Provisioning").await;
     assert!(status.get("karmadaClusterName").is_none(), "{status}");
     assert!(
-        karmada.get(KARMADA, "Cluster", None, "edge-1").await.is_none(),
+        karmada
+            .get(KARMADA, "Cluster", None, "edge-1")
+            .await
+            .is_none(),
         "joined before the Cluster CR is Ready"
     );
 
@@ -177,10 +180,14 @@ async fn kubernetes_cluster_is_provisioned_joined_and_removed() {
                "secretRef": {"namespace": "karmada-cluster", "name": "edge-1"},
                "provider": "KIND", "region": "eu-central", "zones": ["fra-a"]})
     );
-    let secret = karmada
-        .get("v1", "Secret", Some("karmada-cluster"), "edge-1")
-        .await
-        .expect("the credentials Secret");
+    // Applied independently of the Cluster: it may land a moment later.
+    let secret = wait_for("the credentials Secret", CONVERGE, || async {
+        karmada
+            .get("v1", "Secret", Some("karmada-cluster"), "edge-1")
+            .await
+            .ok_or_else(|| "absent".to_string())
+    })
+    .await;
     assert_eq!(
         secret["data"],
         json!({"caBundle": ca, "token": b64("member-token")})

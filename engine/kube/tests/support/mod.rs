@@ -45,8 +45,17 @@ pub fn karmada_crds() -> Vec<Value> {
         }
     }
     // Karmada's member clusters (served by karmada-aggregated-apiserver, not a CRD, in
-    // Karmada): the pack reads them for the KubernetesCluster status.
-    crds.extend(switchyard_testenv::read_crds(&repo().join("config/crds")).unwrap().into_iter().filter(|c| c["spec"]["group"] == "cluster.karmada.io"));
+    // Karmada), and cluster-operator's Cluster: the pack's `management` role, which the
+    // FleetWorkload tests point at the Karmada server (one cluster may hold several roles).
+    crds.extend(
+        switchyard_testenv::read_crds(&repo().join("config/crds"))
+            .unwrap()
+            .into_iter()
+            .filter(|c| {
+                c["spec"]["group"] == "cluster.karmada.io"
+                    || c["spec"]["group"] == "cluster.edge-connect.eu"
+            }),
+    );
     crds
 }
 
