@@ -197,7 +197,13 @@ fn render_json_lists_outputs_with_clusters_and_status() {
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let outputs = plan["outputs"].as_array().unwrap();
     assert!(!outputs.is_empty());
-    assert!(outputs.iter().all(|o| o["cluster"] == "karmada"));
+    // FleetWorkloads render to Karmada; KubernetesClusters to the management plane too.
+    assert!(
+        outputs
+            .iter()
+            .all(|o| o["cluster"] == "karmada" || o["cluster"] == "management")
+    );
+    assert!(outputs.iter().any(|o| o["cluster"] == "management"));
     let triggers = plan["triggers"].as_array().unwrap();
     assert!(
         triggers
