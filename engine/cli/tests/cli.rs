@@ -50,7 +50,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         summaries,
         [
-            "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)",
+            "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (2 rules, 3 tables, 0 warnings)",
             "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
         ]
     );
@@ -59,6 +59,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         notes,
         [
+            "rules/kcp-karmada/rules/kubernetes-cluster.yaml:50:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/resource-broker/rules/consumer.yaml:62:13: note[cel::no-schema]: ConfigMap (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/resource-broker/rules/consumer.yaml:69:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught"
         ]
@@ -843,7 +844,7 @@ spec: {clusterRefs: [{name: edge-fra-1}, {name: edge-ams-1}]}
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out),
-        "error: the pack has no rule `nope` (its rules: fleet-workload)\n"
+        "error: the pack has no rule `nope` (its rules: fleet-workload, kubernetes-cluster)\n"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

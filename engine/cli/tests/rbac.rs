@@ -226,6 +226,7 @@ fn a_folder_of_packs_merges_roles() {
             "consumer",
             "coordination",
             "karmada",
+            "management",
             "provider",
             "source"
         ]

@@ -84,6 +84,15 @@ async fn broker_identity(cluster: &ApiServer, role: &str, dir: &Path) -> PathBuf
     for doc in switchyard_core::yaml::parse_documents(&stdout(&out)).unwrap() {
         let doc = doc.to_json();
         if doc.is_object() {
+            // Roles for namespaces the pack writes in (Karmada's `karmada-cluster`): the
+            // namespace is there before its Role, as an installer would have made it.
+            if let Some(ns) = doc["metadata"]["namespace"].as_str() {
+                apply_as_admin(
+                    &admin,
+                    &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                )
+                .await;
+            }
             apply_as_admin(&admin, &doc).await;
         }
     }
