@@ -51,7 +51,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         summaries,
         [
-            "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (1 rules, 3 tables, 0 warnings)",
+            "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (2 rules, 3 tables, 0 warnings)",
             "rules/multicluster-ingress: ok: pack multicluster-ingress 0.1.0 (3 rules, 1 tables, 0 warnings)",
             "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
         ]
@@ -61,6 +61,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         notes,
         [
+            "rules/kcp-karmada/rules/kubernetes-cluster.yaml:50:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/multicluster-ingress/rules/multicluster-ingress.yaml:21:13: note[cel::no-schema]: IngressClass (networking.k8s.io/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/multicluster-ingress/rules/service-export.yaml:15:11: note[cel::no-schema]: Service (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/resource-broker/rules/consumer.yaml:62:13: note[cel::no-schema]: ConfigMap (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
@@ -270,7 +271,13 @@ fn render_json_lists_outputs_with_clusters_and_status() {
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let outputs = plan["outputs"].as_array().unwrap();
     assert!(!outputs.is_empty());
-    assert!(outputs.iter().all(|o| o["cluster"] == "karmada"));
+    // FleetWorkloads render to Karmada; KubernetesClusters to the management plane too.
+    assert!(
+        outputs
+            .iter()
+            .all(|o| o["cluster"] == "karmada" || o["cluster"] == "management")
+    );
+    assert!(outputs.iter().any(|o| o["cluster"] == "management"));
     let triggers = plan["triggers"].as_array().unwrap();
     assert!(
         triggers
@@ -910,7 +917,7 @@ spec: {clusterRefs: [{name: edge-fra-1}, {name: edge-ams-1}]}
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out),
-        "error: the pack has no rule `nope` (its rules: fleet-workload)\n"
+        "error: the pack has no rule `nope` (its rules: fleet-workload, kubernetes-cluster)\n"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

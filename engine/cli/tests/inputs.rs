@@ -52,6 +52,6 @@ fn an_input_of_an_unknown_cluster_role_is_refused() {
     assert_eq!(code, Some(2));
     assert_eq!(
         stderr.trim(),
-        "error: mgmt:ConfigMap:default/a: the annotation switchyard.dev/cluster names `mgmt`, which is not a cluster role of pack `kcp-karmada` (roles: source, karmada)"
+        "error: mgmt:ConfigMap:default/a: the annotation switchyard.dev/cluster names `mgmt`, which is not a cluster role of pack `kcp-karmada` (roles: source, karmada, management)"
     );
 }

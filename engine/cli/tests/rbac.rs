@@ -227,6 +227,7 @@ fn a_folder_of_packs_merges_roles() {
             "consumer",
             "coordination",
             "karmada",
+            "management",
             "provider",
             "source"
         ]

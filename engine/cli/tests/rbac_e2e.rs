@@ -1,7 +1,8 @@
 //! The broker with exactly the RBAC `switchyard rbac` generates: a ServiceAccount token per
 //! cluster, bound to the generated roles and nothing else, runs the kcp-karmada pack against
-//! real API servers through apply, status, a Warning Event, delete and cleanup, and no request
-//! is refused (the broker logs every refusal; a refused Event at debug level). It runs with
+//! real API servers through apply, status, a Warning Event, delete and cleanup (FleetWorkloads,
+//! and a KubernetesCluster through the management plane's Cluster CR and kubeconfig Secret to
+//! Karmada's member Cluster and its Secret), and no request is refused (the broker logs every refusal; a refused Event at debug level). It runs with
 //! leader election, so the Lease's rules are exercised too.
 //!
 //! With `SWITCHYARD_IMAGE` set (`switchyard:0.1.0`, from scripts/image.sh), the broker is the
@@ -83,6 +84,15 @@ async fn broker_identity(cluster: &ApiServer, role: &str, dir: &Path) -> PathBuf
     for doc in switchyard_core::yaml::parse_documents(&stdout(&out)).unwrap() {
         let doc = doc.to_json();
         if doc.is_object() {
+            // Roles for namespaces the pack writes in (Karmada's `karmada-cluster`): the
+            // namespace is there before its Role, as an installer would have made it.
+            if let Some(ns) = doc["metadata"]["namespace"].as_str() {
+                apply_as_admin(
+                    &admin,
+                    &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                )
+                .await;
+            }
             apply_as_admin(&admin, &doc).await;
         }
     }
@@ -161,7 +171,12 @@ fn plain_source_layout() -> tempfile::TempDir {
 }
 
 impl Broker {
-    fn start(layout: &Path, source: &Path, karmada: &Path, plane_dir: &Path, port: u16) -> Broker {
+    fn start(
+        layout: &Path,
+        [source, karmada, management]: [&Path; 3],
+        plane_dir: &Path,
+        port: u16,
+    ) -> Broker {
         let log = tempfile::NamedTempFile::new().unwrap();
         let broker_args = |packs: &str| -> Vec<String> {
             vec![
@@ -172,6 +187,8 @@ impl Broker {
                 format!("source={}", source.display()),
                 "--cluster".into(),
                 format!("karmada={}", karmada.display()),
+                "--cluster".into(),
+                format!("management={}", management.display()),
                 // The Lease too is held under the generated RBAC.
                 "--leader-elect".into(),
                 "--leader-elect-cluster".into(),
@@ -303,11 +320,24 @@ where
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
     let layout = plain_source_layout();
-    let plane = ControlPlane::start(&["source", "karmada"]).await.unwrap();
+    let plane = ControlPlane::start(&["source", "karmada", "mgmt"])
+        .await
+        .unwrap();
     let source = plane.cluster("source").unwrap();
     let karmada = plane.cluster("karmada").unwrap();
+    let mgmt = plane.cluster("mgmt").unwrap();
+    let crds_of = |group: &str| -> Vec<Value> {
+        read_crds(&root().join("config/crds"))
+            .unwrap()
+            .into_iter()
+            .filter(|c| c["spec"]["group"] == group)
+            .collect()
+    };
     source
-        .install_crds(&read_crds(&root().join("config/crds")).unwrap())
+        .install_crds(&crds_of("platform.edge-portal.eu"))
+        .await
+        .unwrap();
+    mgmt.install_crds(&crds_of("cluster.edge-connect.eu"))
         .await
         .unwrap();
     let shared = root().join("../shared/crds/karmada");
@@ -324,12 +354,14 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
                 .map(|d| d.to_json()),
         );
     }
+    karmada_crds.extend(crds_of("cluster.karmada.io"));
     karmada.install_crds(&karmada_crds).await.unwrap();
 
     let dir = plane.dir().join("broker-identity");
     std::fs::create_dir_all(&dir).unwrap();
     let source_config = broker_identity(source, "source", &dir).await;
     let karmada_config = broker_identity(karmada, "karmada", &dir).await;
+    let management_config = broker_identity(mgmt, "management", &dir).await;
 
     let admin = source.client().await.unwrap();
     let annotations = json!({"kcp.io/cluster": "ws1"});
@@ -359,8 +391,7 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
     let port = free_port();
     let mut broker = Broker::start(
         layout.path(),
-        &source_config,
-        &karmada_config,
+        [&source_config, &karmada_config, &management_config],
         plane.dir(),
         port,
     );
@@ -434,6 +465,97 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
         }
     })
     .await;
+    // A KubernetesCluster: the Cluster CR on the management plane; cluster-operator (the
+    // admin here) makes it Ready with a kubeconfig Secret; the broker reads the Secret and
+    // writes Karmada's member Cluster and its credentials.
+    apply_as_admin(
+        &admin,
+        &json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "KubernetesCluster",
+            "metadata": {"name": "edge-1", "namespace": "default", "annotations": annotations},
+            "spec": {"provider": "KIND"}}),
+    )
+    .await;
+    let mgmt_admin = mgmt.client().await.unwrap();
+    let cluster_crs: Api<DynamicObject> = Api::namespaced_with(
+        mgmt_admin.clone(),
+        "default",
+        &resource("cluster.edge-connect.eu", "v1alpha1", "Cluster", "clusters"),
+    );
+    eventually("the management-plane Cluster CR", &broker, || async {
+        cluster_crs
+            .get("edge-1")
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    let kubeconfig = "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    insecure-skip-tls-verify: true\n    server: https://edge-1.example:6443\n  name: edge-1\nusers:\n- name: admin\n  user:\n    token: member-token\n";
+    apply_as_admin(
+        &mgmt_admin,
+        &json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "edge-1-kubeconfig", "namespace": "default"},
+            "stringData": {"kubeconfig": kubeconfig}}),
+    )
+    .await;
+    cluster_crs
+        .patch_status(
+            "edge-1",
+            &PatchParams::apply("e2e-admin"),
+            &Patch::Apply(json!({"apiVersion": "cluster.edge-connect.eu/v1alpha1",
+                "kind": "Cluster", "metadata": {"name": "edge-1", "namespace": "default"},
+                "status": {"conditions": [{"type": "Ready", "status": "True",
+                    "reason": "Provisioned", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                  "kubeconfigSecretRef": {"name": "edge-1-kubeconfig"}}})),
+        )
+        .await
+        .unwrap();
+    apply_as_admin(
+        &karmada_admin,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karmada-cluster"}}),
+    )
+    .await;
+    let members: Api<DynamicObject> = Api::all_with(
+        karmada_admin.clone(),
+        &resource("cluster.karmada.io", "v1alpha1", "Cluster", "clusters"),
+    );
+    let member_secrets: Api<DynamicObject> = Api::namespaced_with(
+        karmada_admin.clone(),
+        "karmada-cluster",
+        &resource("", "v1", "Secret", "secrets"),
+    );
+    let clusters: Api<DynamicObject> = Api::namespaced_with(
+        admin.clone(),
+        "default",
+        &resource(
+            "platform.edge-portal.eu",
+            "v1alpha1",
+            "KubernetesCluster",
+            "kubernetesclusters",
+        ),
+    );
+    eventually("joined to Karmada", &broker, || async {
+        let member = members.get("edge-1").await.map_err(|e| e.to_string())?;
+        member_secrets
+            .get("edge-1")
+            .await
+            .map_err(|e| e.to_string())?;
+        let phase = clusters
+            .get("edge-1")
+            .await
+            .map_err(|e| e.to_string())?
+            .data
+            .pointer("/status/phase")
+            .cloned();
+        if member.data["spec"]["apiEndpoint"] == "https://edge-1.example:6443"
+            && phase == Some(json!("Joining"))
+        {
+            Ok(())
+        } else {
+            Err(format!("phase {phase:?}, member {:?}", member.data["spec"]))
+        }
+    })
+    .await;
+
     let web = workloads.get("web").await.unwrap();
     assert!(
         web.metadata
@@ -446,6 +568,10 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
     // test finalizes the deleted Namespace as that controller would.
     workloads
         .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    clusters
+        .delete("edge-1", &DeleteParams::default())
         .await
         .unwrap();
     let namespaces: Api<DynamicObject> = Api::all_with(
@@ -468,7 +594,14 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
                     .await;
             }
         }
-        let gone = matches!(workloads.get("web").await, Err(kube::Error::Api(s)) if s.code == 404);
+        let absent = |r: Result<DynamicObject, kube::Error>| {
+            matches!(r, Err(kube::Error::Api(s)) if s.code == 404)
+        };
+        let gone = absent(workloads.get("web").await)
+            && absent(clusters.get("edge-1").await)
+            && absent(members.get("edge-1").await)
+            && absent(member_secrets.get("edge-1").await)
+            && absent(cluster_crs.get("edge-1").await);
         let left = deployments
             .list(&Default::default())
             .await

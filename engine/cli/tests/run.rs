@@ -81,6 +81,13 @@ async fn run_applies_reports_ready_and_stops_on_sigterm() {
                 .map(|d| d.to_json()),
         );
     }
+    // Karmada's member Cluster kind, which the pack reads for KubernetesClusters.
+    karmada_crds.extend(
+        read_crds(&root().join("config/crds"))
+            .unwrap()
+            .into_iter()
+            .filter(|c| c["spec"]["group"] == "cluster.karmada.io"),
+    );
     karmada.install_crds(&karmada_crds).await.unwrap();
 
     let client = source.client().await.unwrap();
@@ -131,6 +138,10 @@ async fn run_applies_reports_ready_and_stops_on_sigterm() {
             "karmada={}@karmada",
             karmada.kubeconfig_path().display()
         ))
+        // The management plane (KubernetesClusters) on the source server, which serves
+        // cluster-operator's Cluster (config/crds).
+        .arg("--cluster")
+        .arg(format!("management={}", source.kubeconfig_path().display()))
         .args(["--health-addr", &format!("127.0.0.1:{port}")])
         .args(["--metrics-addr", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())

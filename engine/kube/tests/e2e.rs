@@ -69,6 +69,8 @@ async fn kcp_karmada_through_the_broker() {
             vec![
                 ("source", sp.kubeconfig_path().to_path_buf()),
                 ("karmada", kp.kubeconfig_path().to_path_buf()),
+                // The management plane (KubernetesClusters) on the Karmada server.
+                ("management", kp.kubeconfig_path().to_path_buf()),
             ],
         ),
         (_, _, Some(kubeconfig)) => {
@@ -85,6 +87,7 @@ async fn kcp_karmada_through_the_broker() {
                 vec![
                     ("source", kubeconfig.clone()),
                     ("karmada", kubeconfig.clone()),
+                    ("management", kubeconfig.clone()),
                 ],
             )
         }
@@ -615,9 +618,23 @@ async fn local_clusters() -> (
     switchyard_testenv::install_crds(&karmada.client, &karmada_crds())
         .await
         .unwrap();
-    let kubeconfigs = ["source", "karmada"]
-        .map(|r| (r, plane.cluster(r).unwrap().kubeconfig_path().to_path_buf()))
-        .to_vec();
+    // The management plane (KubernetesClusters) on the Karmada server.
+    let kubeconfigs = [
+        ("source", "source"),
+        ("karmada", "karmada"),
+        ("management", "karmada"),
+    ]
+    .map(|(role, server)| {
+        (
+            role,
+            plane
+                .cluster(server)
+                .unwrap()
+                .kubeconfig_path()
+                .to_path_buf(),
+        )
+    })
+    .to_vec();
     (plane, source, karmada, kubeconfigs)
 }
 

@@ -85,6 +85,11 @@ async fn two_workspaces_with_the_same_names_stay_apart() {
                 "karmada",
                 plane.cluster("karmada").unwrap().kubeconfig_path(),
             ),
+            // The management plane (KubernetesClusters) on the Karmada server.
+            (
+                "management",
+                plane.cluster("karmada").unwrap().kubeconfig_path(),
+            ),
         ],
     )
     .await;

@@ -44,6 +44,18 @@ pub fn karmada_crds() -> Vec<Value> {
             crds.push(d.to_json());
         }
     }
+    // Karmada's member clusters (served by karmada-aggregated-apiserver, not a CRD, in
+    // Karmada), and cluster-operator's Cluster: the pack's `management` role, which the
+    // FleetWorkload tests point at the Karmada server (one cluster may hold several roles).
+    crds.extend(
+        switchyard_testenv::read_crds(&repo().join("config/crds"))
+            .unwrap()
+            .into_iter()
+            .filter(|c| {
+                c["spec"]["group"] == "cluster.karmada.io"
+                    || c["spec"]["group"] == "cluster.edge-connect.eu"
+            }),
+    );
     crds
 }
 

@@ -150,6 +150,8 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
         clusters: [
             ("source", source_server.kubeconfig_path()),
             ("karmada", karmada_server.kubeconfig_path()),
+            // The pack's management plane (KubernetesClusters, none here).
+            ("management", karmada_server.kubeconfig_path()),
         ]
         .iter()
         .map(|(role, kubeconfig)| ClusterConfig {

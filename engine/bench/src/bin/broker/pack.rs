@@ -104,6 +104,12 @@ pub(crate) fn karmada_crds() -> Res<Vec<Value>> {
     ] {
         crds.extend(yaml_documents(&dir.join(file))?);
     }
+    // Karmada's member Cluster, and cluster-operator's Cluster: the pack's `management` role
+    // is on the Karmada server.
+    crds.extend(source_crds()?.into_iter().filter(|c| {
+        c["spec"]["group"] == "cluster.karmada.io"
+            || c["spec"]["group"] == "cluster.edge-connect.eu"
+    }));
     Ok(crds)
 }
 
