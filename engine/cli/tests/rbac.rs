@@ -11,11 +11,14 @@ use std::path::Path;
 use support::{root, stderr, stdout, switchyard};
 
 /// The CRDs each shipped pack's RBAC is computed with: its own (`config/crds`) and, for
-/// kcp-karmada, Karmada's, which the repository keeps beside itself (`../shared`).
+/// kcp-karmada and cilium-mesh, Karmada's and Cilium's, which the repository keeps beside
+/// itself (`../shared`).
 fn crd_args(pack: &str) -> Vec<String> {
     let mut args = vec!["--crds".to_string(), "config/crds".to_string()];
-    if pack == "kcp-karmada" {
-        args.extend(["--crds".to_string(), "../shared/crds/karmada".to_string()]);
+    match pack {
+        "kcp-karmada" => args.extend(["--crds".to_string(), "../shared/crds/karmada".to_string()]),
+        "cilium-mesh" => args.extend(["--crds".to_string(), "../shared/crds/cilium".to_string()]),
+        _ => {}
     }
     args
 }
@@ -204,6 +207,8 @@ fn a_folder_of_packs_merges_roles() {
         "config/crds",
         "--crds",
         "../shared/crds/karmada",
+        "--crds",
+        "../shared/crds/cilium",
         "-o",
         "json",
     ]);
@@ -211,7 +216,7 @@ fn a_folder_of_packs_merges_roles() {
     let rbac: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         rbac["packs"],
-        serde_json::json!(["kcp-karmada", "resource-broker"])
+        serde_json::json!(["cilium-mesh", "kcp-karmada", "resource-broker"])
     );
     let roles: Vec<&str> = rbac["roles"]
         .as_array()
@@ -226,6 +231,7 @@ fn a_folder_of_packs_merges_roles() {
             "consumer",
             "coordination",
             "karmada",
+            "mesh",
             "provider",
             "source"
         ]
