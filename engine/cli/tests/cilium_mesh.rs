@@ -146,12 +146,16 @@ async fn seed_member(client: &kube::Client, index: usize, nodes: usize) {
     let endpoints: Vec<Value> = (0..nodes)
         .map(|n| json!({"addresses": [format!("10.{index}.0.{}", n + 10)], "conditions": {"ready": true}}))
         .collect();
-    apply(client, json!({
+    apply(
+        client,
+        json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": "nginx-1", "namespace": "production",
                      "labels": {"kubernetes.io/service-name": "nginx"}},
         "addressType": "IPv4", "endpoints": endpoints,
-        "ports": [{"port": 80, "protocol": "TCP"}]})).await;
+        "ports": [{"port": 80, "protocol": "TCP"}]}),
+    )
+    .await;
 }
 
 fn free_port() -> u16 {
@@ -173,7 +177,10 @@ fn stop(mut child: Child, log: &tempfile::NamedTempFile) -> String {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(stopped.elapsed() < Duration::from_secs(40), "still running 40s after SIGTERM");
+        assert!(
+            stopped.elapsed() < Duration::from_secs(40),
+            "still running 40s after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     let mut logs = String::new();
@@ -216,35 +223,80 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         apply(&source, cluster).await;
     }
     let networking = "networking.edge-portal.eu/v1alpha1";
-    apply(&source, source_object(networking, "ClusterMeshBinding", "edge-mesh-eu", json!({
+    apply(
+        &source,
+        source_object(
+            networking,
+            "ClusterMeshBinding",
+            "edge-mesh-eu",
+            json!({
         "clusterRefs": [{"name": MEMBERS[0]}, {"name": MEMBERS[1]}],
-        "meshConfig": {"serviceType": "LoadBalancer"}}))).await;
-    apply(&source, source_object(networking, "GlobalService", "nginx-global", json!({
+        "meshConfig": {"serviceType": "LoadBalancer"}}),
+        ),
+    )
+    .await;
+    apply(
+        &source,
+        source_object(
+            networking,
+            "GlobalService",
+            "nginx-global",
+            json!({
         "meshRef": {"name": "edge-mesh-eu"},
         "selector": {"namespace": "production", "name": "nginx"},
-        "globalAnnotations": {"service.cilium.io/affinity": "local"}}))).await;
-    apply(&source, source_object(networking, "ConnectivityIntent", "frontend-to-backend", json!({
+        "globalAnnotations": {"service.cilium.io/affinity": "local"}}),
+        ),
+    )
+    .await;
+    apply(
+        &source,
+        source_object(
+            networking,
+            "ConnectivityIntent",
+            "frontend-to-backend",
+            json!({
         "meshRef": {"name": "edge-mesh-eu"}, "action": "Allow", "policyMode": "Namespaced",
         "source": {"namespace": "production", "name": "frontend"},
         "destination": {"namespace": "production", "name": "backend"},
         "ports": [{"protocol": "TCP", "port": 8080}, {"protocol": "TCP", "port": 443}],
-        "probe": {"enabled": true, "intervalSeconds": 60}}))).await;
-    apply(&source, source_object(networking, "ConnectivityIntent", "deny-web-to-db", json!({
+        "probe": {"enabled": true, "intervalSeconds": 60}}),
+        ),
+    )
+    .await;
+    apply(
+        &source,
+        source_object(
+            networking,
+            "ConnectivityIntent",
+            "deny-web-to-db",
+            json!({
         "meshRef": {"name": "edge-mesh-eu"}, "action": "Deny", "policyMode": "Clusterwide",
         "source": {"namespace": "web", "selector": {"role": "web"}},
         "destination": {"namespace": "data", "selector": {"k8s:role": "db"}},
-        "ports": [{"protocol": "TCP", "port": 5432}]}))).await;
+        "ports": [{"protocol": "TCP", "port": 5432}]}),
+        ),
+    )
+    .await;
 
     let log = tempfile::NamedTempFile::new().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     command
         .current_dir(root())
-        .args(["run", "--packs", "rules/cilium-mesh", "--log-format", "json"])
+        .args([
+            "run",
+            "--packs",
+            "rules/cilium-mesh",
+            "--log-format",
+            "json",
+        ])
         // One API server holds the tenant's objects (the source role is a kcp virtual
         // workspace; its objects carry kcp.io/cluster).
         .args(["--no-workspace-paths", "source"])
         .arg("--cluster")
-        .arg(format!("source={}", source_server.kubeconfig_path().display()));
+        .arg(format!(
+            "source={}",
+            source_server.kubeconfig_path().display()
+        ));
     for name in MEMBERS {
         command.arg("--cluster").arg(format!(
             "mesh/{name}={}",
@@ -299,9 +351,15 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await;
     }
     eventually("the GlobalService is Exported", || async {
-        let gs = get(&source, networking, "GlobalService", Some("default"), "nginx-global")
-            .await
-            .unwrap();
+        let gs = get(
+            &source,
+            networking,
+            "GlobalService",
+            Some("default"),
+            "nginx-global",
+        )
+        .await
+        .unwrap();
         let status = &gs["status"];
         let ok = status["phase"] == "Exported"
             && status["exportedClusters"] == json!(MEMBERS)
@@ -316,25 +374,51 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     // The intents' policies in every mesh cluster, then their status.
     for (member, name) in members.iter().zip(MEMBERS) {
         eventually(&format!("the policies in {name}"), || async {
-            let cnp = get(member, "cilium.io/v2", "CiliumNetworkPolicy", Some("production"), "frontend-to-backend").await;
-            let ccnp = get(member, "cilium.io/v2", "CiliumClusterwideNetworkPolicy", None, "deny-web-to-db").await;
+            let cnp = get(
+                member,
+                "cilium.io/v2",
+                "CiliumNetworkPolicy",
+                Some("production"),
+                "frontend-to-backend",
+            )
+            .await;
+            let ccnp = get(
+                member,
+                "cilium.io/v2",
+                "CiliumClusterwideNetworkPolicy",
+                None,
+                "deny-web-to-db",
+            )
+            .await;
             let (Some(cnp), Some(ccnp)) = (cnp, ccnp) else {
                 return Err("not yet".to_string());
             };
-            assert_eq!(cnp["spec"], json!({
+            assert_eq!(
+                cnp["spec"],
+                json!({
                 "endpointSelector": {"matchLabels": {"k8s:app": "backend"}},
                 "ingress": [{"fromEndpoints": [{"matchLabels": {"k8s:app": "frontend",
                                 "k8s:io.kubernetes.pod.namespace": "production"}}],
                              "toPorts": [{"ports": [{"port": "8080", "protocol": "TCP"},
-                                                    {"port": "443", "protocol": "TCP"}]}]}]}));
-            assert_eq!(cnp["metadata"]["labels"]["edge-connect.eu/source-workspace"], WORKSPACE);
-            assert_eq!(cnp["metadata"]["labels"]["edge-connect.eu/source-name"], "frontend-to-backend");
-            assert_eq!(ccnp["spec"], json!({
+                                                    {"port": "443", "protocol": "TCP"}]}]}]})
+            );
+            assert_eq!(
+                cnp["metadata"]["labels"]["edge-connect.eu/source-workspace"],
+                WORKSPACE
+            );
+            assert_eq!(
+                cnp["metadata"]["labels"]["edge-connect.eu/source-name"],
+                "frontend-to-backend"
+            );
+            assert_eq!(
+                ccnp["spec"],
+                json!({
                 "endpointSelector": {"matchLabels": {"k8s:role": "db",
                                                      "k8s:io.kubernetes.pod.namespace": "data"}},
                 "ingressDeny": [{"fromEndpoints": [{"matchLabels": {"role": "web",
                                     "k8s:io.kubernetes.pod.namespace": "web"}}],
-                                 "toPorts": [{"ports": [{"port": "5432", "protocol": "TCP"}]}]}]}));
+                                 "toPorts": [{"ports": [{"port": "5432", "protocol": "TCP"}]}]}]})
+            );
             Ok(())
         })
         .await;
@@ -374,19 +458,32 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await
         .unwrap();
     for (member, name) in members.iter().zip(MEMBERS) {
-        eventually(&format!("the Service in {name} is no longer global"), || async {
-            let service = get(member, "v1", "Service", Some("production"), "nginx").await.unwrap();
-            let annotations = &service["metadata"]["annotations"];
-            if annotations == &json!({"owner": "tenant"}) {
-                Ok(())
-            } else {
-                Err(annotations.to_string())
-            }
-        })
+        eventually(
+            &format!("the Service in {name} is no longer global"),
+            || async {
+                let service = get(member, "v1", "Service", Some("production"), "nginx")
+                    .await
+                    .unwrap();
+                let annotations = &service["metadata"]["annotations"];
+                if annotations == &json!({"owner": "tenant"}) {
+                    Ok(())
+                } else {
+                    Err(annotations.to_string())
+                }
+            },
+        )
         .await;
     }
     eventually("the GlobalService is gone", || async {
-        match get(&source, networking, "GlobalService", Some("default"), "nginx-global").await {
+        match get(
+            &source,
+            networking,
+            "GlobalService",
+            Some("default"),
+            "nginx-global",
+        )
+        .await
+        {
             None => Ok(()),
             Some(gs) => Err(gs.to_string()),
         }
@@ -403,8 +500,22 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     }
     for (member, name) in members.iter().zip(MEMBERS) {
         eventually(&format!("the policies in {name} are gone"), || async {
-            let cnp = get(member, "cilium.io/v2", "CiliumNetworkPolicy", Some("production"), "frontend-to-backend").await;
-            let ccnp = get(member, "cilium.io/v2", "CiliumClusterwideNetworkPolicy", None, "deny-web-to-db").await;
+            let cnp = get(
+                member,
+                "cilium.io/v2",
+                "CiliumNetworkPolicy",
+                Some("production"),
+                "frontend-to-backend",
+            )
+            .await;
+            let ccnp = get(
+                member,
+                "cilium.io/v2",
+                "CiliumClusterwideNetworkPolicy",
+                None,
+                "deny-web-to-db",
+            )
+            .await;
             match (cnp, ccnp) {
                 (None, None) => Ok(()),
                 other => Err(format!("{other:?}")),
@@ -415,4 +526,29 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
 
     let logs = stop(child, &log);
     assert!(logs.contains("shutting down"), "{logs}");
+}
+
+/// The pack's own test cases, with every output validated against Cilium v1.16.5's CRDs as
+/// the mesh clusters' API servers would validate it.
+#[test]
+fn cilium_mesh_outputs_are_valid_cilium_objects() {
+    let out = support::switchyard(&[
+        "test",
+        "rules/cilium-mesh",
+        "--validate-against",
+        "../shared/crds/cilium",
+    ]);
+    let text = support::stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        support::stderr(&out)
+    );
+    assert!(!text.contains("FAIL") && !text.contains("WARN"), "{text}");
+    let last = text.lines().last().unwrap_or("");
+    assert!(
+        last.ends_with(" passed, 0 failed") && !last.starts_with("0 "),
+        "{last}"
+    );
 }
