@@ -449,6 +449,79 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await;
     }
 
+    // Gated on the binding: Cilium's agents stop on one cluster, the binding is Connecting
+    // and the GlobalService Pending. A stopped rule never prunes, so what was exported stays
+    // (as the seed returns before touching the clusters); with the agents back the
+    // GlobalService is Exported again.
+    let set_ready = |ready: i64| {
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+               "metadata": {"name": "cilium", "namespace": "kube-system"},
+               "status": {"currentNumberScheduled": 2, "desiredNumberScheduled": 2,
+                          "numberMisscheduled": 0, "numberReady": ready}})
+    };
+    let daemonsets = api_for(&members[1], "apps/v1", "DaemonSet", Some("kube-system")).await;
+    let status_params = PatchParams::apply("e2e-tenant").force();
+    daemonsets
+        .patch_status("cilium", &status_params, &Patch::Apply(&set_ready(0)))
+        .await
+        .unwrap();
+    eventually("the GlobalService is Pending", || async {
+        let gs = get(
+            &source,
+            networking,
+            "GlobalService",
+            Some("default"),
+            "nginx-global",
+        )
+        .await
+        .unwrap();
+        let binding = get(
+            &source,
+            networking,
+            "ClusterMeshBinding",
+            Some("default"),
+            "edge-mesh-eu",
+        )
+        .await
+        .unwrap();
+        if gs["status"]["phase"] == "Pending" && binding["status"]["phase"] == "Connecting" {
+            Ok(())
+        } else {
+            Err(format!("{} / {}", gs["status"], binding["status"]))
+        }
+    })
+    .await;
+    for (member, name) in members.iter().zip(MEMBERS) {
+        let service = get(member, "v1", "Service", Some("production"), "nginx")
+            .await
+            .unwrap();
+        assert_eq!(
+            service["metadata"]["annotations"]["io.cilium/global-service"], "true",
+            "{name}: {service}"
+        );
+    }
+    daemonsets
+        .patch_status("cilium", &status_params, &Patch::Apply(&set_ready(2)))
+        .await
+        .unwrap();
+    eventually("the GlobalService is Exported again", || async {
+        let gs = get(
+            &source,
+            networking,
+            "GlobalService",
+            Some("default"),
+            "nginx-global",
+        )
+        .await
+        .unwrap();
+        if gs["status"]["phase"] == "Exported" {
+            Ok(())
+        } else {
+            Err(gs["status"].to_string())
+        }
+    })
+    .await;
+
     // Deleting the GlobalService takes the pack's annotations back, and only those; the
     // finalizer lets it go once that is done.
     let delete = DeleteParams::default();
