@@ -17,7 +17,7 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParam
 use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
 use serde_json::{Value, json};
-use support::root;
+use support::{free_port, root};
 use switchyard_testenv::{ControlPlane, read_crds};
 
 const MEMBERS: [&str; 2] = ["cluster-ffm-1", "cluster-ber-2"];
@@ -86,6 +86,42 @@ async fn get(
         .await
         .unwrap()
         .map(|o| serde_json::to_value(o).unwrap())
+}
+
+const NETWORKING: &str = "networking.edge-portal.eu/v1alpha1";
+
+/// A networking object of the tenant's workspace (namespace `default`).
+async fn tenant_object(source: &kube::Client, kind: &str, name: &str) -> Option<Value> {
+    get(source, NETWORKING, kind, Some("default"), name).await
+}
+
+/// The tenant's Service `production/nginx` in a mesh cluster: its annotations.
+async fn service_annotations(member: &kube::Client) -> Value {
+    let service = get(member, "v1", "Service", Some("production"), "nginx")
+        .await
+        .unwrap();
+    service["metadata"]["annotations"].clone()
+}
+
+/// The two intents' policies as a mesh cluster holds them.
+async fn policies(member: &kube::Client) -> (Option<Value>, Option<Value>) {
+    let namespaced = get(
+        member,
+        "cilium.io/v2",
+        "CiliumNetworkPolicy",
+        Some("production"),
+        "frontend-to-backend",
+    )
+    .await;
+    let clusterwide = get(
+        member,
+        "cilium.io/v2",
+        "CiliumClusterwideNetworkPolicy",
+        None,
+        "deny-web-to-db",
+    )
+    .await;
+    (namespaced, clusterwide)
 }
 
 /// Waits until `check` holds, at most 60 s; the last value it saw is in the panic.
@@ -158,31 +194,8 @@ async fn seed_member(client: &kube::Client, index: usize, nodes: usize) {
     .await;
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn stop(mut child: Child, log: &tempfile::NamedTempFile) -> String {
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let stopped = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(40),
-            "still running 40s after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = support::terminate(&mut child);
     let mut logs = String::new();
     log.reopen().unwrap().read_to_string(&mut logs).unwrap();
     assert_eq!(status.code(), Some(0), "logs:\n{logs}");
@@ -222,7 +235,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
             json!({"capabilities": [{"name": "cilium-cni", "details": {"status": "ready"}}]});
         apply(&source, cluster).await;
     }
-    let networking = "networking.edge-portal.eu/v1alpha1";
+    let networking = NETWORKING;
     apply(
         &source,
         source_object(
@@ -313,7 +326,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
 
     // The binding's status, read from the clusters.
     eventually("the binding is Connected", || async {
-        let binding = get(&source, networking, "ClusterMeshBinding", Some("default"), "edge-mesh-eu")
+        let binding = tenant_object(&source, "ClusterMeshBinding", "edge-mesh-eu")
             .await
             .unwrap();
         let status = &binding["status"];
@@ -337,8 +350,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     // Every mesh cluster's Service carries the annotations; the tenant's own stays.
     for (member, name) in members.iter().zip(MEMBERS) {
         eventually(&format!("the Service in {name} is global"), || async {
-            let service = get(member, "v1", "Service", Some("production"), "nginx").await.unwrap();
-            let annotations = &service["metadata"]["annotations"];
+            let annotations = &service_annotations(member).await;
             if annotations
                 == &json!({"owner": "tenant", "io.cilium/global-service": "true",
                            "io.cilium/shared-service": "true", "service.cilium.io/affinity": "local"})
@@ -351,15 +363,9 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await;
     }
     eventually("the GlobalService is Exported", || async {
-        let gs = get(
-            &source,
-            networking,
-            "GlobalService",
-            Some("default"),
-            "nginx-global",
-        )
-        .await
-        .unwrap();
+        let gs = tenant_object(&source, "GlobalService", "nginx-global")
+            .await
+            .unwrap();
         let status = &gs["status"];
         let ok = status["phase"] == "Exported"
             && status["exportedClusters"] == json!(MEMBERS)
@@ -374,22 +380,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     // The intents' policies in every mesh cluster, then their status.
     for (member, name) in members.iter().zip(MEMBERS) {
         eventually(&format!("the policies in {name}"), || async {
-            let cnp = get(
-                member,
-                "cilium.io/v2",
-                "CiliumNetworkPolicy",
-                Some("production"),
-                "frontend-to-backend",
-            )
-            .await;
-            let ccnp = get(
-                member,
-                "cilium.io/v2",
-                "CiliumClusterwideNetworkPolicy",
-                None,
-                "deny-web-to-db",
-            )
-            .await;
+            let (cnp, ccnp) = policies(member).await;
             let (Some(cnp), Some(ccnp)) = (cnp, ccnp) else {
                 return Err("not yet".to_string());
             };
@@ -425,7 +416,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     }
     for intent in ["frontend-to-backend", "deny-web-to-db"] {
         eventually(&format!("{intent} is Applied"), || async {
-            let ci = get(&source, networking, "ConnectivityIntent", Some("default"), intent)
+            let ci = tenant_object(&source, "ConnectivityIntent", intent)
                 .await
                 .unwrap();
             let status = &ci["status"];
@@ -466,24 +457,12 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await
         .unwrap();
     eventually("the GlobalService is Pending", || async {
-        let gs = get(
-            &source,
-            networking,
-            "GlobalService",
-            Some("default"),
-            "nginx-global",
-        )
-        .await
-        .unwrap();
-        let binding = get(
-            &source,
-            networking,
-            "ClusterMeshBinding",
-            Some("default"),
-            "edge-mesh-eu",
-        )
-        .await
-        .unwrap();
+        let gs = tenant_object(&source, "GlobalService", "nginx-global")
+            .await
+            .unwrap();
+        let binding = tenant_object(&source, "ClusterMeshBinding", "edge-mesh-eu")
+            .await
+            .unwrap();
         if gs["status"]["phase"] == "Pending" && binding["status"]["phase"] == "Connecting" {
             Ok(())
         } else {
@@ -492,12 +471,10 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     })
     .await;
     for (member, name) in members.iter().zip(MEMBERS) {
-        let service = get(member, "v1", "Service", Some("production"), "nginx")
-            .await
-            .unwrap();
+        let annotations = service_annotations(member).await;
         assert_eq!(
-            service["metadata"]["annotations"]["io.cilium/global-service"], "true",
-            "{name}: {service}"
+            annotations["io.cilium/global-service"], "true",
+            "{name}: {annotations}"
         );
     }
     daemonsets
@@ -505,15 +482,9 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await
         .unwrap();
     eventually("the GlobalService is Exported again", || async {
-        let gs = get(
-            &source,
-            networking,
-            "GlobalService",
-            Some("default"),
-            "nginx-global",
-        )
-        .await
-        .unwrap();
+        let gs = tenant_object(&source, "GlobalService", "nginx-global")
+            .await
+            .unwrap();
         if gs["status"]["phase"] == "Exported" {
             Ok(())
         } else {
@@ -534,10 +505,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         eventually(
             &format!("the Service in {name} is no longer global"),
             || async {
-                let service = get(member, "v1", "Service", Some("production"), "nginx")
-                    .await
-                    .unwrap();
-                let annotations = &service["metadata"]["annotations"];
+                let annotations = &service_annotations(member).await;
                 if annotations == &json!({"owner": "tenant"}) {
                     Ok(())
                 } else {
@@ -548,15 +516,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
         .await;
     }
     eventually("the GlobalService is gone", || async {
-        match get(
-            &source,
-            networking,
-            "GlobalService",
-            Some("default"),
-            "nginx-global",
-        )
-        .await
-        {
+        match tenant_object(&source, "GlobalService", "nginx-global").await {
             None => Ok(()),
             Some(gs) => Err(gs.to_string()),
         }
@@ -573,22 +533,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     }
     for (member, name) in members.iter().zip(MEMBERS) {
         eventually(&format!("the policies in {name} are gone"), || async {
-            let cnp = get(
-                member,
-                "cilium.io/v2",
-                "CiliumNetworkPolicy",
-                Some("production"),
-                "frontend-to-backend",
-            )
-            .await;
-            let ccnp = get(
-                member,
-                "cilium.io/v2",
-                "CiliumClusterwideNetworkPolicy",
-                None,
-                "deny-web-to-db",
-            )
-            .await;
+            let (cnp, ccnp) = policies(member).await;
             match (cnp, ccnp) {
                 (None, None) => Ok(()),
                 other => Err(format!("{other:?}")),
