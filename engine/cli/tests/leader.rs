@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,14 +27,6 @@ fn config_maps() -> ApiResource {
         &kube::core::GroupVersionKind::gvk("", "v1", "ConfigMap"),
         "configmaps",
     )
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
@@ -148,7 +142,7 @@ impl Setup {
         let target_proxy = FaultProxy::start(self.plane.cluster("target").unwrap())
             .await
             .unwrap();
-        let port = free_port();
+        let port = support::free_port();
         let log = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
             .args(["run", "--packs"])

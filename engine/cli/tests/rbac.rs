@@ -11,12 +11,16 @@ use std::path::Path;
 use support::{root, stderr, stdout, switchyard};
 
 /// The CRDs each shipped pack's RBAC is computed with: its own (`config/crds`) and, for the
-/// packs writing PropagationPolicies (kcp-karmada, multicluster-ingress), Karmada's, which
-/// the repository keeps beside itself (`../shared`).
+/// packs writing Karmada's or Cilium's kinds, those CRDs, which the repository keeps beside
+/// itself (`../shared`).
 fn crd_args(pack: &str) -> Vec<String> {
     let mut args = vec!["--crds".to_string(), "config/crds".to_string()];
-    if ["kcp-karmada", "multicluster-ingress"].contains(&pack) {
-        args.extend(["--crds".to_string(), "../shared/crds/karmada".to_string()]);
+    match pack {
+        "kcp-karmada" | "multicluster-ingress" => {
+            args.extend(["--crds".to_string(), "../shared/crds/karmada".to_string()]);
+        }
+        "cilium-mesh" => args.extend(["--crds".to_string(), "../shared/crds/cilium".to_string()]),
+        _ => {}
     }
     args
 }
@@ -205,6 +209,8 @@ fn a_folder_of_packs_merges_roles() {
         "config/crds",
         "--crds",
         "../shared/crds/karmada",
+        "--crds",
+        "../shared/crds/cilium",
         "-o",
         "json",
     ]);
@@ -212,7 +218,12 @@ fn a_folder_of_packs_merges_roles() {
     let rbac: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         rbac["packs"],
-        serde_json::json!(["kcp-karmada", "multicluster-ingress", "resource-broker"])
+        serde_json::json!([
+            "cilium-mesh",
+            "kcp-karmada",
+            "multicluster-ingress",
+            "resource-broker"
+        ])
     );
     let roles: Vec<&str> = rbac["roles"]
         .as_array()
@@ -228,6 +239,7 @@ fn a_folder_of_packs_merges_roles() {
             "coordination",
             "karmada",
             "management",
+            "mesh",
             "provider",
             "source"
         ]

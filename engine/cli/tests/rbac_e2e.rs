@@ -289,14 +289,6 @@ impl Drop for Broker {
 /// Debug for the broker: a refused Event is logged only there.
 const LOG_FILTER: &str = "info,switchyard_kube=debug";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn eventually<F, Fut>(what: &str, broker: &Broker, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -388,7 +380,7 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
         "metadata": {"name": "bad", "namespace": "default"},
         "spec": {"fleetRef": {"name": "f"}, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})).await;
 
-    let port = free_port();
+    let port = support::free_port();
     let mut broker = Broker::start(
         layout.path(),
         [&source_config, &karmada_config, &management_config],

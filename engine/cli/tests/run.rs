@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -10,18 +12,11 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
+use support::free_port;
 use switchyard_testenv::{ControlPlane, read_crds};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
@@ -188,22 +183,7 @@ async fn run_applies_reports_ready_and_stops_on_sigterm() {
     }
 
     // SIGTERM: in-flight work finishes, the process exits 0.
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let stopped = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            stopped.elapsed() < Duration::from_secs(40),
-            "still running 40s after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let status = support::terminate(&mut child);
     let mut logs = String::new();
     log.reopen().unwrap().read_to_string(&mut logs).unwrap();
     assert_eq!(status.code(), Some(0), "logs:\n{logs}");
