@@ -12,6 +12,7 @@ use crate::apply::Clusters;
 use crate::config::{BrokerConfig, ConfigError};
 use crate::controller::{Controller, Work};
 use crate::health::Health;
+use crate::members::{MemberEvent, Membership};
 use crate::metrics::Metrics;
 use crate::packs::{self, PackSet};
 use crate::queue::{Backoff, Queue};
@@ -34,8 +35,19 @@ pub struct Handle {
     pub health: Health,
 }
 
+/// What the broker's loop hands to the functions keeping watches and members in step.
+struct Wiring {
+    controller: Arc<Controller>,
+    store: Arc<Store>,
+    clusters: Arc<Clusters>,
+    health: Health,
+    events: mpsc::UnboundedSender<WatchEvent>,
+}
+
+/// The watches running, and the members found at run time.
 struct Watches {
     running: BTreeMap<KindKey, (WatchMode, JoinHandle<()>)>,
+    members: Membership,
 }
 
 /// Runs the broker until `shutdown` resolves: then it stops taking work, lets in-flight work
@@ -62,6 +74,7 @@ pub async fn run(
     let clusters = Clusters::with_configs(clients, configs, shared, metrics.clone());
     let names = clusters.names();
     let store = Store::with_clusters(names.iter().map(String::as_str));
+    store.set_dynamic_roles(config.members.iter().map(|m| m.role.clone()));
     let observer: Arc<dyn crate::queue::QueueObserver> = metrics.clone();
     let queue: Arc<Queue<Work>> =
         Queue::observed(Backoff::default(), Backoff::permanent(), Some(observer));
@@ -73,22 +86,28 @@ pub async fn run(
     });
 
     let (events_tx, mut events_rx) = mpsc::unbounded_channel::<WatchEvent>();
+    let wiring = Wiring {
+        controller: controller.clone(),
+        store: store.clone(),
+        clusters: clusters.clone(),
+        health: health.clone(),
+        events: events_tx.clone(),
+    };
     let mut watches = Watches {
         running: BTreeMap::new(),
+        members: Membership::default(),
     };
 
     // The first pack set: a broken one leaves the broker running and not ready, waiting for
     // a fixed set on disk.
     let mut fingerprints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
-    ensure_watches(
-        &controller,
-        &store,
-        &clusters,
-        &health,
-        &events_tx,
-        &mut watches,
-    );
+    ensure_watches(&wiring, &mut watches);
+
+    // The roles whose members are found at run time: each source reports what it finds.
+    let (members_tx, mut members_rx) = mpsc::unbounded_channel::<MemberEvent>();
+    let sources = start_member_sources(&config, &clusters, &members_tx)?;
+    publish_inventory(&wiring, &watches);
 
     // The packs folder, and the shared partials and CRDs the packs are loaded with.
     let packs_dir = config.packs.clone().unwrap_or_default();
@@ -162,17 +181,33 @@ pub async fn run(
             Some(event) = events_rx.recv() => match event {
                 WatchEvent::Changed(change) => controller.changed(&change),
                 WatchEvent::Synced(kind) => {
-                    health.set_watch(kind.to_string(), true);
-                    controller.watch_synced(kind);
+                    // A watch stopped since (a member gone) or started again (one back)
+                    // may have sent this: only the cache itself says it holds a list.
+                    if store.cache(&kind).is_some_and(|c| c.is_synced()) {
+                        if watches.members.joining.contains_key(&kind.cluster) {
+                            watches.members.failures.remove(&kind.to_string());
+                        } else {
+                            health.set_watch(kind.to_string(), true);
+                        }
+                        controller.watch_synced(kind);
+                        promote_members(&wiring, &mut watches);
+                    }
                 }
                 WatchEvent::Failed(kind, message) => {
                     tracing::warn!(watch = %kind, %message, "watch cannot start");
-                    health.set_watch_failed(kind.to_string(), message);
+                    if watches.members.joining.contains_key(&kind.cluster) {
+                        watches.members.failures.insert(kind.to_string(), message);
+                        publish_inventory(&wiring, &watches);
+                    } else if watches.running.contains_key(&kind) {
+                        health.set_watch_failed(kind.to_string(), message);
+                    }
                 }
             },
+            Some(event) = members_rx.recv() => on_member_event(&wiring, &mut watches, event),
             Some(()) = reloads.recv() => {
                 reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
-                ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
+                ensure_watches(&wiring, &mut watches);
+                promote_members(&wiring, &mut watches);
             }
             Ok(()) = recoveries.changed() => {
                 let retried = queue.retry_now();
@@ -205,6 +240,9 @@ pub async fn run(
         elector.release().await;
     }
     drop(always);
+    for task in sources {
+        task.abort();
+    }
     for (_, (_, task)) in watches.running {
         task.abort();
     }
@@ -347,16 +385,27 @@ async fn check_scopes(set: &PackSet, clusters: &Clusters) -> Result<(), String> 
     }
 }
 
-/// Starts the watches the loaded packs need and stops the ones they no longer need.
-fn ensure_watches(
-    controller: &Arc<Controller>,
-    store: &Arc<Store>,
-    clusters: &Arc<Clusters>,
-    health: &Health,
-    events: &mpsc::UnboundedSender<WatchEvent>,
-    watches: &mut Watches,
-) {
-    let needed = controller.needed_watches();
+/// Starts the watches the loaded packs need (in live members, and in members joining) and
+/// stops the ones they no longer need.
+fn ensure_watches(wiring: &Wiring, watches: &mut Watches) {
+    let Wiring {
+        controller,
+        store,
+        clusters,
+        health,
+        events,
+    } = wiring;
+    let mut needed = controller.needed_watches();
+    for cluster in watches.members.joining.keys() {
+        for (kind, mode) in controller.member_watches(cluster) {
+            if needed
+                .get(&kind)
+                .is_none_or(|m| m.strength() < mode.strength())
+            {
+                needed.insert(kind, mode);
+            }
+        }
+    }
     let stale: Vec<KindKey> = watches
         .running
         .iter()
@@ -370,6 +419,7 @@ fn ensure_watches(
         store.remove(&kind);
         controller.watch_stopped(&kind);
         health.remove_watch(&kind.to_string());
+        watches.members.failures.remove(&kind.to_string());
     }
     for (kind, mode) in needed {
         if watches.running.contains_key(&kind) {
@@ -388,7 +438,11 @@ fn ensure_watches(
             store.workspace_annotation(&kind.cluster),
         ));
         store.add(kind.clone(), cache.clone());
-        health.set_watch(kind.to_string(), false);
+        // A joining member's watches are reported with the inventory: a member that cannot
+        // be listed does not make the broker unready.
+        if !watches.members.joining.contains_key(&kind.cluster) {
+            health.set_watch(kind.to_string(), false);
+        }
         let task = tokio::spawn(watch::run(
             client,
             kind.clone(),
@@ -398,4 +452,174 @@ fn ensure_watches(
         ));
         watches.running.insert(kind, (mode, task));
     }
+}
+
+/// Starts the source of each role whose members are found at run time.
+fn start_member_sources(
+    config: &BrokerConfig,
+    clusters: &Clusters,
+    events: &mpsc::UnboundedSender<MemberEvent>,
+) -> Result<Vec<JoinHandle<()>>, BrokerError> {
+    let mut tasks = Vec::new();
+    for source in &config.members {
+        if let Some(secrets) = &source.secrets {
+            let own = config
+                .own_cluster(secrets.cluster.as_deref())
+                .ok_or_else(|| {
+                    BrokerError::Io(format!(
+                        "members of role `{}`: no configured cluster holds their Secrets",
+                        source.role
+                    ))
+                })?
+                .to_string();
+            let client = clusters
+                .client(&own)
+                .map_err(|e| BrokerError::Io(e.to_string()))?;
+            tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
+            tasks.push(tokio::spawn(crate::members::watch_secrets(
+                client,
+                source.role.clone(),
+                secrets.clone(),
+                events.clone(),
+            )));
+        }
+    }
+    Ok(tasks)
+}
+
+/// A member found, changed or gone.
+fn on_member_event(wiring: &Wiring, watches: &mut Watches, event: MemberEvent) {
+    match event {
+        MemberEvent::Found {
+            cluster,
+            config,
+            fingerprint,
+            from,
+        } => {
+            if watches.members.found.get(&cluster).map(|(f, _)| *f) == Some(fingerprint) {
+                return;
+            }
+            let client = match wiring.clusters.set_member(&cluster, *config) {
+                Ok(client) => client,
+                Err(e) => {
+                    tracing::warn!(%cluster, %from, error = %e, "member cannot be used");
+                    watches.members.unusable.insert(from, e.to_string());
+                    publish_inventory(wiring, watches);
+                    return;
+                }
+            };
+            let known = watches
+                .members
+                .found
+                .insert(cluster.clone(), (fingerprint, from.clone()))
+                .is_some();
+            if known {
+                // New credentials: the member's watches reconnect with them, their caches
+                // kept (each relists and reports only what changed).
+                for (kind, (mode, task)) in watches
+                    .running
+                    .iter_mut()
+                    .filter(|(k, _)| k.cluster == cluster)
+                {
+                    let Some(cache) = wiring.store.cache(kind) else {
+                        continue;
+                    };
+                    task.abort();
+                    *task = tokio::spawn(watch::run(
+                        client.clone(),
+                        kind.clone(),
+                        mode.clone(),
+                        cache,
+                        wiring.events.clone(),
+                    ));
+                }
+                tracing::info!(%cluster, %from, "member credentials changed: its watches reconnect");
+            } else {
+                tracing::info!(%cluster, %from, "member found: its watches start");
+                watches
+                    .members
+                    .joining
+                    .insert(cluster, std::time::Instant::now());
+                ensure_watches(wiring, watches);
+                promote_members(wiring, watches);
+            }
+        }
+        MemberEvent::Unusable { from, problem } => match problem {
+            Some(problem) => {
+                tracing::warn!(%from, %problem, "member source entry cannot be used");
+                watches.members.unusable.insert(from, problem);
+            }
+            None => {
+                watches.members.unusable.remove(&from);
+            }
+        },
+        MemberEvent::Gone { cluster, why } => {
+            let started = std::time::Instant::now();
+            watches.members.found.remove(&cluster);
+            watches.members.joining.remove(&cluster);
+            let was_live = watches.members.live.remove(&cluster);
+            if was_live && wiring.store.remove_member(&cluster) {
+                let (role, _) = switchyard_core::object::split_cluster(&cluster);
+                wiring
+                    .controller
+                    .members_changed(role, None, Some((&cluster, &why)));
+            }
+            ensure_watches(wiring, watches);
+            wiring.clusters.remove_member(&cluster);
+            tracing::info!(%cluster, %why, took = ?started.elapsed(), "member gone: its watches stopped; what the packs made there is left in place");
+        }
+    }
+    publish_inventory(wiring, watches);
+}
+
+/// Joining members whose every watch has listed become live: the packs naming their role
+/// see them and evaluate every trigger again.
+fn promote_members(wiring: &Wiring, watches: &mut Watches) {
+    let ready: Vec<String> = watches
+        .members
+        .joining
+        .keys()
+        .filter(|cluster| {
+            wiring
+                .controller
+                .member_watches(cluster)
+                .keys()
+                .all(|k| wiring.store.cache(k).is_some_and(|c| c.is_synced()))
+        })
+        .cloned()
+        .collect();
+    if ready.is_empty() {
+        return;
+    }
+    for cluster in ready {
+        let since = watches.members.joining.remove(&cluster);
+        watches.members.live.insert(cluster.clone());
+        wiring.store.add_member(&cluster);
+        for kind in wiring.controller.member_watches(&cluster).keys() {
+            wiring.health.set_watch(kind.to_string(), true);
+        }
+        let (role, _) = switchyard_core::object::split_cluster(&cluster);
+        wiring
+            .controller
+            .members_changed(role, Some(&cluster), None);
+        tracing::info!(%cluster, took = ?since.map(|s| s.elapsed()), "member live: its watches listed; packs naming its role evaluate every trigger again");
+    }
+    ensure_watches(wiring, watches);
+    publish_inventory(wiring, watches);
+}
+
+/// The inventory of the roles whose members are found at run time, for `/readyz`.
+fn publish_inventory(wiring: &Wiring, watches: &Watches) {
+    let roles: Vec<(String, Vec<String>)> = wiring
+        .store
+        .roles()
+        .into_iter()
+        .filter(|(role, _)| wiring.store.is_dynamic(role))
+        .map(|(role, _)| {
+            let members = switchyard_core::object::World::members(&*wiring.store, &role);
+            (role, members)
+        })
+        .collect();
+    let (lines, problems) = watches.members.report(&roles);
+    wiring.health.set_inventory(lines, problems);
 }

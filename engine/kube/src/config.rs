@@ -63,6 +63,10 @@ pub struct BrokerConfig {
     /// The clusters the broker connects to, each filling a cluster role of the packs.
     #[serde(default)]
     pub clusters: Vec<ClusterConfig>,
+    /// Roles whose members are found while the broker runs rather than listed in
+    /// `clusters`: each names its role and where its members come from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberSource>,
     /// How often every trigger is evaluated again even when nothing changed, in seconds.
     #[serde(default = "default_resync_seconds")]
     pub resync_seconds: u64,
@@ -142,6 +146,51 @@ fn is_true(value: &bool) -> bool {
     *value
 }
 
+/// Where the members of one role come from while the broker runs. Exactly one source is
+/// set. A member joins once every watch the packs need in it has listed (packs never see a
+/// member whose caches are incomplete), and leaves when its source drops it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemberSource {
+    /// The cluster role (`mesh`): a DNS-1123 label no entry of `clusters` has.
+    pub role: String,
+    /// Kubeconfig Secrets in one namespace, labelled `switchyard.dev/cluster-role: <role>`;
+    /// a Secret's member name is its annotation `switchyard.dev/cluster-name`, else its
+    /// name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<SecretsSource>,
+}
+
+/// Members from kubeconfig Secrets (as Argo CD's cluster Secrets and Cluster API's
+/// `<cluster>-kubeconfig` Secrets hold them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretsSource {
+    /// The namespace the Secrets are in.
+    pub namespace: String,
+    /// The data key holding the kubeconfig (its current context is used).
+    #[serde(default = "default_kubeconfig_key")]
+    pub key: String,
+    /// The configured cluster (`ROLE` or `ROLE/NAME`) the Secrets are in; default the
+    /// broker's own: the one configured `inCluster`, else the first configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+fn default_kubeconfig_key() -> String {
+    "kubeconfig".to_string()
+}
+
+impl MemberSource {
+    /// What the source is, for messages: `Secrets in switchyard-system`.
+    pub fn describe(&self) -> String {
+        match &self.secrets {
+            Some(s) => format!("Secrets in namespace `{}`", s.namespace),
+            None => "no source".to_string(),
+        }
+    }
+}
+
 /// The format of log lines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -194,6 +243,7 @@ impl Default for BrokerConfig {
             partials: None,
             crds: Vec::new(),
             clusters: Vec::new(),
+            members: Vec::new(),
             resync_seconds: default_resync_seconds(),
             workers: default_workers(),
             health_addr: default_health_addr(),
@@ -469,6 +519,10 @@ impl BrokerConfig {
             };
             return Err(at(node.closest(&yaml::parse_path(&path)).pos, problem));
         }
+        if let Some((i, problem)) = config.member_problems().into_iter().next() {
+            let path = format!("spec.members[{i}]");
+            return Err(at(node.closest(&yaml::parse_path(&path)).pos, problem));
+        }
         Ok(config)
     }
 
@@ -595,6 +649,9 @@ impl BrokerConfig {
         if let Some((_, problem)) = cluster_problems(&self.clusters).into_iter().next() {
             return Err(ConfigError::Invalid(problem));
         }
+        if let Some((_, problem)) = self.member_problems().into_iter().next() {
+            return Err(ConfigError::Invalid(problem));
+        }
         if self.workers == 0 {
             return Err(ConfigError::Invalid("workers must be at least 1".into()));
         }
@@ -635,6 +692,71 @@ impl BrokerConfig {
                 None => "leader election needs a cluster to hold its Lease: configure one".into(),
             })
         })
+    }
+
+    /// The broker's own cluster: `explicit` when given, else the one configured
+    /// `inCluster`, else the first configured.
+    pub fn own_cluster(&self, explicit: Option<&str>) -> Option<ClusterId> {
+        match explicit {
+            Some(id) => self.clusters.iter().find(|c| c.id().to_string() == id),
+            None => self
+                .clusters
+                .iter()
+                .find(|c| c.in_cluster)
+                .or_else(|| self.clusters.first()),
+        }
+        .map(ClusterConfig::id)
+    }
+
+    /// Problems of the member sources, with the index of the entry they are about.
+    fn member_problems(&self) -> Vec<(usize, String)> {
+        let mut problems = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (i, source) in self.members.iter().enumerate() {
+            let role = &source.role;
+            if let Err(message) = check_label("member role", role) {
+                problems.push((i, message));
+                continue;
+            }
+            if !seen.insert(role.as_str()) {
+                problems.push((i, format!("members of role `{role}` have two sources")));
+            }
+            if self.clusters.iter().any(|c| c.role == *role) {
+                problems.push((
+                    i,
+                    format!(
+                        "role `{role}` is in `clusters` and in `members`: its members come from \
+                         one place (remove its `clusters` entries to find them at run time)"
+                    ),
+                ));
+            }
+            match &source.secrets {
+                None => problems.push((
+                    i,
+                    format!("members of role `{role}` need a source: `secrets`"),
+                )),
+                Some(secrets) => {
+                    if let Err(message) = check_label("namespace", &secrets.namespace) {
+                        problems.push((i, format!("members of role `{role}`: {message}")));
+                    }
+                    if secrets.key.is_empty() {
+                        problems.push((i, format!("members of role `{role}`: `key` is empty")));
+                    }
+                    if !self.clusters.is_empty()
+                        && self.own_cluster(secrets.cluster.as_deref()).is_none()
+                    {
+                        problems.push((
+                            i,
+                            format!(
+                                "members of role `{role}`: cluster `{}` is not a configured cluster",
+                                secrets.cluster.as_deref().unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        problems
     }
 
     /// The Lease's namespace: configured, else the pod's, else `default`.
@@ -863,6 +985,48 @@ spec:
     }
 
     #[test]
+    fn member_sources() {
+        let with =
+            |members: &str| FILE.replace("  workers: 4\n", &format!("  workers: 4\n{members}"));
+        let config = parse(&with(
+            "  members:\n    - role: mesh\n      secrets: {namespace: switchyard-system}\n",
+        ))
+        .unwrap();
+        let secrets = config.members[0].secrets.as_ref().unwrap();
+        assert_eq!(secrets.key, "kubeconfig");
+        assert_eq!(secrets.cluster, None);
+        // The Secrets are in the broker's own cluster: the in-cluster one.
+        assert_eq!(config.own_cluster(None).unwrap().to_string(), "karmada");
+        config.validate().unwrap();
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: source\n      secrets: {namespace: x}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: role `source` is in `clusters` and in `members`: its members come \
+             from one place (remove its `clusters` entries to find them at run time)"
+        );
+        assert_eq!(
+            parse(&with("  members:\n    - role: mesh\n")).unwrap_err(),
+            "broker.yaml:13:7: members of role `mesh` need a source: `secrets`"
+        );
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: mesh\n      secrets: {namespace: x, cluster: nope}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: members of role `mesh`: cluster `nope` is not a configured cluster"
+        );
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: mesh\n      secrets: {namespace: x}\n    - role: mesh\n      secrets: {namespace: y}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:15:7: members of role `mesh` have two sources"
+        );
+    }
+
+    #[test]
     fn from_file_resolves_relative_paths_against_its_folder() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("broker.yaml");
@@ -881,7 +1045,7 @@ spec:
         assert_eq!(
             parse(&unknown).unwrap_err(),
             "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
-             `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
+             `crds`, `clusters`, `members`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
              `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
              `logFormat` at `spec.workerz`"

@@ -58,6 +58,9 @@ struct State {
     watches: BTreeMap<String, bool>,
     /// Watch key -> why it cannot start (not served, forbidden), while it cannot.
     watch_failures: BTreeMap<String, String>,
+    /// The members of roles whose members are found at run time, and what of their
+    /// sources cannot be used: reported, never failing readiness.
+    inventory: (Vec<String>, Vec<String>),
     shutting_down: bool,
 }
 
@@ -148,6 +151,12 @@ impl Health {
         self.metrics().set_watches(synced, state.watches.len());
     }
 
+    /// The live inventory of roles whose members are found at run time (one line per
+    /// role), and what of their sources cannot be used.
+    pub fn set_inventory(&self, lines: Vec<String>, problems: Vec<String>) {
+        self.state().inventory = (lines, problems);
+    }
+
     /// The broker is stopping: it reports unready so traffic and leadership move on.
     pub fn set_shutting_down(&self) {
         self.state().shutting_down = true;
@@ -232,6 +241,12 @@ impl Health {
         // An unreachable member or a forbidden call is reported, not failed: the broker still
         // does its job for every other cluster, and a restart (or a rollout that waits for
         // readiness) would not bring the cluster back.
+        for line in &state.inventory.0 {
+            let _ = writeln!(body, "[+]{line}");
+        }
+        for line in &state.inventory.1 {
+            let _ = writeln!(body, "[!]{line}");
+        }
         if let Some(reachability) = self.inner.reachability.get() {
             for line in reachability.report() {
                 let _ = writeln!(body, "[!]{line}");
