@@ -47,13 +47,15 @@ struct Wiring {
 /// The watches running, and the members found at run time.
 struct Watches {
     running: BTreeMap<KindKey, (WatchMode, JoinHandle<()>)>,
+    /// Watches needed in a cluster nobody configured (reported on `/readyz` until one is).
+    missing: BTreeSet<KindKey>,
     members: Membership,
 }
 
 /// Runs the broker until `shutdown` resolves: then it stops taking work, lets in-flight work
 /// finish, and returns.
 pub async fn run(
-    config: BrokerConfig,
+    mut config: BrokerConfig,
     shutdown: impl Future<Output = ()>,
     on_start: impl FnOnce(Handle),
 ) -> Result<(), BrokerError> {
@@ -95,6 +97,7 @@ pub async fn run(
     };
     let mut watches = Watches {
         running: BTreeMap::new(),
+        missing: BTreeSet::new(),
         members: Membership::default(),
     };
 
@@ -104,17 +107,42 @@ pub async fn run(
     reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
     ensure_watches(&wiring, &mut watches);
 
+    // The configured clusters, as members the configuration holds (so that a changed
+    // configuration file can add, change and remove them).
+    for cluster in &config.clusters {
+        let id = cluster.id().to_string();
+        watches.members.found.insert(
+            id.clone(),
+            (cluster_fingerprint(cluster), FROM_CONFIGURATION.into()),
+        );
+        if cluster.name.is_some() {
+            watches.members.live.insert(id);
+        }
+    }
     // The roles whose members are found at run time: each source reports what it finds.
     let (members_tx, mut members_rx) = mpsc::unbounded_channel::<MemberEvent>();
-    let sources = start_member_sources(&config, &clusters, &members_tx)?;
+    let mut sources = BTreeMap::new();
+    start_member_sources(&config, &clusters, &members_tx, &mut sources)?;
     publish_inventory(&wiring, &watches);
+    // The configuration file, when there is one: read again when it changes.
+    let mut config_changes = match &config.origin {
+        Some(origin) => Some(
+            crate::reload::watch_paths(
+                std::slice::from_ref(&origin.path),
+                config.reload_debounce(),
+            )
+            .map_err(|e| BrokerError::Io(e.to_string()))?,
+        ),
+        None => None,
+    };
 
     // The packs folder, and the shared partials and CRDs the packs are loaded with.
     let packs_dir = config.packs.clone().unwrap_or_default();
     let pack_dirs = packs::pack_dirs(&packs_dir).unwrap_or_default();
     let watched = crate::reload::watched_paths(&config, &pack_dirs);
-    let (mut reloads, _guard) = crate::reload::watch_paths(&watched, config.reload_debounce())
-        .map_err(|e| BrokerError::Io(e.to_string()))?;
+    let (mut reloads, mut reloads_guard) =
+        crate::reload::watch_paths(&watched, config.reload_debounce())
+            .map_err(|e| BrokerError::Io(e.to_string()))?;
 
     // Both ports bound before anything runs: one that is taken stops the start.
     let health_addr = config.health_socket_addr()?;
@@ -204,6 +232,43 @@ pub async fn run(
                 }
             },
             Some(event) = members_rx.recv() => on_member_event(&wiring, &mut watches, event),
+            Some(()) = async {
+                match &mut config_changes {
+                    Some((changes, _)) => changes.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let Some(origin) = config.origin.clone() else { continue };
+                let next = match origin.load() {
+                    Ok(next) => next,
+                    Err(e) => {
+                        tracing::error!(file = %switchyard_files::display(&origin.path), error = %e, "configuration does not load; the running one stays");
+                        health.set_config_error(Some(e.to_string()));
+                        continue;
+                    }
+                };
+                health.set_config_error(None);
+                if next == config {
+                    continue;
+                }
+                let packs_moved = apply_config(&wiring, &mut watches, &config, &next, &members_tx, &mut sources).await;
+                config = next;
+                if packs_moved {
+                    let pack_dirs = packs::pack_dirs(&config.packs.clone().unwrap_or_default()).unwrap_or_default();
+                    let watched = crate::reload::watched_paths(&config, &pack_dirs);
+                    match crate::reload::watch_paths(&watched, config.reload_debounce()) {
+                        Ok((next_reloads, guard)) => {
+                            reloads = next_reloads;
+                            reloads_guard = guard;
+                        }
+                        Err(e) => tracing::error!(error = %e, "the new packs folder cannot be watched"),
+                    }
+                    reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
+                    ensure_watches(&wiring, &mut watches);
+                    promote_members(&wiring, &mut watches);
+                }
+                tracing::info!(file = %switchyard_files::display(&origin.path), "configuration reloaded");
+            }
             Some(()) = reloads.recv() => {
                 reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
                 ensure_watches(&wiring, &mut watches);
@@ -240,9 +305,10 @@ pub async fn run(
         elector.release().await;
     }
     drop(always);
-    for task in sources {
+    for (_, (_, task)) in sources {
         task.abort();
     }
+    drop(reloads_guard);
     for (_, (_, task)) in watches.running {
         task.abort();
     }
@@ -421,6 +487,16 @@ fn ensure_watches(wiring: &Wiring, watches: &mut Watches) {
         health.remove_watch(&kind.to_string());
         watches.members.failures.remove(&kind.to_string());
     }
+    let resolved: Vec<KindKey> = watches
+        .missing
+        .iter()
+        .filter(|k| !needed.contains_key(*k))
+        .cloned()
+        .collect();
+    for kind in resolved {
+        watches.missing.remove(&kind);
+        health.remove_watch(&kind.to_string());
+    }
     for (kind, mode) in needed {
         if watches.running.contains_key(&kind) {
             continue;
@@ -428,11 +504,16 @@ fn ensure_watches(wiring: &Wiring, watches: &mut Watches) {
         let client = match clusters.client(&kind.cluster) {
             Ok(client) => client.clone(),
             Err(_) => {
-                tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
+                if watches.missing.insert(kind.clone()) {
+                    tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
+                }
                 health.set_watch(kind.to_string(), false);
                 continue;
             }
         };
+        if watches.missing.remove(&kind) {
+            health.remove_watch(&kind.to_string());
+        }
         let cache = Arc::new(KindCache::of_workspaces(
             matches!(mode, WatchMode::Metadata { .. }),
             store.workspace_annotation(&kind.cluster),
@@ -454,14 +535,24 @@ fn ensure_watches(wiring: &Wiring, watches: &mut Watches) {
     }
 }
 
-/// Starts the source of each role whose members are found at run time.
+/// What a member's `from` says of the members the configuration file lists.
+const FROM_CONFIGURATION: &str = "the configuration";
+
+/// The running member sources, by role.
+type Sources = BTreeMap<String, (crate::config::MemberSource, JoinHandle<()>)>;
+
+/// Starts the source of each role whose members are found at run time (that is not running
+/// already with the same settings).
 fn start_member_sources(
     config: &BrokerConfig,
     clusters: &Clusters,
     events: &mpsc::UnboundedSender<MemberEvent>,
-) -> Result<Vec<JoinHandle<()>>, BrokerError> {
-    let mut tasks = Vec::new();
+    sources: &mut Sources,
+) -> Result<(), BrokerError> {
     for source in &config.members {
+        if sources.get(&source.role).is_some_and(|(s, _)| s == source) {
+            continue;
+        }
         if let Some(secrets) = &source.secrets {
             let own = config
                 .own_cluster(secrets.cluster.as_deref())
@@ -476,15 +567,154 @@ fn start_member_sources(
                 .client(&own)
                 .map_err(|e| BrokerError::Io(e.to_string()))?;
             tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
-            tasks.push(tokio::spawn(crate::members::watch_secrets(
+            let task = tokio::spawn(crate::members::watch_secrets(
                 client,
                 source.role.clone(),
                 secrets.clone(),
                 events.clone(),
-            )));
+            ));
+            if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {
+                old.abort();
+            }
         }
     }
-    Ok(tasks)
+    Ok(())
+}
+
+/// What a configured cluster's credentials are made of: a change is a rotation.
+fn cluster_fingerprint(cluster: &crate::config::ClusterConfig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    cluster.hash(&mut hasher);
+    if let Some(path) = &cluster.kubeconfig {
+        std::fs::read(path).unwrap_or_default().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// A changed configuration file, applied to the running broker: clusters added, removed or
+/// with new credentials become members joining, gone or rotated; member sources start and
+/// stop (a source that changes drops its members, and the new one finds them again).
+/// Returns whether the packs folder, partials or CRDs moved (the caller reloads the packs).
+/// What only a start can change is logged.
+async fn apply_config(
+    wiring: &Wiring,
+    watches: &mut Watches,
+    old: &BrokerConfig,
+    new: &BrokerConfig,
+    members: &mpsc::UnboundedSender<MemberEvent>,
+    sources: &mut Sources,
+) -> bool {
+    // Member sources that stop or change: their members go first.
+    let changed_roles: Vec<String> = sources
+        .iter()
+        .filter(|(role, (source, _))| !new.members.iter().any(|m| m.role == **role && m == source))
+        .map(|(role, _)| role.clone())
+        .collect();
+    for role in &changed_roles {
+        if let Some((_, task)) = sources.remove(role) {
+            task.abort();
+        }
+        let dropped: Vec<String> = watches
+            .members
+            .found
+            .keys()
+            .filter(|c| switchyard_core::object::split_cluster(c).0 == role)
+            .cloned()
+            .collect();
+        for cluster in dropped {
+            on_member_event(
+                wiring,
+                watches,
+                MemberEvent::Gone {
+                    cluster,
+                    why: "its role's source changed in the configuration".into(),
+                },
+            );
+        }
+        watches
+            .members
+            .unusable
+            .retain(|from, _| !from.starts_with("Secret "));
+    }
+    wiring
+        .store
+        .set_dynamic_roles(new.members.iter().map(|m| m.role.clone()));
+    if let Err(e) = start_member_sources(new, &wiring.clusters, members, sources) {
+        tracing::error!(error = %e, "member source cannot start");
+    }
+    // Configured clusters.
+    for cluster in &new.clusters {
+        let id = cluster.id().to_string();
+        let (role, _) = switchyard_core::object::split_cluster(&id);
+        let print = cluster_fingerprint(cluster);
+        if watches.members.found.get(&id).map(|(f, _)| *f) == Some(print) {
+            continue;
+        }
+        if wiring.store.workspace_annotation(role).is_some() {
+            tracing::warn!(cluster = %id, "a role of workspaces changes at the next start");
+            continue;
+        }
+        match crate::clusters::client_config(cluster).await {
+            Ok(config) => {
+                watches.members.unusable.remove(&id);
+                on_member_event(
+                    wiring,
+                    watches,
+                    MemberEvent::Found {
+                        cluster: id,
+                        config: Box::new(config),
+                        fingerprint: print,
+                        from: FROM_CONFIGURATION.into(),
+                    },
+                )
+            }
+            Err(e) => {
+                tracing::error!(cluster = %id, error = %e, "configured cluster cannot be used");
+                watches.members.unusable.insert(id, e.to_string());
+            }
+        }
+    }
+    let kept = new.cluster_ids();
+    for cluster in &old.clusters {
+        if kept.contains(&cluster.id()) {
+            continue;
+        }
+        let id = cluster.id().to_string();
+        if cluster.name.is_none() {
+            tracing::warn!(cluster = %id, "a role's only cluster is removed at the next start");
+            continue;
+        }
+        on_member_event(
+            wiring,
+            watches,
+            MemberEvent::Gone {
+                cluster: id,
+                why: "it was removed from the configuration".into(),
+            },
+        );
+    }
+    let restart_only = old.resync_seconds != new.resync_seconds
+        || old.workers != new.workers
+        || old.health_addr != new.health_addr
+        || old.metrics_addr != new.metrics_addr
+        || old.leader_elect != new.leader_elect
+        || old.leader_elect_lease_name != new.leader_elect_lease_name
+        || old.leader_elect_namespace != new.leader_elect_namespace
+        || old.leader_elect_cluster != new.leader_elect_cluster
+        || old.leader_elect_lease_seconds != new.leader_elect_lease_seconds
+        || old.leader_elect_renew_before_seconds != new.leader_elect_renew_before_seconds
+        || old.log_format != new.log_format;
+    if restart_only {
+        tracing::warn!(
+            "the configuration changed settings that take effect at the next start (resync, workers, addresses, leader election, log format)"
+        );
+    }
+    publish_inventory(wiring, watches);
+    old.packs != new.packs
+        || old.partials != new.partials
+        || old.crds != new.crds
+        || old.reload_debounce_millis != new.reload_debounce_millis
 }
 
 /// A member found, changed or gone.

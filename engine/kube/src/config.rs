@@ -108,11 +108,33 @@ pub struct BrokerConfig {
     /// The format of log lines on stderr.
     #[serde(default)]
     pub log_format: LogFormat,
+    /// The file this configuration was read from and the flags applied over it: the broker
+    /// watches the file and reads it again (with the same flags) when it changes. Not part
+    /// of the file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub origin: Option<ConfigOrigin>,
+}
+
+/// Where a running configuration came from, to read it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigOrigin {
+    pub path: PathBuf,
+    pub flags: Flags,
+}
+
+impl ConfigOrigin {
+    /// The file read again with the same flags over it, and checked as at start.
+    pub fn load(&self) -> Result<BrokerConfig, ConfigError> {
+        let mut config = BrokerConfig::from_file(&self.path)?.with_flags(self.flags.clone())?;
+        config.origin = Some(self.clone());
+        Ok(config)
+    }
 }
 
 /// One cluster connection: a kubeconfig (and optionally one of its contexts), or the
 /// service account of the pod the broker runs in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterConfig {
     /// The cluster role the packs name (`source`, `karmada`): a DNS-1123 label.
@@ -256,6 +278,7 @@ impl Default for BrokerConfig {
             leader_elect_renew_before_seconds: default_renew_before_seconds(),
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
+            origin: None,
         }
     }
 }

@@ -267,12 +267,9 @@ impl Store {
         })
     }
 
-    /// Marks roles whose members come from a source at run time.
+    /// The roles whose members come from a source at run time.
     pub fn set_dynamic_roles(&self, roles: impl IntoIterator<Item = String>) {
-        self.dynamic
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(roles);
+        *self.dynamic.write().unwrap_or_else(PoisonError::into_inner) = roles.into_iter().collect();
     }
 
     /// Whether a role's members come from a source at run time.
@@ -313,7 +310,8 @@ impl Store {
     /// workspace behind a role of workspaces counts as its role.
     pub fn is_live(&self, cluster: &str) -> bool {
         let (role, name) = split_cluster(cluster);
-        if self.workspace_annotation(role).is_some() || !self.is_dynamic(role) {
+        if self.workspace_annotation(role).is_some() || (name.is_empty() && !self.is_dynamic(role))
+        {
             return true;
         }
         self.members

@@ -123,6 +123,8 @@ impl Controller {
         for w in work {
             self.queue.add(w);
         }
+        // A pack that waited for a watch of the role as it was may have all it needs now.
+        self.start_ready_packs();
     }
 
     /// The members that went while the broker ran and have not come back.

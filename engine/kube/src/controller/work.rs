@@ -181,7 +181,7 @@ impl Controller {
     }
 
     /// Every watch synced, per pack: packs waiting for theirs start their first round.
-    fn start_ready_packs(&self) {
+    pub(super) fn start_ready_packs(&self) {
         let mut work = Vec::new();
         {
             let mut state = self.lock();

@@ -169,6 +169,12 @@ impl Broker {
         };
         let mut config = config;
         adjust(&mut config);
+        Broker::start_config(config, health_port).await
+    }
+
+    /// A broker with exactly this configuration, its probes on `health_port`.
+    pub async fn start_config(config: BrokerConfig, health_port: u16) -> Broker {
+        init_logs();
         let (stop, stopped) = oneshot::channel::<()>();
         let (started, handle) = oneshot::channel();
         let task = tokio::spawn(async move {
