@@ -838,18 +838,36 @@ fn promote_members(wiring: &Wiring, watches: &mut Watches) {
     publish_inventory(wiring, watches);
 }
 
-/// The inventory of the roles whose members are found at run time, for `/readyz`.
+/// The live inventory of every role, for `/readyz` and the per-role gauges (set at once, not
+/// only at the next scrape tick).
 fn publish_inventory(wiring: &Wiring, watches: &Watches) {
     let roles: Vec<(String, Vec<String>)> = wiring
         .store
         .roles()
         .into_iter()
-        .filter(|(role, _)| wiring.store.is_dynamic(role))
         .map(|(role, _)| {
             let members = switchyard_core::object::World::members(&*wiring.store, &role);
             (role, members)
         })
         .collect();
+    let metrics = wiring.clusters.metrics();
+    for (role, members) in &roles {
+        let labels = crate::metrics::RoleLabels { role: role.clone() };
+        metrics
+            .cluster_members
+            .get_or_create(&labels)
+            .set(members.len() as i64);
+        let joining = watches
+            .members
+            .joining
+            .keys()
+            .filter(|c| switchyard_core::object::split_cluster(c).0 == role)
+            .count();
+        metrics
+            .cluster_members_joining
+            .get_or_create(&labels)
+            .set(joining as i64);
+    }
     let (lines, problems) = watches.members.report(&roles);
     wiring.health.set_inventory(lines, problems);
 }

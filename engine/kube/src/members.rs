@@ -28,6 +28,9 @@ pub const LABEL_CLUSTER_ROLE: &str = "switchyard.dev/cluster-role";
 /// The annotation naming the member a Secret holds (default: the Secret's name).
 pub const ANNOTATION_CLUSTER_NAME: &str = "switchyard.dev/cluster-name";
 
+/// How many member names a role's `/readyz` line shows.
+const INVENTORY_NAMES: usize = 20;
+
 /// What a role's source reports.
 #[derive(Debug)]
 pub enum MemberEvent {
@@ -297,7 +300,22 @@ impl Membership {
                 .collect();
             let mut line = format!("members {role}: {} live", members.len());
             if !members.is_empty() {
-                line.push_str(&format!(" ({})", members.join(", ")));
+                let mut shown: Vec<&str> = members
+                    .iter()
+                    .take(INVENTORY_NAMES)
+                    .map(|m| {
+                        if m.is_empty() {
+                            "one unnamed cluster"
+                        } else {
+                            m
+                        }
+                    })
+                    .collect();
+                let more = format!("+{} more", members.len().saturating_sub(INVENTORY_NAMES));
+                if members.len() > INVENTORY_NAMES {
+                    shown.push(&more);
+                }
+                line.push_str(&format!(" ({})", shown.join(", ")));
             }
             if !joining.is_empty() {
                 line.push_str(&format!(

@@ -150,6 +150,19 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
         body.contains("[+]members mesh: 3 live (m1, m2, m3)\n"),
         "{body}"
     );
+    assert!(
+        body.contains("[+]members source: 1 live (one unnamed cluster)\n"),
+        "{body}"
+    );
+    let (_, metrics) = http_get(broker.health_port, "/metrics").await;
+    assert!(
+        metrics.contains("switchyard_cluster_members{role=\"mesh\"} 3\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("switchyard_cluster_members_joining{role=\"mesh\"} 0\n"),
+        "{metrics}"
+    );
     for (name, _, cluster) in &members {
         let svc = cluster
             .get("v1", "Service", Some("kube-system"), "dns")
