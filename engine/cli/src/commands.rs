@@ -696,13 +696,11 @@ pub fn rbac(
     if let Some(path) = config {
         let config = switchyard_kube::config::BrokerConfig::from_file(path)
             .map_err(|e| CliError::Input(e.to_string()))?;
-        member_secrets.extend(
-            config
-                .members
-                .iter()
-                .filter_map(|m| m.secrets.as_ref())
-                .map(|s| s.namespace.clone()),
-        );
+        member_secrets.extend(config.members.iter().flat_map(|m| {
+            let secrets = m.secrets.as_ref().map(|s| s.namespace.clone());
+            let objects = m.objects.as_ref().map(|o| o.namespace.clone());
+            secrets.into_iter().chain(objects)
+        }));
     }
     let dirs =
         switchyard_kube::packs::pack_dirs(packs_dir).map_err(|e| CliError::Usage(e.to_string()))?;

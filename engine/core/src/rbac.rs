@@ -167,7 +167,8 @@ impl Rbac {
                 api_groups: vec![String::new()],
                 resources: vec!["secrets".into()],
                 verbs: vec![Verb::Get, Verb::List, Verb::Watch],
-                why: "Members found at run time: the broker watches the kubeconfig Secrets labelled `switchyard.dev/cluster-role` here.".into(),
+                why: "Members found at run time: the broker watches the kubeconfig Secrets here."
+                    .into(),
             }],
         });
         self.member_secrets

@@ -577,6 +577,30 @@ fn start_member_sources(
                 old.abort();
             }
         }
+        if let Some(objects) = &source.objects {
+            let own = config
+                .own_cluster(objects.cluster.as_deref())
+                .ok_or_else(|| {
+                    BrokerError::Io(format!(
+                        "members of role `{}`: no configured cluster holds their objects",
+                        source.role
+                    ))
+                })?
+                .to_string();
+            let client = clusters
+                .client(&own)
+                .map_err(|e| BrokerError::Io(e.to_string()))?;
+            tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
+            let task = tokio::spawn(crate::members::watch_objects(
+                client,
+                source.role.clone(),
+                objects.clone(),
+                events.clone(),
+            ));
+            if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {
+                old.abort();
+            }
+        }
     }
     Ok(())
 }
@@ -635,7 +659,9 @@ async fn apply_config(
         watches
             .members
             .unusable
-            .retain(|from, _| !from.starts_with("Secret "));
+            // The source's own entries (`Secret ns/name`, `Kind ns/name`); configured
+            // clusters are keyed by their id, which has no space.
+            .retain(|from, _| !from.contains(' '));
     }
     wiring
         .store

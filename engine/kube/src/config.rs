@@ -181,6 +181,47 @@ pub struct MemberSource {
     /// name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<SecretsSource>,
+    /// Objects of any kind that name a kubeconfig Secret (a Cluster API or management
+    /// plane's Cluster objects), with CEL for the member's name, the Secret and whether the
+    /// member is usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<ObjectsSource>,
+}
+
+/// Members from objects that name a kubeconfig Secret. Each expression reads the object as
+/// `self`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectsSource {
+    /// The objects' apiVersion (`cluster.x-k8s.io/v1beta1`).
+    pub api_version: String,
+    /// The objects' kind (`Cluster`).
+    pub kind: String,
+    /// The namespace of the objects, and of the Secrets they name.
+    pub namespace: String,
+    /// A label selector the objects must match (`team=network`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<String>,
+    /// CEL: the member's name (a string).
+    #[serde(default = "default_member_name")]
+    pub name: String,
+    /// CEL: the Secret holding the kubeconfig: a map with `name` and optionally `key`
+    /// (`self.status.kubeconfigSecretRef`).
+    pub secret_ref: String,
+    /// CEL: whether the member is usable now (a bool); an object for which it is false is no
+    /// member (one that was leaves). Default: always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable: Option<String>,
+    /// The data key holding the kubeconfig when the reference names none.
+    #[serde(default = "default_kubeconfig_key")]
+    pub key: String,
+    /// The configured cluster holding the objects and Secrets; default the broker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+fn default_member_name() -> String {
+    "self.metadata.name".to_string()
 }
 
 /// Members from kubeconfig Secrets (as Argo CD's cluster Secrets and Cluster API's
@@ -206,9 +247,22 @@ fn default_kubeconfig_key() -> String {
 impl MemberSource {
     /// What the source is, for messages: `Secrets in switchyard-system`.
     pub fn describe(&self) -> String {
-        match &self.secrets {
-            Some(s) => format!("Secrets in namespace `{}`", s.namespace),
-            None => "no source".to_string(),
+        match (&self.secrets, &self.objects) {
+            (Some(s), _) => format!("Secrets in namespace `{}`", s.namespace),
+            (None, Some(o)) => format!(
+                "{} {} in namespace `{}`",
+                o.api_version, o.kind, o.namespace
+            ),
+            (None, None) => "no source".to_string(),
+        }
+    }
+
+    /// The configured cluster holding the source's objects, when named.
+    pub fn cluster(&self) -> Option<&str> {
+        match (&self.secrets, &self.objects) {
+            (Some(s), _) => s.cluster.as_deref(),
+            (None, Some(o)) => o.cluster.as_deref(),
+            (None, None) => None,
         }
     }
 }
@@ -753,30 +807,49 @@ impl BrokerConfig {
                     ),
                 ));
             }
-            match &source.secrets {
-                None => problems.push((
-                    i,
-                    format!("members of role `{role}` need a source: `secrets`"),
-                )),
-                Some(secrets) => {
-                    if let Err(message) = check_label("namespace", &secrets.namespace) {
-                        problems.push((i, format!("members of role `{role}`: {message}")));
-                    }
-                    if secrets.key.is_empty() {
-                        problems.push((i, format!("members of role `{role}`: `key` is empty")));
-                    }
-                    if !self.clusters.is_empty()
-                        && self.own_cluster(secrets.cluster.as_deref()).is_none()
-                    {
-                        problems.push((
-                            i,
-                            format!(
-                                "members of role `{role}`: cluster `{}` is not a configured cluster",
-                                secrets.cluster.as_deref().unwrap_or_default()
-                            ),
-                        ));
-                    }
+            let (namespace, key) = match (&source.secrets, &source.objects) {
+                (None, None) | (Some(_), Some(_)) => {
+                    problems.push((
+                        i,
+                        format!(
+                            "members of role `{role}` need exactly one source: `secrets` or `objects`"
+                        ),
+                    ));
+                    continue;
                 }
+                (Some(secrets), None) => (&secrets.namespace, &secrets.key),
+                (None, Some(objects)) => {
+                    for (field, source) in [
+                        ("name", Some(&objects.name)),
+                        ("secretRef", Some(&objects.secret_ref)),
+                        ("usable", objects.usable.as_ref()),
+                    ] {
+                        if let Some(source) = source
+                            && let Err(e) = switchyard_cel::Env::kubernetes().compile(source)
+                        {
+                            problems.push((
+                                i,
+                                format!("members of role `{role}`: `objects.{field}`: {e}"),
+                            ));
+                        }
+                    }
+                    (&objects.namespace, &objects.key)
+                }
+            };
+            if let Err(message) = check_label("namespace", namespace) {
+                problems.push((i, format!("members of role `{role}`: {message}")));
+            }
+            if key.is_empty() {
+                problems.push((i, format!("members of role `{role}`: `key` is empty")));
+            }
+            if !self.clusters.is_empty() && self.own_cluster(source.cluster()).is_none() {
+                problems.push((
+                    i,
+                    format!(
+                        "members of role `{role}`: cluster `{}` is not a configured cluster",
+                        source.cluster().unwrap_or_default()
+                    ),
+                ));
             }
         }
         problems
@@ -1031,7 +1104,7 @@ spec:
         );
         assert_eq!(
             parse(&with("  members:\n    - role: mesh\n")).unwrap_err(),
-            "broker.yaml:13:7: members of role `mesh` need a source: `secrets`"
+            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets` or `objects`"
         );
         assert_eq!(
             parse(&with(

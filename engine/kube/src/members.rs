@@ -21,7 +21,7 @@ use kube::runtime::watcher::{self, Event};
 use switchyard_core::object::{cluster_id, is_member_name};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::config::SecretsSource;
+use crate::config::{ObjectsSource, SecretsSource};
 
 /// The label selecting a role's kubeconfig Secrets.
 pub const LABEL_CLUSTER_ROLE: &str = "switchyard.dev/cluster-role";
@@ -268,6 +268,403 @@ impl SecretMembers {
             }
             None => cleared,
         }
+    }
+}
+
+/// The compiled expressions of an `objects` source.
+struct ObjectPrograms {
+    env: switchyard_cel::Env,
+    name: switchyard_cel::Program,
+    secret_ref: switchyard_cel::Program,
+    usable: Option<switchyard_cel::Program>,
+}
+
+impl ObjectPrograms {
+    fn compile(source: &ObjectsSource) -> Result<Self, String> {
+        let env = switchyard_cel::Env::kubernetes();
+        let compile = |field: &str, text: &str| {
+            env.compile(text)
+                .map_err(|e| format!("`objects.{field}`: {e}"))
+        };
+        Ok(ObjectPrograms {
+            name: compile("name", &source.name)?,
+            secret_ref: compile("secretRef", &source.secret_ref)?,
+            usable: match &source.usable {
+                Some(text) => Some(compile("usable", text)?),
+                None => None,
+            },
+            env,
+        })
+    }
+
+    fn eval(
+        &self,
+        field: &str,
+        program: &switchyard_cel::Program,
+        object: &switchyard_cel::Value,
+    ) -> Result<serde_json::Value, String> {
+        let mut activation = switchyard_cel::Activation::new(&self.env);
+        activation.bind("self", object.clone());
+        program
+            .eval(&activation)
+            .and_then(|v| v.to_json())
+            .map_err(|e| format!("`objects.{field}`: {e}"))
+    }
+}
+
+/// What one object of an `objects` source makes: a member with its kubeconfig, no member
+/// (not usable, and why), or a problem.
+enum ObjectMember {
+    Usable { member: String, kubeconfig: String },
+    NotUsable { member: String, why: String },
+    Problem(String),
+}
+
+/// Watches the objects of an `objects` source and the Secrets of their namespace until the
+/// task is aborted, reporting members found (an object usable whose Secret holds a
+/// kubeconfig), changed (the Secret changed) and gone (the object deleted or not usable).
+pub async fn watch_objects(
+    client: kube::Client,
+    role: String,
+    source: ObjectsSource,
+    events: UnboundedSender<MemberEvent>,
+) {
+    let whole = format!("{} {} members", source.kind, source.namespace);
+    let programs = match ObjectPrograms::compile(&source) {
+        Ok(programs) => programs,
+        Err(problem) => {
+            let _ = events.send(MemberEvent::Unusable {
+                from: whole,
+                problem: Some(problem),
+            });
+            return;
+        }
+    };
+    let resource = loop {
+        match crate::watch::resolve(&client, &source.api_version, &source.kind).await {
+            Ok((resource, _)) => break resource,
+            Err(e) => {
+                let unusable = MemberEvent::Unusable {
+                    from: whole.clone(),
+                    problem: Some(format!("cannot resolve the kind: {e}")),
+                };
+                if events.send(unusable).is_err() {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+        }
+    };
+    let _ = events.send(MemberEvent::Unusable {
+        from: whole,
+        problem: None,
+    });
+    let objects_api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &source.namespace, &resource);
+    let mut config = watcher::Config::default();
+    if let Some(labels) = &source.labels {
+        config = config.labels(labels);
+    }
+    let objects_stream = watcher::watcher(objects_api, config).default_backoff();
+    let secrets_api: Api<Secret> = Api::namespaced(client, &source.namespace);
+    let secrets_stream =
+        watcher::watcher(secrets_api, watcher::Config::default()).default_backoff();
+    let mut objects_stream = std::pin::pin!(objects_stream);
+    let mut secrets_stream = std::pin::pin!(secrets_stream);
+    let mut objects: Listed<serde_json::Value> = Listed::default();
+    let mut secrets: Listed<Secret> = Listed::default();
+    let mut state = ObjectMembers {
+        role,
+        source,
+        programs,
+        known: BTreeMap::new(),
+        problems: BTreeMap::new(),
+    };
+    loop {
+        tokio::select! {
+            Some(event) = objects_stream.next() => match event {
+                Ok(event) => objects.apply(as_json(event)),
+                Err(e) => tracing::warn!(role = %state.role, error = %e, "member objects watch failed; resuming"),
+            },
+            Some(event) = secrets_stream.next() => match event {
+                Ok(event) => secrets.apply(event),
+                Err(e) => tracing::warn!(role = %state.role, error = %e, "member Secrets watch failed; resuming"),
+            },
+            else => return,
+        }
+        if objects.listed && secrets.listed && !state.reconcile(&objects, &secrets, &events).await {
+            return;
+        }
+    }
+}
+
+/// A watch event of an object, the object as JSON (what CEL reads).
+fn as_json(event: Event<kube::api::DynamicObject>) -> Event<serde_json::Value> {
+    let json = |o: kube::api::DynamicObject| serde_json::to_value(o).unwrap_or_default();
+    match event {
+        Event::Init => Event::Init,
+        Event::InitApply(o) => Event::InitApply(json(o)),
+        Event::InitDone => Event::InitDone,
+        Event::Apply(o) => Event::Apply(json(o)),
+        Event::Delete(o) => Event::Delete(json(o)),
+    }
+}
+
+/// A watched list: the objects by name, and whether it has been listed once.
+struct Listed<K> {
+    items: BTreeMap<String, K>,
+    relist: BTreeMap<String, K>,
+    listed: bool,
+}
+
+impl<K> Default for Listed<K> {
+    fn default() -> Self {
+        Listed {
+            items: BTreeMap::new(),
+            relist: BTreeMap::new(),
+            listed: false,
+        }
+    }
+}
+
+/// The name of a watched object.
+trait Named {
+    fn name(&self) -> String;
+}
+
+impl Named for serde_json::Value {
+    fn name(&self) -> String {
+        self.pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+impl Named for Secret {
+    fn name(&self) -> String {
+        self.metadata.name.clone().unwrap_or_default()
+    }
+}
+
+impl<K: Named> Listed<K> {
+    fn apply(&mut self, event: Event<K>) {
+        match event {
+            Event::Init => self.relist.clear(),
+            Event::InitApply(item) => {
+                self.relist.insert(item.name(), item);
+            }
+            Event::InitDone => {
+                self.items = std::mem::take(&mut self.relist);
+                self.listed = true;
+            }
+            Event::Apply(item) => {
+                self.items.insert(item.name(), item);
+            }
+            Event::Delete(item) => {
+                self.items.remove(&item.name());
+            }
+        }
+    }
+}
+
+/// The objects of one role's `objects` source and the members they made.
+struct ObjectMembers {
+    role: String,
+    source: ObjectsSource,
+    programs: ObjectPrograms,
+    /// Member name -> (fingerprint, where it was found).
+    known: BTreeMap<String, (u64, String)>,
+    /// Where -> problem, as last reported.
+    problems: BTreeMap<String, String>,
+}
+
+impl ObjectMembers {
+    fn from(&self, object: &str) -> String {
+        format!("{} {}/{object}", self.source.kind, self.source.namespace)
+    }
+
+    /// What one object makes.
+    fn member_of(&self, object: &serde_json::Value, secrets: &Listed<Secret>) -> ObjectMember {
+        let value = switchyard_cel::Value::from_json(object);
+        let p = &self.programs;
+        let member = match p.eval("name", &p.name, &value) {
+            Ok(serde_json::Value::String(name)) if is_member_name(&name) => name,
+            Ok(other) => {
+                return ObjectMember::Problem(format!(
+                    "`objects.name` is {other}, not a member cluster name"
+                ));
+            }
+            Err(e) => return ObjectMember::Problem(e),
+        };
+        if let Some(usable) = &p.usable {
+            match p.eval("usable", usable, &value) {
+                Ok(serde_json::Value::Bool(true)) => {}
+                Ok(serde_json::Value::Bool(false)) => {
+                    return ObjectMember::NotUsable {
+                        member,
+                        why: "it is not usable".into(),
+                    };
+                }
+                Ok(other) => {
+                    return ObjectMember::Problem(format!(
+                        "`objects.usable` is {other}, not a bool"
+                    ));
+                }
+                // A condition not there yet reads as an error (no such key): not usable.
+                Err(e) => {
+                    return ObjectMember::NotUsable {
+                        member,
+                        why: format!("it is not usable ({e})"),
+                    };
+                }
+            }
+        }
+        let reference = match p.eval("secretRef", &p.secret_ref, &value) {
+            Ok(reference) => reference,
+            Err(e) => {
+                return ObjectMember::NotUsable {
+                    member,
+                    why: format!("it names no Secret ({e})"),
+                };
+            }
+        };
+        let Some(name) = reference.get("name").and_then(serde_json::Value::as_str) else {
+            return ObjectMember::Problem(format!(
+                "`objects.secretRef` is {reference}, not a map with a `name`"
+            ));
+        };
+        let key = reference
+            .get("key")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or(&self.source.key);
+        let Some(secret) = secrets.items.get(name) else {
+            return ObjectMember::NotUsable {
+                member,
+                why: format!(
+                    "the Secret {}/{name} it names does not exist",
+                    self.source.namespace
+                ),
+            };
+        };
+        match secret.data.as_ref().and_then(|d| d.get(key)) {
+            Some(bytes) => ObjectMember::Usable {
+                member,
+                kubeconfig: String::from_utf8_lossy(&bytes.0).into_owned(),
+            },
+            None => ObjectMember::Problem(format!(
+                "the Secret {}/{name} it names has no key `{key}`",
+                self.source.namespace
+            )),
+        }
+    }
+
+    /// Compares what the objects make now with what was reported, and reports the
+    /// difference. False when nobody listens any more.
+    async fn reconcile(
+        &mut self,
+        objects: &Listed<serde_json::Value>,
+        secrets: &Listed<Secret>,
+        events: &UnboundedSender<MemberEvent>,
+    ) -> bool {
+        let mut usable: BTreeMap<String, (String, String)> = BTreeMap::new();
+        let mut not_usable: BTreeMap<String, String> = BTreeMap::new();
+        let mut problems: BTreeMap<String, String> = BTreeMap::new();
+        for (name, object) in &objects.items {
+            let from = self.from(name);
+            match self.member_of(object, secrets) {
+                ObjectMember::Usable { member, kubeconfig } => {
+                    let id = cluster_id(&self.role, &member);
+                    match usable.entry(member) {
+                        std::collections::btree_map::Entry::Occupied(_) => {
+                            problems.insert(
+                                from,
+                                format!("member `{id}` is already named by another object"),
+                            );
+                        }
+                        std::collections::btree_map::Entry::Vacant(slot) => {
+                            slot.insert((kubeconfig, from));
+                        }
+                    }
+                }
+                ObjectMember::NotUsable { member, why } => {
+                    not_usable.insert(member, format!("its {from}: {why}"));
+                }
+                ObjectMember::Problem(problem) => {
+                    problems.insert(from, problem);
+                }
+            }
+        }
+        // Gone: members no object makes usable now.
+        let gone: Vec<String> = self
+            .known
+            .keys()
+            .filter(|m| !usable.contains_key(*m))
+            .cloned()
+            .collect();
+        for member in gone {
+            let Some((_, from)) = self.known.remove(&member) else {
+                continue;
+            };
+            let why = not_usable
+                .remove(&member)
+                .unwrap_or_else(|| format!("its {from} was deleted or no longer names it"));
+            let event = MemberEvent::Gone {
+                cluster: cluster_id(&self.role, &member),
+                why,
+            };
+            if events.send(event).is_err() {
+                return false;
+            }
+        }
+        for (member, (kubeconfig, from)) in usable {
+            let print = fingerprint(&member, &kubeconfig);
+            if self.known.get(&member).map(|(f, _)| *f) == Some(print) {
+                continue;
+            }
+            match kubeconfig_config(&kubeconfig).await {
+                Ok(config) => {
+                    self.known.insert(member.clone(), (print, from.clone()));
+                    let found = MemberEvent::Found {
+                        cluster: cluster_id(&self.role, &member),
+                        config: Box::new(config),
+                        fingerprint: print,
+                        from,
+                    };
+                    if events.send(found).is_err() {
+                        return false;
+                    }
+                }
+                Err(e) => {
+                    problems.insert(from, format!("its Secret's kubeconfig: {e}"));
+                }
+            }
+        }
+        // Problems reported as they change.
+        for from in self.problems.keys() {
+            if !problems.contains_key(from) {
+                let cleared = MemberEvent::Unusable {
+                    from: from.clone(),
+                    problem: None,
+                };
+                if events.send(cleared).is_err() {
+                    return false;
+                }
+            }
+        }
+        for (from, problem) in &problems {
+            if self.problems.get(from) != Some(problem) {
+                let event = MemberEvent::Unusable {
+                    from: from.clone(),
+                    problem: Some(problem.clone()),
+                };
+                if events.send(event).is_err() {
+                    return false;
+                }
+            }
+        }
+        self.problems = problems;
+        true
     }
 }
 

@@ -63,6 +63,7 @@ async fn memory_per_idle_member() {
                     key: "kubeconfig".into(),
                     cluster: None,
                 }),
+                objects: None,
             }];
         },
     )

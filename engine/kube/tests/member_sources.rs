@@ -115,6 +115,7 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
                     key: "kubeconfig".into(),
                     cluster: None,
                 }),
+                objects: None,
             }];
         },
     )
