@@ -577,7 +577,18 @@ fn start_member_sources(
                 old.abort();
             }
         }
-        if let Some(objects) = &source.objects {
+        let profiles = source.cluster_profiles.as_ref().map(|p| {
+            (
+                crate::config::MemberSource::profiles_as_objects(p),
+                p.providers.clone(),
+            )
+        });
+        let objects = source
+            .objects
+            .clone()
+            .map(|o| (o, None))
+            .or(profiles.map(|(o, providers)| (o, Some(providers))));
+        if let Some((objects, providers)) = objects {
             let own = config
                 .own_cluster(objects.cluster.as_deref())
                 .ok_or_else(|| {
@@ -594,7 +605,8 @@ fn start_member_sources(
             let task = tokio::spawn(crate::members::watch_objects(
                 client,
                 source.role.clone(),
-                objects.clone(),
+                objects,
+                providers,
                 events.clone(),
             ));
             if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {

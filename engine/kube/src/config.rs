@@ -171,7 +171,7 @@ fn is_true(value: &bool) -> bool {
 /// Where the members of one role come from while the broker runs. Exactly one source is
 /// set. A member joins once every watch the packs need in it has listed (packs never see a
 /// member whose caches are incomplete), and leaves when its source drops it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct MemberSource {
     /// The cluster role (`mesh`): a DNS-1123 label no entry of `clusters` has.
@@ -186,6 +186,44 @@ pub struct MemberSource {
     /// member is usable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objects: Option<ObjectsSource>,
+    /// ClusterProfiles of the Cluster Inventory API (`multicluster.x-k8s.io/v1alpha1`):
+    /// each one whose status lists an access provider configured here is a member, reached
+    /// at the server the status gives, with the provider's credentials plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_profiles: Option<ClusterProfilesSource>,
+}
+
+/// Members from ClusterProfiles (sigs.k8s.io/cluster-inventory-api), with credentials
+/// through its access-provider mechanism: `status.accessProviders[]` gives, per provider
+/// name, the cluster's server and CA; the consumer (the broker) configures, per provider
+/// name, the exec credentials plugin that authenticates there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterProfilesSource {
+    /// The namespace of the ClusterProfiles.
+    pub namespace: String,
+    /// A label selector the profiles must match (`x-k8s.io/cluster-manager=ocm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<String>,
+    /// The access providers the broker can use, in order of preference.
+    pub providers: Vec<AccessProvider>,
+    /// CEL over the profile (`self`): whether it is usable now. Default: always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable: Option<String>,
+    /// The configured cluster holding the profiles; default the broker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+/// One access provider: its name in the profiles' status, and the kubeconfig `exec` entry
+/// (a client-go credentials plugin) that authenticates through it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AccessProvider {
+    pub name: String,
+    /// As a kubeconfig's `users[].user.exec`: `apiVersion`, `command`, `args`, `env`,
+    /// `provideClusterInfo`.
+    pub exec_config: serde_json::Value,
 }
 
 /// Members from objects that name a kubeconfig Secret. Each expression reads the object as
@@ -247,22 +285,42 @@ fn default_kubeconfig_key() -> String {
 impl MemberSource {
     /// What the source is, for messages: `Secrets in switchyard-system`.
     pub fn describe(&self) -> String {
-        match (&self.secrets, &self.objects) {
-            (Some(s), _) => format!("Secrets in namespace `{}`", s.namespace),
-            (None, Some(o)) => format!(
-                "{} {} in namespace `{}`",
-                o.api_version, o.kind, o.namespace
-            ),
-            (None, None) => "no source".to_string(),
+        match (&self.secrets, &self.objects, &self.cluster_profiles) {
+            (Some(s), _, _) => format!("Secrets in namespace `{}`", s.namespace),
+            (None, Some(o), _) => {
+                format!(
+                    "{} {} in namespace `{}`",
+                    o.api_version, o.kind, o.namespace
+                )
+            }
+            (None, None, Some(p)) => format!("ClusterProfiles in namespace `{}`", p.namespace),
+            (None, None, None) => "no source".to_string(),
         }
     }
 
     /// The configured cluster holding the source's objects, when named.
     pub fn cluster(&self) -> Option<&str> {
-        match (&self.secrets, &self.objects) {
-            (Some(s), _) => s.cluster.as_deref(),
-            (None, Some(o)) => o.cluster.as_deref(),
-            (None, None) => None,
+        match (&self.secrets, &self.objects, &self.cluster_profiles) {
+            (Some(s), _, _) => s.cluster.as_deref(),
+            (None, Some(o), _) => o.cluster.as_deref(),
+            (None, None, Some(p)) => p.cluster.as_deref(),
+            (None, None, None) => None,
+        }
+    }
+
+    /// A ClusterProfiles source as the objects source it is run as: profiles are objects,
+    /// usable as `usable` says, their credentials from the access providers.
+    pub fn profiles_as_objects(profiles: &ClusterProfilesSource) -> ObjectsSource {
+        ObjectsSource {
+            api_version: "multicluster.x-k8s.io/v1alpha1".into(),
+            kind: "ClusterProfile".into(),
+            namespace: profiles.namespace.clone(),
+            labels: profiles.labels.clone(),
+            name: default_member_name(),
+            secret_ref: "null".into(),
+            usable: profiles.usable.clone(),
+            key: default_kubeconfig_key(),
+            cluster: profiles.cluster.clone(),
         }
     }
 }
@@ -807,17 +865,38 @@ impl BrokerConfig {
                     ),
                 ));
             }
-            let (namespace, key) = match (&source.secrets, &source.objects) {
-                (None, None) | (Some(_), Some(_)) => {
-                    problems.push((
-                        i,
-                        format!(
-                            "members of role `{role}` need exactly one source: `secrets` or `objects`"
-                        ),
-                    ));
-                    continue;
-                }
-                (Some(secrets), None) => (&secrets.namespace, &secrets.key),
+            let profiles = source
+                .cluster_profiles
+                .as_ref()
+                .map(MemberSource::profiles_as_objects);
+            let sources = [
+                source.secrets.is_some(),
+                source.objects.is_some(),
+                profiles.is_some(),
+            ];
+            if sources.iter().filter(|s| **s).count() != 1 {
+                problems.push((
+                    i,
+                    format!(
+                        "members of role `{role}` need exactly one source: `secrets`, `objects` or `clusterProfiles`"
+                    ),
+                ));
+                continue;
+            }
+            if let Some(p) = &source.cluster_profiles
+                && p.providers.is_empty()
+            {
+                problems.push((
+                    i,
+                    format!("members of role `{role}`: `clusterProfiles.providers` is empty"),
+                ));
+            }
+            let (namespace, key) = match (
+                &source.secrets,
+                source.objects.as_ref().or(profiles.as_ref()),
+            ) {
+                (Some(secrets), _) => (&secrets.namespace, &secrets.key),
+                (None, None) => continue,
                 (None, Some(objects)) => {
                     for (field, source) in [
                         ("name", Some(&objects.name)),
@@ -1104,7 +1183,8 @@ spec:
         );
         assert_eq!(
             parse(&with("  members:\n    - role: mesh\n")).unwrap_err(),
-            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets` or `objects`"
+            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets`, `objects` or \
+             `clusterProfiles`"
         );
         assert_eq!(
             parse(&with(

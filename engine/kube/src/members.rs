@@ -21,7 +21,7 @@ use kube::runtime::watcher::{self, Event};
 use switchyard_core::object::{cluster_id, is_member_name};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::config::{ObjectsSource, SecretsSource};
+use crate::config::{AccessProvider, ObjectsSource, SecretsSource};
 
 /// The label selecting a role's kubeconfig Secrets.
 pub const LABEL_CLUSTER_ROLE: &str = "switchyard.dev/cluster-role";
@@ -320,13 +320,64 @@ enum ObjectMember {
     Problem(String),
 }
 
+/// A ClusterProfile's kubeconfig through the first configured access provider its status
+/// lists (`status.accessProviders`, or `status.credentialProviders` of earlier versions of
+/// the API): the cluster as the status gives it, the user the provider's exec plugin.
+fn profile_kubeconfig(
+    profile: &serde_json::Value,
+    providers: &[AccessProvider],
+) -> Result<String, String> {
+    let listed: Vec<&serde_json::Value> = ["accessProviders", "credentialProviders"]
+        .iter()
+        .filter_map(|field| profile.pointer(&format!("/status/{field}")))
+        .filter_map(serde_json::Value::as_array)
+        .flatten()
+        .collect();
+    let found = providers.iter().find_map(|provider| {
+        listed
+            .iter()
+            .find(|p| p.get("name").and_then(serde_json::Value::as_str) == Some(&provider.name))
+            .map(|p| (provider, p))
+    });
+    let Some((provider, entry)) = found else {
+        let names: Vec<&str> = providers.iter().map(|p| p.name.as_str()).collect();
+        return Err(format!(
+            "its status lists no access provider the broker has ({})",
+            names.join(", ")
+        ));
+    };
+    let Some(cluster) = entry.get("cluster").filter(|c| c.get("server").is_some()) else {
+        return Err(format!(
+            "its access provider `{}` gives no cluster server",
+            provider.name
+        ));
+    };
+    let name = profile
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("member");
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": provider.name, "user": {"exec": provider.exec_config}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": provider.name}}],
+        "current-context": name,
+    });
+    serde_json::to_string(&kubeconfig).map_err(|e| e.to_string())
+}
+
 /// Watches the objects of an `objects` source and the Secrets of their namespace until the
 /// task is aborted, reporting members found (an object usable whose Secret holds a
 /// kubeconfig), changed (the Secret changed) and gone (the object deleted or not usable).
+///
+/// With `providers` (a ClusterProfiles source), credentials come from the profile's access
+/// providers instead of a Secret, and no Secret is watched.
 pub async fn watch_objects(
     client: kube::Client,
     role: String,
     source: ObjectsSource,
+    providers: Option<Vec<AccessProvider>>,
     events: UnboundedSender<MemberEvent>,
 ) {
     let whole = format!("{} {} members", source.kind, source.namespace);
@@ -372,10 +423,16 @@ pub async fn watch_objects(
     let mut objects_stream = std::pin::pin!(objects_stream);
     let mut secrets_stream = std::pin::pin!(secrets_stream);
     let mut objects: Listed<serde_json::Value> = Listed::default();
-    let mut secrets: Listed<Secret> = Listed::default();
+    // Profiles name no Secret: the Secrets' list is complete (and empty) from the start.
+    let mut secrets: Listed<Secret> = Listed {
+        listed: providers.is_some(),
+        ..Listed::default()
+    };
+    let watch_secrets = providers.is_none();
     let mut state = ObjectMembers {
         role,
         source,
+        providers,
         programs,
         known: BTreeMap::new(),
         problems: BTreeMap::new(),
@@ -386,7 +443,7 @@ pub async fn watch_objects(
                 Ok(event) => objects.apply(as_json(event)),
                 Err(e) => tracing::warn!(role = %state.role, error = %e, "member objects watch failed; resuming"),
             },
-            Some(event) = secrets_stream.next() => match event {
+            Some(event) = secrets_stream.next(), if watch_secrets => match event {
                 Ok(event) => secrets.apply(event),
                 Err(e) => tracing::warn!(role = %state.role, error = %e, "member Secrets watch failed; resuming"),
             },
@@ -472,6 +529,8 @@ impl<K: Named> Listed<K> {
 struct ObjectMembers {
     role: String,
     source: ObjectsSource,
+    /// A ClusterProfiles source's access providers.
+    providers: Option<Vec<AccessProvider>>,
     programs: ObjectPrograms,
     /// Member name -> (fingerprint, where it was found).
     known: BTreeMap<String, (u64, String)>,
@@ -519,6 +578,12 @@ impl ObjectMembers {
                     };
                 }
             }
+        }
+        if let Some(providers) = &self.providers {
+            return match profile_kubeconfig(object, providers) {
+                Ok(kubeconfig) => ObjectMember::Usable { member, kubeconfig },
+                Err(why) => ObjectMember::NotUsable { member, why },
+            };
         }
         let reference = match p.eval("secretRef", &p.secret_ref, &value) {
             Ok(reference) => reference,

@@ -64,6 +64,7 @@ async fn memory_per_idle_member() {
                     cluster: None,
                 }),
                 objects: None,
+                cluster_profiles: None,
             }];
         },
     )

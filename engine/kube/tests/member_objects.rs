@@ -111,6 +111,7 @@ async fn members_from_objects_follow_their_ready_condition() {
                     key: "kubeconfig".into(),
                     cluster: None,
                 }),
+                cluster_profiles: None,
             }];
         },
     )

@@ -116,6 +116,7 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
                     cluster: None,
                 }),
                 objects: None,
+                cluster_profiles: None,
             }];
         },
     )

@@ -561,7 +561,32 @@ pub fn copy_mesh_fanout(to: &std::path::Path) {
 /// `account` (made cluster-admin), with the CA embedded: what a kubeconfig Secret holds.
 /// Deleting the account makes the token fail.
 pub async fn token_kubeconfig(cluster: &switchyard_testenv::ApiServer, account: &str) -> String {
+    let token = account_token(cluster, account).await;
+    let name = cluster.name();
+    serde_json::to_string_pretty(&json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": cluster.url(), "certificate-authority-data": ca_data(cluster)}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": account}}],
+        "current-context": name,
+    }))
+    .unwrap()
+}
+
+/// The API server's CA certificate, base64 (a kubeconfig's `certificate-authority-data`).
+pub fn ca_data(cluster: &switchyard_testenv::ApiServer) -> String {
     use base64::Engine as _;
+    let admin_config: Value =
+        serde_json::from_str(&std::fs::read_to_string(cluster.kubeconfig_path()).unwrap()).unwrap();
+    let ca_path = admin_config["clusters"][0]["cluster"]["certificate-authority"]
+        .as_str()
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(std::fs::read(ca_path).unwrap())
+}
+
+/// A token of the ServiceAccount `account` of `kube-system`, made cluster-admin.
+pub async fn account_token(cluster: &switchyard_testenv::ApiServer, account: &str) -> String {
     let admin = Cluster::new(cluster.client().await.unwrap());
     admin
         .put(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
@@ -584,23 +609,7 @@ pub async fn token_kubeconfig(cluster: &switchyard_testenv::ApiServer, account: 
         .create_subresource("token", account, &Default::default(), &request)
         .await
         .unwrap();
-    let token = answer["status"]["token"].as_str().unwrap().to_string();
-    let admin_config: Value =
-        serde_json::from_str(&std::fs::read_to_string(cluster.kubeconfig_path()).unwrap()).unwrap();
-    let ca_path = admin_config["clusters"][0]["cluster"]["certificate-authority"]
-        .as_str()
-        .unwrap();
-    let ca = base64::engine::general_purpose::STANDARD.encode(std::fs::read(ca_path).unwrap());
-    let name = cluster.name();
-    serde_json::to_string_pretty(&json!({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": cluster.url(), "certificate-authority-data": ca}}],
-        "users": [{"name": account, "user": {"token": token}}],
-        "contexts": [{"name": name, "context": {"cluster": name, "user": account}}],
-        "current-context": name,
-    }))
-    .unwrap()
+    answer["status"]["token"].as_str().unwrap().to_string()
 }
 
 /// A kubeconfig Secret of the role `role` in `namespace`, naming its member `member`.
