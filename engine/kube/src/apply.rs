@@ -125,6 +125,12 @@ impl Clusters {
             )
             .ok()?
         };
+        self.keep(cluster, &client);
+        Some(client)
+    }
+
+    /// Keeps a cluster's client, and an Event recorder of it.
+    fn keep(&self, cluster: &str, client: &Client) {
         self.recorders
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -136,7 +142,6 @@ impl Clusters {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(cluster.to_string(), client.clone());
-        Some(client)
     }
 
     /// The configured clusters and the members found at run time (not the workspaces found
@@ -172,17 +177,7 @@ impl Clusters {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(cluster.to_string());
-        self.recorders
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                cluster.to_string(),
-                Recorder::new(client.clone(), reporter()),
-            );
-        self.clients
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(cluster.to_string(), client.clone());
+        self.keep(cluster, &client);
         self.resources
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

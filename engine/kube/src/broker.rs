@@ -553,65 +553,46 @@ fn start_member_sources(
         if sources.get(&source.role).is_some_and(|(s, _)| s == source) {
             continue;
         }
-        if let Some(secrets) = &source.secrets {
-            let own = config
-                .own_cluster(secrets.cluster.as_deref())
-                .ok_or_else(|| {
-                    BrokerError::Io(format!(
-                        "members of role `{}`: no configured cluster holds their Secrets",
-                        source.role
-                    ))
-                })?
-                .to_string();
-            let client = clusters
-                .client(&own)
-                .map_err(|e| BrokerError::Io(e.to_string()))?;
-            tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
-            let task = tokio::spawn(crate::members::watch_secrets(
+        let own = config
+            .own_cluster(source.cluster())
+            .ok_or_else(|| {
+                BrokerError::Io(format!(
+                    "members of role `{}`: no configured cluster holds their source",
+                    source.role
+                ))
+            })?
+            .to_string();
+        let client = clusters
+            .client(&own)
+            .map_err(|e| BrokerError::Io(e.to_string()))?;
+        let role = source.role.clone();
+        let events = events.clone();
+        let task = match (&source.secrets, &source.objects, &source.cluster_profiles) {
+            (Some(secrets), _, _) => tokio::spawn(crate::members::watch_secrets(
                 client,
-                source.role.clone(),
+                role,
                 secrets.clone(),
-                events.clone(),
-            ));
-            if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {
-                old.abort();
-            }
-        }
-        let profiles = source.cluster_profiles.as_ref().map(|p| {
-            (
-                crate::config::MemberSource::profiles_as_objects(p),
-                p.providers.clone(),
-            )
-        });
-        let objects = source
-            .objects
-            .clone()
-            .map(|o| (o, None))
-            .or(profiles.map(|(o, providers)| (o, Some(providers))));
-        if let Some((objects, providers)) = objects {
-            let own = config
-                .own_cluster(objects.cluster.as_deref())
-                .ok_or_else(|| {
-                    BrokerError::Io(format!(
-                        "members of role `{}`: no configured cluster holds their objects",
-                        source.role
-                    ))
-                })?
-                .to_string();
-            let client = clusters
-                .client(&own)
-                .map_err(|e| BrokerError::Io(e.to_string()))?;
-            tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
-            let task = tokio::spawn(crate::members::watch_objects(
+                events,
+            )),
+            (None, Some(objects), _) => tokio::spawn(crate::members::watch_objects(
                 client,
-                source.role.clone(),
-                objects,
-                providers,
-                events.clone(),
-            ));
-            if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {
-                old.abort();
-            }
+                role,
+                objects.clone(),
+                None,
+                events,
+            )),
+            (None, None, Some(profiles)) => tokio::spawn(crate::members::watch_objects(
+                client,
+                role,
+                crate::config::MemberSource::profiles_as_objects(profiles),
+                Some(profiles.providers.clone()),
+                events,
+            )),
+            (None, None, None) => continue,
+        };
+        tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
+        if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {
+            old.abort();
         }
     }
     Ok(())

@@ -92,28 +92,7 @@ async fn members_follow_the_configuration_file() {
                 "metadata": {"name": "dns", "namespace": "kube-system"}, "spec": {}}),
     )
     .await;
-    let config_map = |cluster: &Cluster, name: &'static str| {
-        let cluster = cluster.clone();
-        async move {
-            wait_for(
-                &format!("the ConfigMap in mesh/{name}"),
-                CONVERGE,
-                || async {
-                    let cm = cluster
-                        .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
-                        .await
-                        .ok_or("missing")?;
-                    if cm["data"]["cluster"] == name {
-                        Ok(())
-                    } else {
-                        Err(format!("{}", cm["data"]))
-                    }
-                },
-            )
-            .await;
-        }
-    };
-    config_map(&c1, "m1").await;
+    wait_export(&c1, "m1").await;
 
     // A member added to the file joins.
     write_config(
@@ -126,7 +105,7 @@ async fn members_follow_the_configuration_file() {
             ("mesh/m2", m2.kubeconfig_path()),
         ],
     );
-    config_map(&c2, "m2").await;
+    wait_export(&c2, "m2").await;
     readyz_until(&broker, "m2's watches synced", |body| {
         body.contains("[+]watch mesh/m2/v1/Service synced")
     })
@@ -164,21 +143,8 @@ async fn members_follow_the_configuration_file() {
         body.contains("[+]watch mesh/m1/v1/Service synced"),
         "{body}"
     );
-    let gs = wait_for("meshClusters = 1", CONVERGE, || async {
-        let gs = home
-            .get(
-                "mesh.example.dev/v1alpha1",
-                "GlobalService",
-                Some("kube-system"),
-                "dns",
-            )
-            .await
-            .unwrap();
-        if gs.pointer("/status/meshClusters") == Some(&json!(1)) {
-            Ok(gs)
-        } else {
-            Err(format!("{}", gs["status"]))
-        }
+    let gs = wait_global_service(&home, "meshClusters = 1", |gs| {
+        gs.pointer("/status/meshClusters") == Some(&json!(1))
     })
     .await;
     assert_eq!(condition(&gs, "Synced").unwrap()["reason"], "MemberGone");

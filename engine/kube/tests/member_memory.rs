@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::*;
-use switchyard_kube::config::{MemberSource, SecretsSource};
 use switchyard_testenv::ControlPlane;
 
 const NAMESPACE: &str = "switchyard-system";
@@ -56,16 +55,7 @@ async fn memory_per_idle_member() {
         dir.path(),
         &[("source", home_server.kubeconfig_path())],
         |config| {
-            config.members = vec![MemberSource {
-                role: "mesh".into(),
-                secrets: Some(SecretsSource {
-                    namespace: NAMESPACE.into(),
-                    key: "kubeconfig".into(),
-                    cluster: None,
-                }),
-                objects: None,
-                cluster_profiles: None,
-            }];
+            config.members = vec![mesh_from_secrets(NAMESPACE)];
         },
     )
     .await;

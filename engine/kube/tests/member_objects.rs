@@ -19,27 +19,7 @@ const CONVERGE: Duration = Duration::from_secs(60);
 const NAMESPACE: &str = "fleet";
 
 fn cluster_crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "clusters.fleet.example.dev"},
-        "spec": {
-            "group": "fleet.example.dev",
-            "scope": "Namespaced",
-            "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster", "listKind": "ClusterList"},
-            "versions": [{
-                "name": "v1alpha1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                }}
-            }]
-        }
-    })
+    open_crd("fleet.example.dev", "Cluster", "clusters")
 }
 
 fn cluster(name: &str, ready: bool) -> Value {
@@ -155,24 +135,11 @@ async fn members_from_objects_follow_their_ready_condition() {
     // Ready flaps to False: m2 leaves, its ConfigMap stays, the status says why.
     home.put(&cluster("m2", false)).await;
     live(&broker, "[+]members mesh: 1 live (m1)\n").await;
-    let gs = wait_for("MemberGone", CONVERGE, || async {
-        let gs = home
-            .get(
-                "mesh.example.dev/v1alpha1",
-                "GlobalService",
-                Some("kube-system"),
-                "dns",
-            )
-            .await
-            .unwrap();
-        let synced = condition(&gs, "Synced").unwrap();
-        if synced["reason"] == "MemberGone" {
-            Ok(synced)
-        } else {
-            Err(format!("{synced}"))
-        }
+    let gs = wait_global_service(&home, "MemberGone", |gs| {
+        condition(gs, "Synced").is_some_and(|c| c["reason"] == "MemberGone")
     })
     .await;
+    let gs = condition(&gs, "Synced").unwrap();
     assert_eq!(
         gs["message"],
         "cluster `mesh/m2` is gone (its Cluster fleet/m2: it is not usable): its outputs there \
@@ -189,22 +156,9 @@ async fn members_from_objects_follow_their_ready_condition() {
     home.put(&cluster("m2", false)).await;
     home.put(&cluster("m2", true)).await;
     live(&broker, "[+]members mesh: 2 live (m1, m2)\n").await;
-    wait_for("Synced again", CONVERGE, || async {
-        let gs = home
-            .get(
-                "mesh.example.dev/v1alpha1",
-                "GlobalService",
-                Some("kube-system"),
-                "dns",
-            )
-            .await
-            .unwrap();
-        let synced = condition(&gs, "Synced").unwrap();
-        if synced["reason"] == "Synced" && gs["status"]["meshClusters"] == 2 {
-            Ok(())
-        } else {
-            Err(format!("{}", gs["status"]))
-        }
+    wait_global_service(&home, "Synced again", |gs| {
+        condition(gs, "Synced").is_some_and(|c| c["reason"] == "Synced")
+            && gs["status"]["meshClusters"] == 2
     })
     .await;
     broker.stop().await;

@@ -21,28 +21,7 @@ const NAMESPACE: &str = "fleet";
 
 /// The ClusterProfile CRD, as much of it as the test needs (the status is kept whole).
 fn profile_crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "clusterprofiles.multicluster.x-k8s.io"},
-        "spec": {
-            "group": "multicluster.x-k8s.io",
-            "scope": "Namespaced",
-            "names": {"plural": "clusterprofiles", "singular": "clusterprofile",
-                      "kind": "ClusterProfile", "listKind": "ClusterProfileList"},
-            "versions": [{
-                "name": "v1alpha1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                }}
-            }]
-        }
-    })
+    open_crd("multicluster.x-k8s.io", "ClusterProfile", "clusterprofiles")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -116,18 +95,7 @@ async fn members_from_cluster_profiles_through_an_access_provider() {
         ]}}),
     )
     .await;
-    wait_for("the ConfigMap in mesh/m1", CONVERGE, || async {
-        let cm = m1
-            .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
-            .await
-            .ok_or("missing")?;
-        if cm["data"]["cluster"] == "m1" {
-            Ok(())
-        } else {
-            Err(format!("{}", cm["data"]))
-        }
-    })
-    .await;
+    wait_export(&m1, "m1").await;
     let (_, body) = broker.readyz().await;
     assert!(body.contains("[+]members mesh: 1 live (m1)\n"), "{body}");
 

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::*;
-use switchyard_kube::config::{MemberSource, SecretsSource};
 use switchyard_testenv::ControlPlane;
 
 const CONVERGE: Duration = Duration::from_secs(60);
@@ -33,49 +32,12 @@ fn service() -> Value {
            "spec": {"ports": [{"port": 53, "protocol": "UDP"}]}})
 }
 
-/// The GlobalService's status once its `meshClusters` is `count`.
+/// The GlobalService once its `status.meshClusters` is `count`.
 async fn mesh_clusters(home: &Cluster, count: u64) -> Value {
-    wait_for(
-        &format!("status.meshClusters = {count}"),
-        CONVERGE,
-        || async {
-            let gs = home
-                .get(
-                    "mesh.example.dev/v1alpha1",
-                    "GlobalService",
-                    Some("kube-system"),
-                    "dns",
-                )
-                .await
-                .ok_or("no GlobalService")?;
-            if gs.pointer("/status/meshClusters") == Some(&json!(count)) {
-                Ok(gs)
-            } else {
-                Err(format!("{}", gs["status"]))
-            }
-        },
-    )
+    wait_global_service(home, &format!("status.meshClusters = {count}"), |gs| {
+        gs.pointer("/status/meshClusters") == Some(&json!(count))
+    })
     .await
-}
-
-/// Waits for the member's ConfigMap (the fan-out's output there).
-async fn config_map_in(member: &Cluster, name: &str) {
-    wait_for(
-        &format!("the ConfigMap in mesh/{name}"),
-        CONVERGE,
-        || async {
-            let cm = member
-                .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
-                .await
-                .ok_or("missing")?;
-            if cm["data"]["cluster"] == name {
-                Ok(())
-            } else {
-                Err(format!("{}", cm["data"]))
-            }
-        },
-    )
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,16 +70,7 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
         dir.path(),
         &[("source", home_server.kubeconfig_path())],
         |config| {
-            config.members = vec![MemberSource {
-                role: "mesh".into(),
-                secrets: Some(SecretsSource {
-                    namespace: NAMESPACE.into(),
-                    key: "kubeconfig".into(),
-                    cluster: None,
-                }),
-                objects: None,
-                cluster_profiles: None,
-            }];
+            config.members = vec![mesh_from_secrets(NAMESPACE)];
         },
     )
     .await;
@@ -142,7 +95,7 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
             &kubeconfig,
         ))
         .await;
-        config_map_in(cluster, name).await;
+        wait_export(cluster, name).await;
         joined.push(started.elapsed());
     }
     let gs = mesh_clusters(&home, 3).await;
@@ -227,22 +180,8 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
     .await;
     mesh_clusters(&home, 3).await;
     let back = started.elapsed();
-    wait_for("Synced without MemberGone", CONVERGE, || async {
-        let gs = home
-            .get(
-                "mesh.example.dev/v1alpha1",
-                "GlobalService",
-                Some("kube-system"),
-                "dns",
-            )
-            .await
-            .unwrap();
-        let synced = condition(&gs, "Synced").unwrap();
-        if synced["reason"] == "Synced" {
-            Ok(())
-        } else {
-            Err(format!("{synced}"))
-        }
+    wait_global_service(&home, "Synced without MemberGone", |gs| {
+        condition(gs, "Synced").is_some_and(|c| c["reason"] == "Synced")
     })
     .await;
 
@@ -259,7 +198,7 @@ async fn members_from_secrets_join_leave_return_and_rotate() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     m3.delete("v1", "ConfigMap", Some("kube-system"), "global-dns")
         .await;
-    config_map_in(m3, "m3").await;
+    wait_export(m3, "m3").await;
     let (_, body) = broker.readyz().await;
     assert!(
         body.contains("[+]members mesh: 3 live (m1, m2, m3)\n"),

@@ -57,22 +57,7 @@ async fn fan_out_to_members_and_patch_what_the_tenant_owns() {
 
     // One ConfigMap per member, each saying which member it is in.
     for (cluster, name) in [(&c1, "c1"), (&c2, "c2")] {
-        wait_for(
-            &format!("the ConfigMap in mesh/{name}"),
-            CONVERGE,
-            || async {
-                let cm = cluster
-                    .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
-                    .await
-                    .ok_or("missing")?;
-                if cm["data"]["cluster"] == name {
-                    Ok(())
-                } else {
-                    Err(format!("{}", cm["data"]))
-                }
-            },
-        )
-        .await;
+        wait_export(cluster, name).await;
     }
     // The tenant's Services carry the pack's annotations and nothing else of the engine.
     for (cluster, owner) in [(&c1, "tenant-one"), (&c2, "tenant-two")] {

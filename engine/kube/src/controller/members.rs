@@ -3,13 +3,13 @@
 //! first round (prune held until each was), and triggers whose outputs were in a member
 //! that is gone say so in their `Synced` condition.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use switchyard_core::object::split_cluster;
 use switchyard_core::{ObjectKey, Outcome};
 
-use super::index::{kind_in_role, output_kinds, role_plan, watch_plan};
-use super::state::{Controller, Initial, Work};
+use super::index::{output_kinds, role_plan, watch_plan};
+use super::state::{Controller, Initial};
 use crate::store::KindKey;
 use crate::watch::WatchMode;
 
@@ -88,36 +88,9 @@ impl Controller {
                 if matches!(p.initial, Initial::Waiting(_)) {
                     continue;
                 }
-                let mut triggers: HashSet<ObjectKey> = p.contributions.keys().cloned().collect();
-                for rule in p.pack.rule_kinds() {
-                    let w = &rule.watch;
-                    for kind in kind_in_role(&self.store, &w.cluster, &w.api_version, &w.kind) {
-                        let Some(cache) = self.store.cache(&kind) else {
-                            continue;
-                        };
-                        for object in cache.all() {
-                            if let Some(key) = self.store.key_of(&kind, &object)
-                                && p.watches(&key, Some(&object))
-                            {
-                                triggers.insert(key);
-                            }
-                        }
-                    }
-                }
+                let triggers = p.cached_triggers(&self.store, None);
                 tracing::info!(pack = %name, %role, triggers = triggers.len(), "members changed; evaluating every trigger");
-                work.extend(
-                    triggers
-                        .iter()
-                        .map(|t| Work::Trigger(name.clone(), t.clone())),
-                );
-                p.round += 1;
-                p.round_started = std::time::Instant::now();
-                p.initial = if triggers.is_empty() {
-                    work.push(Work::Prune(name.clone()));
-                    Initial::Done
-                } else {
-                    Initial::Pending(triggers)
-                };
+                p.begin_round(name, triggers, &mut work);
             }
         }
         for w in work {

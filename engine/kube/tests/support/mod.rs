@@ -519,15 +519,21 @@ pub fn condition(object: &Value, kind: &str) -> Option<Value> {
 
 /// The GlobalService CRD of the `mesh-fanout` test pack (tests/fixtures/packs).
 pub fn global_service_crd() -> Value {
+    open_crd("mesh.example.dev", "GlobalService", "globalservices")
+}
+
+/// A namespaced CRD of version `v1alpha1` whose spec and status keep any field, with a
+/// status subresource.
+pub fn open_crd(group: &str, kind: &str, plural: &str) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": "globalservices.mesh.example.dev"},
+        "metadata": {"name": format!("{plural}.{group}")},
         "spec": {
-            "group": "mesh.example.dev",
+            "group": group,
             "scope": "Namespaced",
-            "names": {"plural": "globalservices", "singular": "globalservice",
-                      "kind": "GlobalService", "listKind": "GlobalServiceList"},
+            "names": {"plural": plural, "singular": kind.to_lowercase(),
+                      "kind": kind, "listKind": format!("{kind}List")},
             "versions": [{
                 "name": "v1alpha1", "served": true, "storage": true,
                 "subresources": {"status": {}},
@@ -541,6 +547,65 @@ pub fn global_service_crd() -> Value {
             }]
         }
     })
+}
+
+/// Waits for the `mesh-fanout` pack's ConfigMap in a member, saying it is in `member`.
+pub async fn wait_export(cluster: &Cluster, member: &str) {
+    wait_for(
+        &format!("the ConfigMap in mesh/{member}"),
+        Duration::from_secs(60),
+        || async {
+            let cm = cluster
+                .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
+                .await
+                .ok_or("missing")?;
+            if cm["data"]["cluster"] == member {
+                Ok(())
+            } else {
+                Err(format!("{}", cm["data"]))
+            }
+        },
+    )
+    .await;
+}
+
+/// Waits until the `mesh-fanout` pack's GlobalService `kube-system/dns` passes `check`.
+pub async fn wait_global_service(
+    home: &Cluster,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_for(what, Duration::from_secs(60), || async {
+        let gs = home
+            .get(
+                "mesh.example.dev/v1alpha1",
+                "GlobalService",
+                Some("kube-system"),
+                "dns",
+            )
+            .await
+            .ok_or("no GlobalService")?;
+        if check(&gs) {
+            Ok(gs)
+        } else {
+            Err(format!("{}", gs["status"]))
+        }
+    })
+    .await
+}
+
+/// A `mesh` role whose members come from kubeconfig Secrets in `namespace`.
+pub fn mesh_from_secrets(namespace: &str) -> switchyard_kube::config::MemberSource {
+    switchyard_kube::config::MemberSource {
+        role: "mesh".into(),
+        secrets: Some(switchyard_kube::config::SecretsSource {
+            namespace: namespace.into(),
+            key: "kubeconfig".into(),
+            cluster: None,
+        }),
+        objects: None,
+        cluster_profiles: None,
+    }
 }
 
 /// The `mesh-fanout` test pack copied to `to`.
