@@ -670,14 +670,38 @@ pub fn schema(broker_config: bool) -> Result<u8, CliError> {
 
 /// `switchyard rbac --packs DIR`: the RBAC the broker needs for the packs, from what they
 /// declare and the CRDs they load with.
+/// The options of `switchyard rbac` that name things.
+pub struct RbacNames {
+    pub lease_namespace: String,
+    pub service_account: String,
+    pub roles: Vec<String>,
+    pub member_secrets: Vec<String>,
+    pub config: Option<std::path::PathBuf>,
+}
+
 pub fn rbac(
     packs_dir: &Path,
     format: RenderFormat,
-    lease_namespace: &str,
-    service_account: &str,
-    roles: &[String],
+    names: &RbacNames,
     sources: &Sources,
 ) -> Result<u8, CliError> {
+    let RbacNames {
+        lease_namespace,
+        service_account,
+        roles,
+        member_secrets,
+        config,
+    } = names;
+    let mut member_secrets = member_secrets.clone();
+    if let Some(path) = config {
+        let config = switchyard_kube::config::BrokerConfig::from_file(path)
+            .map_err(|e| CliError::Input(e.to_string()))?;
+        member_secrets.extend(config.members.iter().flat_map(|m| {
+            let secrets = m.secrets.as_ref().map(|s| s.namespace.clone());
+            let objects = m.objects.as_ref().map(|o| o.namespace.clone());
+            secrets.into_iter().chain(objects)
+        }));
+    }
     let dirs =
         switchyard_kube::packs::pack_dirs(packs_dir).map_err(|e| CliError::Usage(e.to_string()))?;
     let mut packs = Vec::new();
@@ -702,6 +726,9 @@ pub fn rbac(
     }
     if !roles.is_empty() {
         rbac.roles.retain(|r| roles.contains(&r.role));
+    }
+    for namespace in &member_secrets {
+        rbac.add_member_secrets(namespace);
     }
     match format {
         RenderFormat::Yaml => {

@@ -238,6 +238,14 @@ enum Command {
         /// holds. The leader-election Role is printed either way.
         #[arg(long = "role", value_name = "ROLE")]
         roles: Vec<String>,
+        /// A namespace of the broker's own cluster holding kubeconfig Secrets of members
+        /// found at run time (repeatable): reading them is granted there.
+        #[arg(long = "member-secrets", value_name = "NAMESPACE")]
+        member_secrets: Vec<String>,
+        /// The broker's configuration file: the namespaces of its `members[].secrets` are
+        /// granted as `--member-secrets` are.
+        #[arg(long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
     },
@@ -376,13 +384,19 @@ fn main() -> ExitCode {
             lease_namespace,
             service_account,
             roles,
+            member_secrets,
+            config,
             sources,
         } => commands::rbac(
             &packs,
             format,
-            &lease_namespace,
-            &service_account,
-            &roles,
+            &commands::RbacNames {
+                lease_namespace,
+                service_account,
+                roles,
+                member_secrets,
+                config,
+            },
             &sources,
         ),
         Command::Run(args) => run_command::run(args),

@@ -104,9 +104,13 @@ pub fn run(args: RunArgs) -> Result<u8, CliError> {
             LogFormatArg::Json => LogFormat::Json,
         }),
     };
-    let config = base
-        .with_flags(flags)
+    let mut config = base
+        .with_flags(flags.clone())
         .map_err(|e| CliError::Usage(e.to_string()))?;
+    // The file is watched: a change is read again with the same flags over it.
+    config.origin = args
+        .config
+        .map(|path| switchyard_kube::config::ConfigOrigin { path, flags });
     init_logs(config.log_format == LogFormat::Json, "info");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

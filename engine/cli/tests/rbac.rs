@@ -180,6 +180,39 @@ fn lease_namespace_and_service_account_are_flags() {
 }
 
 #[test]
+fn member_secrets_are_read_where_the_configuration_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("broker.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  clusters:\n    - {role: source, inCluster: true}\n  members:\n    - role: mesh\n      secrets: {namespace: fleet-secrets}\n",
+    )
+    .unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let out = switchyard(&[
+        "rbac",
+        "--packs",
+        "rules/resource-broker",
+        "--member-secrets",
+        "more-secrets",
+        "--config",
+        &config,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for namespace in ["fleet-secrets", "more-secrets"] {
+        let role = format!(
+            "kind: Role\nmetadata:\n  name: switchyard-resource-broker-member-secrets\n  namespace: {namespace}\n"
+        );
+        assert!(text.contains(&role), "{text}");
+    }
+    assert!(
+        text.contains("resources: [secrets]\n    verbs: [get, list, watch]\n"),
+        "{text}"
+    );
+}
+
+#[test]
 fn an_unknown_kind_is_an_error_naming_it() {
     // Without Karmada's CRDs the PropagationPolicy the pack writes has no known resource.
     let out = switchyard(&[

@@ -149,6 +149,31 @@ pub struct Rbac {
     pub packs: Vec<String>,
     pub roles: Vec<RoleRbac>,
     pub leader_election: LeaderElection,
+    /// Namespaces of the broker's own cluster holding the kubeconfig Secrets of members
+    /// found at run time (`members[].secrets` of its configuration), and what it does there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub member_secrets: Vec<LeaderElection>,
+}
+
+impl Rbac {
+    /// Adds reading the kubeconfig Secrets of members found at run time in `namespace`.
+    pub fn add_member_secrets(&mut self, namespace: &str) {
+        if self.member_secrets.iter().any(|m| m.namespace == namespace) {
+            return;
+        }
+        self.member_secrets.push(LeaderElection {
+            namespace: namespace.to_string(),
+            rules: vec![PolicyRule {
+                api_groups: vec![String::new()],
+                resources: vec!["secrets".into()],
+                verbs: vec![Verb::Get, Verb::List, Verb::Watch],
+                why: "Members found at run time: the broker watches the kubeconfig Secrets here."
+                    .into(),
+            }],
+        });
+        self.member_secrets
+            .sort_by(|a, b| a.namespace.cmp(&b.namespace));
+    }
 }
 
 /// A (group, resource) pair.
@@ -293,6 +318,7 @@ pub fn compute(packs: &[&Pack], kinds: &Kinds, lease_namespace: &str) -> Result<
                 why: "Leader election: the replicas hold one Lease; only its holder writes; the others watch it.".into(),
             }],
         },
+        member_secrets: Vec::new(),
     })
 }
 
@@ -661,6 +687,30 @@ pub fn to_yaml(rbac: &Rbac, naming: &Naming) -> String {
         Some(&le.namespace),
         naming,
     );
+    let name = format!("{}-member-secrets", naming.prefix);
+    for secrets in &rbac.member_secrets {
+        out.push_str("---\n");
+        out.push_str(&format!(
+            "# The broker's own cluster: the kubeconfig Secrets of members found at run time, in namespace `{}`.\n",
+            secrets.namespace
+        ));
+        push_role(
+            &mut out,
+            "Role",
+            &name,
+            Some(&secrets.namespace),
+            &secrets.rules,
+        );
+        out.push_str("---\n");
+        push_binding(
+            &mut out,
+            "RoleBinding",
+            "Role",
+            &name,
+            Some(&secrets.namespace),
+            naming,
+        );
+    }
     out
 }
 

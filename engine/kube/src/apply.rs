@@ -58,6 +58,8 @@ pub struct Clusters {
     /// a workspace's client is the cluster's own.
     shared: std::collections::BTreeSet<String>,
     metrics: Arc<Metrics>,
+    /// Members found at run time (a role's source), by `ROLE/NAME`.
+    members: RwLock<std::collections::BTreeSet<String>>,
     recorders: RwLock<BTreeMap<String, Recorder>>,
     resources: Mutex<HashMap<ResourceKey, Resource>>,
     reachability: Arc<Reachability>,
@@ -85,6 +87,7 @@ impl Clusters {
             configs,
             shared,
             metrics,
+            members: RwLock::default(),
             recorders: RwLock::new(recorders),
             clients: RwLock::new(clients),
             resources: Mutex::new(HashMap::new()),
@@ -122,6 +125,12 @@ impl Clusters {
             )
             .ok()?
         };
+        self.keep(cluster, &client);
+        Some(client)
+    }
+
+    /// Keeps a cluster's client, and an Event recorder of it.
+    fn keep(&self, cluster: &str, client: &Client) {
         self.recorders
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -133,13 +142,23 @@ impl Clusters {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(cluster.to_string(), client.clone());
-        Some(client)
     }
 
-    /// The configured clusters (not the workspaces found behind them).
+    /// The configured clusters and the members found at run time (not the workspaces found
+    /// behind them).
     pub fn names(&self) -> Vec<String> {
         if !self.configs.is_empty() {
-            return self.configs.keys().cloned().collect();
+            let mut names: Vec<String> = self.configs.keys().cloned().collect();
+            names.extend(
+                self.members
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .cloned(),
+            );
+            names.sort();
+            names.dedup();
+            return names;
         }
         self.clients
             .read()
@@ -147,6 +166,45 @@ impl Clusters {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// A member found at run time, or its new credentials: a client of its own (counted
+    /// like every other) replaces any it had, with its Event recorder and what was
+    /// discovered there (a new kubeconfig may point elsewhere).
+    pub fn set_member(&self, cluster: &str, config: kube::Config) -> Result<Client, KubeError> {
+        let client = crate::instrument::client(config, &self.metrics)?;
+        self.members
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(cluster.to_string());
+        self.keep(cluster, &client);
+        self.resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _, _), _| c != cluster);
+        self.reachability.forget(cluster);
+        Ok(client)
+    }
+
+    /// A member that is gone: its client is dropped, so nothing more is sent there.
+    pub fn remove_member(&self, cluster: &str) {
+        self.members
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(cluster);
+        self.recorders
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(cluster);
+        self.clients
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(cluster);
+        self.resources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(c, _, _), _| c != cluster);
+        self.reachability.forget(cluster);
     }
 
     /// The broker's metrics, which every client counts its requests in.

@@ -12,6 +12,7 @@ use crate::apply::Clusters;
 use crate::config::{BrokerConfig, ConfigError};
 use crate::controller::{Controller, Work};
 use crate::health::Health;
+use crate::members::{MemberEvent, Membership};
 use crate::metrics::Metrics;
 use crate::packs::{self, PackSet};
 use crate::queue::{Backoff, Queue};
@@ -34,14 +35,27 @@ pub struct Handle {
     pub health: Health,
 }
 
+/// What the broker's loop hands to the functions keeping watches and members in step.
+struct Wiring {
+    controller: Arc<Controller>,
+    store: Arc<Store>,
+    clusters: Arc<Clusters>,
+    health: Health,
+    events: mpsc::UnboundedSender<WatchEvent>,
+}
+
+/// The watches running, and the members found at run time.
 struct Watches {
     running: BTreeMap<KindKey, (WatchMode, JoinHandle<()>)>,
+    /// Watches needed in a cluster nobody configured (reported on `/readyz` until one is).
+    missing: BTreeSet<KindKey>,
+    members: Membership,
 }
 
 /// Runs the broker until `shutdown` resolves: then it stops taking work, lets in-flight work
 /// finish, and returns.
 pub async fn run(
-    config: BrokerConfig,
+    mut config: BrokerConfig,
     shutdown: impl Future<Output = ()>,
     on_start: impl FnOnce(Handle),
 ) -> Result<(), BrokerError> {
@@ -62,6 +76,7 @@ pub async fn run(
     let clusters = Clusters::with_configs(clients, configs, shared, metrics.clone());
     let names = clusters.names();
     let store = Store::with_clusters(names.iter().map(String::as_str));
+    store.set_dynamic_roles(config.members.iter().map(|m| m.role.clone()));
     let observer: Arc<dyn crate::queue::QueueObserver> = metrics.clone();
     let queue: Arc<Queue<Work>> =
         Queue::observed(Backoff::default(), Backoff::permanent(), Some(observer));
@@ -73,29 +88,61 @@ pub async fn run(
     });
 
     let (events_tx, mut events_rx) = mpsc::unbounded_channel::<WatchEvent>();
+    let wiring = Wiring {
+        controller: controller.clone(),
+        store: store.clone(),
+        clusters: clusters.clone(),
+        health: health.clone(),
+        events: events_tx.clone(),
+    };
     let mut watches = Watches {
         running: BTreeMap::new(),
+        missing: BTreeSet::new(),
+        members: Membership::default(),
     };
 
     // The first pack set: a broken one leaves the broker running and not ready, waiting for
     // a fixed set on disk.
     let mut fingerprints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
-    ensure_watches(
-        &controller,
-        &store,
-        &clusters,
-        &health,
-        &events_tx,
-        &mut watches,
-    );
+    ensure_watches(&wiring, &mut watches);
+
+    // The configured clusters, as members the configuration holds (so that a changed
+    // configuration file can add, change and remove them).
+    for cluster in &config.clusters {
+        let id = cluster.id().to_string();
+        watches.members.found.insert(
+            id.clone(),
+            (cluster_fingerprint(cluster), FROM_CONFIGURATION.into()),
+        );
+        if cluster.name.is_some() {
+            watches.members.live.insert(id);
+        }
+    }
+    // The roles whose members are found at run time: each source reports what it finds.
+    let (members_tx, mut members_rx) = mpsc::unbounded_channel::<MemberEvent>();
+    let mut sources = BTreeMap::new();
+    start_member_sources(&config, &clusters, &members_tx, &mut sources)?;
+    publish_inventory(&wiring, &watches);
+    // The configuration file, when there is one: read again when it changes.
+    let mut config_changes = match &config.origin {
+        Some(origin) => Some(
+            crate::reload::watch_paths(
+                std::slice::from_ref(&origin.path),
+                config.reload_debounce(),
+            )
+            .map_err(|e| BrokerError::Io(e.to_string()))?,
+        ),
+        None => None,
+    };
 
     // The packs folder, and the shared partials and CRDs the packs are loaded with.
     let packs_dir = config.packs.clone().unwrap_or_default();
     let pack_dirs = packs::pack_dirs(&packs_dir).unwrap_or_default();
     let watched = crate::reload::watched_paths(&config, &pack_dirs);
-    let (mut reloads, _guard) = crate::reload::watch_paths(&watched, config.reload_debounce())
-        .map_err(|e| BrokerError::Io(e.to_string()))?;
+    let (mut reloads, mut reloads_guard) =
+        crate::reload::watch_paths(&watched, config.reload_debounce())
+            .map_err(|e| BrokerError::Io(e.to_string()))?;
 
     // Both ports bound before anything runs: one that is taken stops the start.
     let health_addr = config.health_socket_addr()?;
@@ -162,17 +209,70 @@ pub async fn run(
             Some(event) = events_rx.recv() => match event {
                 WatchEvent::Changed(change) => controller.changed(&change),
                 WatchEvent::Synced(kind) => {
-                    health.set_watch(kind.to_string(), true);
-                    controller.watch_synced(kind);
+                    // A watch stopped since (a member gone) or started again (one back)
+                    // may have sent this: only the cache itself says it holds a list.
+                    if store.cache(&kind).is_some_and(|c| c.is_synced()) {
+                        if watches.members.joining.contains_key(&kind.cluster) {
+                            watches.members.failures.remove(&kind.to_string());
+                        } else {
+                            health.set_watch(kind.to_string(), true);
+                        }
+                        controller.watch_synced(kind);
+                        promote_members(&wiring, &mut watches);
+                    }
                 }
                 WatchEvent::Failed(kind, message) => {
                     tracing::warn!(watch = %kind, %message, "watch cannot start");
-                    health.set_watch_failed(kind.to_string(), message);
+                    if watches.members.joining.contains_key(&kind.cluster) {
+                        watches.members.failures.insert(kind.to_string(), message);
+                        publish_inventory(&wiring, &watches);
+                    } else if watches.running.contains_key(&kind) {
+                        health.set_watch_failed(kind.to_string(), message);
+                    }
                 }
             },
+            Some(event) = members_rx.recv() => on_member_event(&wiring, &mut watches, event),
+            Some(()) = async {
+                match &mut config_changes {
+                    Some((changes, _)) => changes.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let Some(origin) = config.origin.clone() else { continue };
+                let next = match origin.load() {
+                    Ok(next) => next,
+                    Err(e) => {
+                        tracing::error!(file = %switchyard_files::display(&origin.path), error = %e, "configuration does not load; the running one stays");
+                        health.set_config_error(Some(e.to_string()));
+                        continue;
+                    }
+                };
+                health.set_config_error(None);
+                if next == config {
+                    continue;
+                }
+                let packs_moved = apply_config(&wiring, &mut watches, &config, &next, &members_tx, &mut sources).await;
+                config = next;
+                if packs_moved {
+                    let pack_dirs = packs::pack_dirs(&config.packs.clone().unwrap_or_default()).unwrap_or_default();
+                    let watched = crate::reload::watched_paths(&config, &pack_dirs);
+                    match crate::reload::watch_paths(&watched, config.reload_debounce()) {
+                        Ok((next_reloads, guard)) => {
+                            reloads = next_reloads;
+                            reloads_guard = guard;
+                        }
+                        Err(e) => tracing::error!(error = %e, "the new packs folder cannot be watched"),
+                    }
+                    reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
+                    ensure_watches(&wiring, &mut watches);
+                    promote_members(&wiring, &mut watches);
+                }
+                tracing::info!(file = %switchyard_files::display(&origin.path), "configuration reloaded");
+            }
             Some(()) = reloads.recv() => {
                 reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
-                ensure_watches(&controller, &store, &clusters, &health, &events_tx, &mut watches);
+                ensure_watches(&wiring, &mut watches);
+                promote_members(&wiring, &mut watches);
             }
             Ok(()) = recoveries.changed() => {
                 let retried = queue.retry_now();
@@ -205,6 +305,10 @@ pub async fn run(
         elector.release().await;
     }
     drop(always);
+    for (_, (_, task)) in sources {
+        task.abort();
+    }
+    drop(reloads_guard);
     for (_, (_, task)) in watches.running {
         task.abort();
     }
@@ -347,16 +451,27 @@ async fn check_scopes(set: &PackSet, clusters: &Clusters) -> Result<(), String> 
     }
 }
 
-/// Starts the watches the loaded packs need and stops the ones they no longer need.
-fn ensure_watches(
-    controller: &Arc<Controller>,
-    store: &Arc<Store>,
-    clusters: &Arc<Clusters>,
-    health: &Health,
-    events: &mpsc::UnboundedSender<WatchEvent>,
-    watches: &mut Watches,
-) {
-    let needed = controller.needed_watches();
+/// Starts the watches the loaded packs need (in live members, and in members joining) and
+/// stops the ones they no longer need.
+fn ensure_watches(wiring: &Wiring, watches: &mut Watches) {
+    let Wiring {
+        controller,
+        store,
+        clusters,
+        health,
+        events,
+    } = wiring;
+    let mut needed = controller.needed_watches();
+    for cluster in watches.members.joining.keys() {
+        for (kind, mode) in controller.member_watches(cluster) {
+            if needed
+                .get(&kind)
+                .is_none_or(|m| m.strength() < mode.strength())
+            {
+                needed.insert(kind, mode);
+            }
+        }
+    }
     let stale: Vec<KindKey> = watches
         .running
         .iter()
@@ -370,6 +485,17 @@ fn ensure_watches(
         store.remove(&kind);
         controller.watch_stopped(&kind);
         health.remove_watch(&kind.to_string());
+        watches.members.failures.remove(&kind.to_string());
+    }
+    let resolved: Vec<KindKey> = watches
+        .missing
+        .iter()
+        .filter(|k| !needed.contains_key(*k))
+        .cloned()
+        .collect();
+    for kind in resolved {
+        watches.missing.remove(&kind);
+        health.remove_watch(&kind.to_string());
     }
     for (kind, mode) in needed {
         if watches.running.contains_key(&kind) {
@@ -378,17 +504,26 @@ fn ensure_watches(
         let client = match clusters.client(&kind.cluster) {
             Ok(client) => client.clone(),
             Err(_) => {
-                tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
+                if watches.missing.insert(kind.clone()) {
+                    tracing::error!(watch = %kind, "no --cluster {} is configured for this pack's role", kind.cluster);
+                }
                 health.set_watch(kind.to_string(), false);
                 continue;
             }
         };
+        if watches.missing.remove(&kind) {
+            health.remove_watch(&kind.to_string());
+        }
         let cache = Arc::new(KindCache::of_workspaces(
             matches!(mode, WatchMode::Metadata { .. }),
             store.workspace_annotation(&kind.cluster),
         ));
         store.add(kind.clone(), cache.clone());
-        health.set_watch(kind.to_string(), false);
+        // A joining member's watches are reported with the inventory: a member that cannot
+        // be listed does not make the broker unready.
+        if !watches.members.joining.contains_key(&kind.cluster) {
+            health.set_watch(kind.to_string(), false);
+        }
         let task = tokio::spawn(watch::run(
             client,
             kind.clone(),
@@ -398,4 +533,360 @@ fn ensure_watches(
         ));
         watches.running.insert(kind, (mode, task));
     }
+}
+
+/// What a member's `from` says of the members the configuration file lists.
+const FROM_CONFIGURATION: &str = "the configuration";
+
+/// The running member sources, by role.
+type Sources = BTreeMap<String, (crate::config::MemberSource, JoinHandle<()>)>;
+
+/// Starts the source of each role whose members are found at run time (that is not running
+/// already with the same settings).
+fn start_member_sources(
+    config: &BrokerConfig,
+    clusters: &Clusters,
+    events: &mpsc::UnboundedSender<MemberEvent>,
+    sources: &mut Sources,
+) -> Result<(), BrokerError> {
+    for source in &config.members {
+        if sources.get(&source.role).is_some_and(|(s, _)| s == source) {
+            continue;
+        }
+        let own = config
+            .own_cluster(source.cluster())
+            .ok_or_else(|| {
+                BrokerError::Io(format!(
+                    "members of role `{}`: no configured cluster holds their source",
+                    source.role
+                ))
+            })?
+            .to_string();
+        let client = clusters
+            .client(&own)
+            .map_err(|e| BrokerError::Io(e.to_string()))?;
+        let role = source.role.clone();
+        let events = events.clone();
+        let task = match (&source.secrets, &source.objects, &source.cluster_profiles) {
+            (Some(secrets), _, _) => tokio::spawn(crate::members::watch_secrets(
+                client,
+                role,
+                secrets.clone(),
+                events,
+            )),
+            (None, Some(objects), _) => tokio::spawn(crate::members::watch_objects(
+                client,
+                role,
+                objects.clone(),
+                None,
+                events,
+            )),
+            (None, None, Some(profiles)) => tokio::spawn(crate::members::watch_objects(
+                client,
+                role,
+                crate::config::MemberSource::profiles_as_objects(profiles),
+                Some(profiles.providers.clone()),
+                events,
+            )),
+            (None, None, None) => continue,
+        };
+        tracing::info!(role = %source.role, from = %source.describe(), cluster = %own, "members found at run time");
+        if let Some((_, old)) = sources.insert(source.role.clone(), (source.clone(), task)) {
+            old.abort();
+        }
+    }
+    Ok(())
+}
+
+/// What a configured cluster's credentials are made of: a change is a rotation.
+fn cluster_fingerprint(cluster: &crate::config::ClusterConfig) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    cluster.hash(&mut hasher);
+    if let Some(path) = &cluster.kubeconfig {
+        std::fs::read(path).unwrap_or_default().hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// A changed configuration file, applied to the running broker: clusters added, removed or
+/// with new credentials become members joining, gone or rotated; member sources start and
+/// stop (a source that changes drops its members, and the new one finds them again).
+/// Returns whether the packs folder, partials or CRDs moved (the caller reloads the packs).
+/// What only a start can change is logged.
+async fn apply_config(
+    wiring: &Wiring,
+    watches: &mut Watches,
+    old: &BrokerConfig,
+    new: &BrokerConfig,
+    members: &mpsc::UnboundedSender<MemberEvent>,
+    sources: &mut Sources,
+) -> bool {
+    // Member sources that stop or change: their members go first.
+    let changed_roles: Vec<String> = sources
+        .iter()
+        .filter(|(role, (source, _))| !new.members.iter().any(|m| m.role == **role && m == source))
+        .map(|(role, _)| role.clone())
+        .collect();
+    for role in &changed_roles {
+        if let Some((_, task)) = sources.remove(role) {
+            task.abort();
+        }
+        let dropped: Vec<String> = watches
+            .members
+            .found
+            .keys()
+            .filter(|c| switchyard_core::object::split_cluster(c).0 == role)
+            .cloned()
+            .collect();
+        for cluster in dropped {
+            on_member_event(
+                wiring,
+                watches,
+                MemberEvent::Gone {
+                    cluster,
+                    why: "its role's source changed in the configuration".into(),
+                },
+            );
+        }
+        watches
+            .members
+            .unusable
+            // The source's own entries (`Secret ns/name`, `Kind ns/name`); configured
+            // clusters are keyed by their id, which has no space.
+            .retain(|from, _| !from.contains(' '));
+    }
+    wiring
+        .store
+        .set_dynamic_roles(new.members.iter().map(|m| m.role.clone()));
+    if let Err(e) = start_member_sources(new, &wiring.clusters, members, sources) {
+        tracing::error!(error = %e, "member source cannot start");
+    }
+    // Configured clusters.
+    for cluster in &new.clusters {
+        let id = cluster.id().to_string();
+        let (role, _) = switchyard_core::object::split_cluster(&id);
+        let print = cluster_fingerprint(cluster);
+        if watches.members.found.get(&id).map(|(f, _)| *f) == Some(print) {
+            continue;
+        }
+        if wiring.store.workspace_annotation(role).is_some() {
+            tracing::warn!(cluster = %id, "a role of workspaces changes at the next start");
+            continue;
+        }
+        match crate::clusters::client_config(cluster).await {
+            Ok(config) => {
+                watches.members.unusable.remove(&id);
+                on_member_event(
+                    wiring,
+                    watches,
+                    MemberEvent::Found {
+                        cluster: id,
+                        config: Box::new(config),
+                        fingerprint: print,
+                        from: FROM_CONFIGURATION.into(),
+                    },
+                )
+            }
+            Err(e) => {
+                tracing::error!(cluster = %id, error = %e, "configured cluster cannot be used");
+                watches.members.unusable.insert(id, e.to_string());
+            }
+        }
+    }
+    let kept = new.cluster_ids();
+    for cluster in &old.clusters {
+        if kept.contains(&cluster.id()) {
+            continue;
+        }
+        let id = cluster.id().to_string();
+        if cluster.name.is_none() {
+            tracing::warn!(cluster = %id, "a role's only cluster is removed at the next start");
+            continue;
+        }
+        on_member_event(
+            wiring,
+            watches,
+            MemberEvent::Gone {
+                cluster: id,
+                why: "it was removed from the configuration".into(),
+            },
+        );
+    }
+    let restart_only = old.resync_seconds != new.resync_seconds
+        || old.workers != new.workers
+        || old.health_addr != new.health_addr
+        || old.metrics_addr != new.metrics_addr
+        || old.leader_elect != new.leader_elect
+        || old.leader_elect_lease_name != new.leader_elect_lease_name
+        || old.leader_elect_namespace != new.leader_elect_namespace
+        || old.leader_elect_cluster != new.leader_elect_cluster
+        || old.leader_elect_lease_seconds != new.leader_elect_lease_seconds
+        || old.leader_elect_renew_before_seconds != new.leader_elect_renew_before_seconds
+        || old.log_format != new.log_format;
+    if restart_only {
+        tracing::warn!(
+            "the configuration changed settings that take effect at the next start (resync, workers, addresses, leader election, log format)"
+        );
+    }
+    publish_inventory(wiring, watches);
+    old.packs != new.packs
+        || old.partials != new.partials
+        || old.crds != new.crds
+        || old.reload_debounce_millis != new.reload_debounce_millis
+}
+
+/// A member found, changed or gone.
+fn on_member_event(wiring: &Wiring, watches: &mut Watches, event: MemberEvent) {
+    match event {
+        MemberEvent::Found {
+            cluster,
+            config,
+            fingerprint,
+            from,
+        } => {
+            if watches.members.found.get(&cluster).map(|(f, _)| *f) == Some(fingerprint) {
+                return;
+            }
+            let client = match wiring.clusters.set_member(&cluster, *config) {
+                Ok(client) => client,
+                Err(e) => {
+                    tracing::warn!(%cluster, %from, error = %e, "member cannot be used");
+                    watches.members.unusable.insert(from, e.to_string());
+                    publish_inventory(wiring, watches);
+                    return;
+                }
+            };
+            let known = watches
+                .members
+                .found
+                .insert(cluster.clone(), (fingerprint, from.clone()))
+                .is_some();
+            if known {
+                // New credentials: the member's watches reconnect with them, their caches
+                // kept (each relists and reports only what changed).
+                for (kind, (mode, task)) in watches
+                    .running
+                    .iter_mut()
+                    .filter(|(k, _)| k.cluster == cluster)
+                {
+                    let Some(cache) = wiring.store.cache(kind) else {
+                        continue;
+                    };
+                    task.abort();
+                    *task = tokio::spawn(watch::run(
+                        client.clone(),
+                        kind.clone(),
+                        mode.clone(),
+                        cache,
+                        wiring.events.clone(),
+                    ));
+                }
+                tracing::info!(%cluster, %from, "member credentials changed: its watches reconnect");
+            } else {
+                tracing::info!(%cluster, %from, "member found: its watches start");
+                watches
+                    .members
+                    .joining
+                    .insert(cluster, std::time::Instant::now());
+                ensure_watches(wiring, watches);
+                promote_members(wiring, watches);
+            }
+        }
+        MemberEvent::Unusable { from, problem } => match problem {
+            Some(problem) => {
+                tracing::warn!(%from, %problem, "member source entry cannot be used");
+                watches.members.unusable.insert(from, problem);
+            }
+            None => {
+                watches.members.unusable.remove(&from);
+            }
+        },
+        MemberEvent::Gone { cluster, why } => {
+            let started = std::time::Instant::now();
+            watches.members.found.remove(&cluster);
+            watches.members.joining.remove(&cluster);
+            let was_live = watches.members.live.remove(&cluster);
+            if was_live && wiring.store.remove_member(&cluster) {
+                let (role, _) = switchyard_core::object::split_cluster(&cluster);
+                wiring
+                    .controller
+                    .members_changed(role, None, Some((&cluster, &why)));
+            }
+            ensure_watches(wiring, watches);
+            wiring.clusters.remove_member(&cluster);
+            tracing::info!(%cluster, %why, took = ?started.elapsed(), "member gone: its watches stopped; what the packs made there is left in place");
+        }
+    }
+    publish_inventory(wiring, watches);
+}
+
+/// Joining members whose every watch has listed become live: the packs naming their role
+/// see them and evaluate every trigger again.
+fn promote_members(wiring: &Wiring, watches: &mut Watches) {
+    let ready: Vec<String> = watches
+        .members
+        .joining
+        .keys()
+        .filter(|cluster| {
+            wiring
+                .controller
+                .member_watches(cluster)
+                .keys()
+                .all(|k| wiring.store.cache(k).is_some_and(|c| c.is_synced()))
+        })
+        .cloned()
+        .collect();
+    if ready.is_empty() {
+        return;
+    }
+    for cluster in ready {
+        let since = watches.members.joining.remove(&cluster);
+        watches.members.live.insert(cluster.clone());
+        wiring.store.add_member(&cluster);
+        for kind in wiring.controller.member_watches(&cluster).keys() {
+            wiring.health.set_watch(kind.to_string(), true);
+        }
+        let (role, _) = switchyard_core::object::split_cluster(&cluster);
+        wiring
+            .controller
+            .members_changed(role, Some(&cluster), None);
+        tracing::info!(%cluster, took = ?since.map(|s| s.elapsed()), "member live: its watches listed; packs naming its role evaluate every trigger again");
+    }
+    ensure_watches(wiring, watches);
+    publish_inventory(wiring, watches);
+}
+
+/// The live inventory of every role, for `/readyz` and the per-role gauges (set at once, not
+/// only at the next scrape tick).
+fn publish_inventory(wiring: &Wiring, watches: &Watches) {
+    let roles: Vec<(String, Vec<String>)> = wiring
+        .store
+        .roles()
+        .into_iter()
+        .map(|(role, _)| {
+            let members = switchyard_core::object::World::members(&*wiring.store, &role);
+            (role, members)
+        })
+        .collect();
+    let metrics = wiring.clusters.metrics();
+    for (role, members) in &roles {
+        let labels = crate::metrics::RoleLabels { role: role.clone() };
+        metrics
+            .cluster_members
+            .get_or_create(&labels)
+            .set(members.len() as i64);
+        let joining = watches
+            .members
+            .joining
+            .keys()
+            .filter(|c| switchyard_core::object::split_cluster(c).0 == role)
+            .count();
+        metrics
+            .cluster_members_joining
+            .get_or_create(&labels)
+            .set(joining as i64);
+    }
+    let (lines, problems) = watches.members.report(&roles);
+    wiring.health.set_inventory(lines, problems);
 }

@@ -63,6 +63,10 @@ pub struct BrokerConfig {
     /// The clusters the broker connects to, each filling a cluster role of the packs.
     #[serde(default)]
     pub clusters: Vec<ClusterConfig>,
+    /// Roles whose members are found while the broker runs rather than listed in
+    /// `clusters`: each names its role and where its members come from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberSource>,
     /// How often every trigger is evaluated again even when nothing changed, in seconds.
     #[serde(default = "default_resync_seconds")]
     pub resync_seconds: u64,
@@ -104,11 +108,33 @@ pub struct BrokerConfig {
     /// The format of log lines on stderr.
     #[serde(default)]
     pub log_format: LogFormat,
+    /// The file this configuration was read from and the flags applied over it: the broker
+    /// watches the file and reads it again (with the same flags) when it changes. Not part
+    /// of the file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub origin: Option<ConfigOrigin>,
+}
+
+/// Where a running configuration came from, to read it again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigOrigin {
+    pub path: PathBuf,
+    pub flags: Flags,
+}
+
+impl ConfigOrigin {
+    /// The file read again with the same flags over it, and checked as at start.
+    pub fn load(&self) -> Result<BrokerConfig, ConfigError> {
+        let mut config = BrokerConfig::from_file(&self.path)?.with_flags(self.flags.clone())?;
+        config.origin = Some(self.clone());
+        Ok(config)
+    }
 }
 
 /// One cluster connection: a kubeconfig (and optionally one of its contexts), or the
 /// service account of the pod the broker runs in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClusterConfig {
     /// The cluster role the packs name (`source`, `karmada`): a DNS-1123 label.
@@ -140,6 +166,163 @@ fn workspace_paths() -> bool {
 
 fn is_true(value: &bool) -> bool {
     *value
+}
+
+/// Where the members of one role come from while the broker runs. Exactly one source is
+/// set. A member joins once every watch the packs need in it has listed (packs never see a
+/// member whose caches are incomplete), and leaves when its source drops it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MemberSource {
+    /// The cluster role (`mesh`): a DNS-1123 label no entry of `clusters` has.
+    pub role: String,
+    /// Kubeconfig Secrets in one namespace, labelled `switchyard.dev/cluster-role: <role>`;
+    /// a Secret's member name is its annotation `switchyard.dev/cluster-name`, else its
+    /// name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<SecretsSource>,
+    /// Objects of any kind that name a kubeconfig Secret (a Cluster API or management
+    /// plane's Cluster objects), with CEL for the member's name, the Secret and whether the
+    /// member is usable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<ObjectsSource>,
+    /// ClusterProfiles of the Cluster Inventory API (`multicluster.x-k8s.io/v1alpha1`):
+    /// each one whose status lists an access provider configured here is a member, reached
+    /// at the server the status gives, with the provider's credentials plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_profiles: Option<ClusterProfilesSource>,
+}
+
+/// Members from ClusterProfiles (sigs.k8s.io/cluster-inventory-api), with credentials
+/// through its access-provider mechanism: `status.accessProviders[]` gives, per provider
+/// name, the cluster's server and CA; the consumer (the broker) configures, per provider
+/// name, the exec credentials plugin that authenticates there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClusterProfilesSource {
+    /// The namespace of the ClusterProfiles.
+    pub namespace: String,
+    /// A label selector the profiles must match (`x-k8s.io/cluster-manager=ocm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<String>,
+    /// The access providers the broker can use, in order of preference.
+    pub providers: Vec<AccessProvider>,
+    /// CEL over the profile (`self`): whether it is usable now. Default: always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable: Option<String>,
+    /// The configured cluster holding the profiles; default the broker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+/// One access provider: its name in the profiles' status, and the kubeconfig `exec` entry
+/// (a client-go credentials plugin) that authenticates through it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AccessProvider {
+    pub name: String,
+    /// As a kubeconfig's `users[].user.exec`: `apiVersion`, `command`, `args`, `env`,
+    /// `provideClusterInfo`.
+    pub exec_config: serde_json::Value,
+}
+
+/// Members from objects that name a kubeconfig Secret. Each expression reads the object as
+/// `self`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectsSource {
+    /// The objects' apiVersion (`cluster.x-k8s.io/v1beta1`).
+    pub api_version: String,
+    /// The objects' kind (`Cluster`).
+    pub kind: String,
+    /// The namespace of the objects, and of the Secrets they name.
+    pub namespace: String,
+    /// A label selector the objects must match (`team=network`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<String>,
+    /// CEL: the member's name (a string).
+    #[serde(default = "default_member_name")]
+    pub name: String,
+    /// CEL: the Secret holding the kubeconfig: a map with `name` and optionally `key`
+    /// (`self.status.kubeconfigSecretRef`).
+    pub secret_ref: String,
+    /// CEL: whether the member is usable now (a bool); an object for which it is false is no
+    /// member (one that was leaves). Default: always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable: Option<String>,
+    /// The data key holding the kubeconfig when the reference names none.
+    #[serde(default = "default_kubeconfig_key")]
+    pub key: String,
+    /// The configured cluster holding the objects and Secrets; default the broker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+fn default_member_name() -> String {
+    "self.metadata.name".to_string()
+}
+
+/// Members from kubeconfig Secrets (as Argo CD's cluster Secrets and Cluster API's
+/// `<cluster>-kubeconfig` Secrets hold them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretsSource {
+    /// The namespace the Secrets are in.
+    pub namespace: String,
+    /// The data key holding the kubeconfig (its current context is used).
+    #[serde(default = "default_kubeconfig_key")]
+    pub key: String,
+    /// The configured cluster (`ROLE` or `ROLE/NAME`) the Secrets are in; default the
+    /// broker's own: the one configured `inCluster`, else the first configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+fn default_kubeconfig_key() -> String {
+    "kubeconfig".to_string()
+}
+
+impl MemberSource {
+    /// What the source is, for messages: `Secrets in switchyard-system`.
+    pub fn describe(&self) -> String {
+        match (&self.secrets, &self.objects, &self.cluster_profiles) {
+            (Some(s), _, _) => format!("Secrets in namespace `{}`", s.namespace),
+            (None, Some(o), _) => {
+                format!(
+                    "{} {} in namespace `{}`",
+                    o.api_version, o.kind, o.namespace
+                )
+            }
+            (None, None, Some(p)) => format!("ClusterProfiles in namespace `{}`", p.namespace),
+            (None, None, None) => "no source".to_string(),
+        }
+    }
+
+    /// The configured cluster holding the source's objects, when named.
+    pub fn cluster(&self) -> Option<&str> {
+        match (&self.secrets, &self.objects, &self.cluster_profiles) {
+            (Some(s), _, _) => s.cluster.as_deref(),
+            (None, Some(o), _) => o.cluster.as_deref(),
+            (None, None, Some(p)) => p.cluster.as_deref(),
+            (None, None, None) => None,
+        }
+    }
+
+    /// A ClusterProfiles source as the objects source it is run as: profiles are objects,
+    /// usable as `usable` says, their credentials from the access providers.
+    pub fn profiles_as_objects(profiles: &ClusterProfilesSource) -> ObjectsSource {
+        ObjectsSource {
+            api_version: "multicluster.x-k8s.io/v1alpha1".into(),
+            kind: "ClusterProfile".into(),
+            namespace: profiles.namespace.clone(),
+            labels: profiles.labels.clone(),
+            name: default_member_name(),
+            secret_ref: "null".into(),
+            usable: profiles.usable.clone(),
+            key: default_kubeconfig_key(),
+            cluster: profiles.cluster.clone(),
+        }
+    }
 }
 
 /// The format of log lines.
@@ -194,6 +377,7 @@ impl Default for BrokerConfig {
             partials: None,
             crds: Vec::new(),
             clusters: Vec::new(),
+            members: Vec::new(),
             resync_seconds: default_resync_seconds(),
             workers: default_workers(),
             health_addr: default_health_addr(),
@@ -206,6 +390,7 @@ impl Default for BrokerConfig {
             leader_elect_renew_before_seconds: default_renew_before_seconds(),
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
+            origin: None,
         }
     }
 }
@@ -469,6 +654,10 @@ impl BrokerConfig {
             };
             return Err(at(node.closest(&yaml::parse_path(&path)).pos, problem));
         }
+        if let Some((i, problem)) = config.member_problems().into_iter().next() {
+            let path = format!("spec.members[{i}]");
+            return Err(at(node.closest(&yaml::parse_path(&path)).pos, problem));
+        }
         Ok(config)
     }
 
@@ -595,6 +784,9 @@ impl BrokerConfig {
         if let Some((_, problem)) = cluster_problems(&self.clusters).into_iter().next() {
             return Err(ConfigError::Invalid(problem));
         }
+        if let Some((_, problem)) = self.member_problems().into_iter().next() {
+            return Err(ConfigError::Invalid(problem));
+        }
         if self.workers == 0 {
             return Err(ConfigError::Invalid("workers must be at least 1".into()));
         }
@@ -635,6 +827,111 @@ impl BrokerConfig {
                 None => "leader election needs a cluster to hold its Lease: configure one".into(),
             })
         })
+    }
+
+    /// The broker's own cluster: `explicit` when given, else the one configured
+    /// `inCluster`, else the first configured.
+    pub fn own_cluster(&self, explicit: Option<&str>) -> Option<ClusterId> {
+        match explicit {
+            Some(id) => self.clusters.iter().find(|c| c.id().to_string() == id),
+            None => self
+                .clusters
+                .iter()
+                .find(|c| c.in_cluster)
+                .or_else(|| self.clusters.first()),
+        }
+        .map(ClusterConfig::id)
+    }
+
+    /// Problems of the member sources, with the index of the entry they are about.
+    fn member_problems(&self) -> Vec<(usize, String)> {
+        let mut problems = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (i, source) in self.members.iter().enumerate() {
+            let role = &source.role;
+            if let Err(message) = check_label("member role", role) {
+                problems.push((i, message));
+                continue;
+            }
+            if !seen.insert(role.as_str()) {
+                problems.push((i, format!("members of role `{role}` have two sources")));
+            }
+            if self.clusters.iter().any(|c| c.role == *role) {
+                problems.push((
+                    i,
+                    format!(
+                        "role `{role}` is in `clusters` and in `members`: its members come from \
+                         one place (remove its `clusters` entries to find them at run time)"
+                    ),
+                ));
+            }
+            let profiles = source
+                .cluster_profiles
+                .as_ref()
+                .map(MemberSource::profiles_as_objects);
+            let sources = [
+                source.secrets.is_some(),
+                source.objects.is_some(),
+                profiles.is_some(),
+            ];
+            if sources.iter().filter(|s| **s).count() != 1 {
+                problems.push((
+                    i,
+                    format!(
+                        "members of role `{role}` need exactly one source: `secrets`, `objects` or `clusterProfiles`"
+                    ),
+                ));
+                continue;
+            }
+            if let Some(p) = &source.cluster_profiles
+                && p.providers.is_empty()
+            {
+                problems.push((
+                    i,
+                    format!("members of role `{role}`: `clusterProfiles.providers` is empty"),
+                ));
+            }
+            let (namespace, key) = match (
+                &source.secrets,
+                source.objects.as_ref().or(profiles.as_ref()),
+            ) {
+                (Some(secrets), _) => (&secrets.namespace, &secrets.key),
+                (None, None) => continue,
+                (None, Some(objects)) => {
+                    for (field, source) in [
+                        ("name", Some(&objects.name)),
+                        ("secretRef", Some(&objects.secret_ref)),
+                        ("usable", objects.usable.as_ref()),
+                    ] {
+                        if let Some(source) = source
+                            && let Err(e) = switchyard_cel::Env::kubernetes().compile(source)
+                        {
+                            problems.push((
+                                i,
+                                format!("members of role `{role}`: `objects.{field}`: {e}"),
+                            ));
+                        }
+                    }
+                    (&objects.namespace, &objects.key)
+                }
+            };
+            if let Err(message) = check_label("namespace", namespace) {
+                problems.push((i, format!("members of role `{role}`: {message}")));
+            }
+            if key.is_empty() {
+                problems.push((i, format!("members of role `{role}`: `key` is empty")));
+            }
+            if !self.clusters.is_empty() && self.own_cluster(source.cluster()).is_none() {
+                problems.push((
+                    i,
+                    format!(
+                        "members of role `{role}`: cluster `{}` is not a configured cluster",
+                        source.cluster().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        problems
     }
 
     /// The Lease's namespace: configured, else the pod's, else `default`.
@@ -863,6 +1160,49 @@ spec:
     }
 
     #[test]
+    fn member_sources() {
+        let with =
+            |members: &str| FILE.replace("  workers: 4\n", &format!("  workers: 4\n{members}"));
+        let config = parse(&with(
+            "  members:\n    - role: mesh\n      secrets: {namespace: switchyard-system}\n",
+        ))
+        .unwrap();
+        let secrets = config.members[0].secrets.as_ref().unwrap();
+        assert_eq!(secrets.key, "kubeconfig");
+        assert_eq!(secrets.cluster, None);
+        // The Secrets are in the broker's own cluster: the in-cluster one.
+        assert_eq!(config.own_cluster(None).unwrap().to_string(), "karmada");
+        config.validate().unwrap();
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: source\n      secrets: {namespace: x}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: role `source` is in `clusters` and in `members`: its members come \
+             from one place (remove its `clusters` entries to find them at run time)"
+        );
+        assert_eq!(
+            parse(&with("  members:\n    - role: mesh\n")).unwrap_err(),
+            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets`, `objects` or \
+             `clusterProfiles`"
+        );
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: mesh\n      secrets: {namespace: x, cluster: nope}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: members of role `mesh`: cluster `nope` is not a configured cluster"
+        );
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: mesh\n      secrets: {namespace: x}\n    - role: mesh\n      secrets: {namespace: y}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:15:7: members of role `mesh` have two sources"
+        );
+    }
+
+    #[test]
     fn from_file_resolves_relative_paths_against_its_folder() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("broker.yaml");
@@ -881,7 +1221,7 @@ spec:
         assert_eq!(
             parse(&unknown).unwrap_err(),
             "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
-             `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
+             `crds`, `clusters`, `members`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
              `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
              `logFormat` at `spec.workerz`"

@@ -13,19 +13,21 @@
 //! evaluation failed could still own it (see `Controller::prune`).
 //!
 //! The rooms: `state` (the controller and what it remembers), `index` (what to watch, who
-//! read what), `work` (events into work items, and running one), `reconcile` (one trigger's
+//! read what), `work` (events into work items, and running one), `members` (members joining and leaving), `reconcile` (one trigger's
 //! evaluation and its consequences), `contributions` (each trigger's desired objects and the
 //! merge of shared outputs), `outputs` (apply and prune), `status` (status and finalizers).
 
 mod contributions;
 mod index;
+mod members;
 mod outputs;
 mod reconcile;
 mod state;
 mod status;
 mod work;
 
-pub use index::{role_clusters, watch_plan};
+pub use index::{RoleKind, role_clusters, role_plan, watch_plan};
+pub use members::REASON_MEMBER_GONE;
 pub use outputs::is_subset;
 pub use state::{Controller, Counters, ReconcileError, Work, Writes};
 pub use status::CLEANUP_POLL;

@@ -58,6 +58,11 @@ struct State {
     watches: BTreeMap<String, bool>,
     /// Watch key -> why it cannot start (not served, forbidden), while it cannot.
     watch_failures: BTreeMap<String, String>,
+    /// The members of roles whose members are found at run time, and what of their
+    /// sources cannot be used: reported, never failing readiness.
+    inventory: (Vec<String>, Vec<String>),
+    /// The configuration file's last reload, when it failed: when, and why.
+    config_error: Option<(DateTime<Utc>, String)>,
     shutting_down: bool,
 }
 
@@ -148,6 +153,18 @@ impl Health {
         self.metrics().set_watches(synced, state.watches.len());
     }
 
+    /// The live inventory of roles whose members are found at run time (one line per
+    /// role), and what of their sources cannot be used.
+    pub fn set_inventory(&self, lines: Vec<String>, problems: Vec<String>) {
+        self.state().inventory = (lines, problems);
+    }
+
+    /// The configuration file's reload failed (`Some`) or succeeded (`None`); a failed one
+    /// leaves the running configuration in place, and readiness as it is.
+    pub fn set_config_error(&self, error: Option<String>) {
+        self.state().config_error = error.map(|e| (Utc::now(), e));
+    }
+
     /// The broker is stopping: it reports unready so traffic and leadership move on.
     pub fn set_shutting_down(&self) {
         self.state().shutting_down = true;
@@ -232,6 +249,20 @@ impl Health {
         // An unreachable member or a forbidden call is reported, not failed: the broker still
         // does its job for every other cluster, and a restart (or a rollout that waits for
         // readiness) would not bring the cluster back.
+        if let Some((at, error)) = &state.config_error {
+            let _ = writeln!(
+                body,
+                "[!]configuration reload failed at {}: {}; the running configuration stays",
+                at.to_rfc3339_opts(SecondsFormat::Secs, true),
+                error.lines().next().unwrap_or_default()
+            );
+        }
+        for line in &state.inventory.0 {
+            let _ = writeln!(body, "[+]{line}");
+        }
+        for line in &state.inventory.1 {
+            let _ = writeln!(body, "[!]{line}");
+        }
         if let Some(reachability) = self.inner.reachability.get() {
             for line in reachability.report() {
                 let _ = writeln!(body, "[!]{line}");

@@ -15,6 +15,7 @@ pub mod failure;
 pub mod health;
 pub mod instrument;
 pub mod leader;
+pub mod members;
 pub mod metrics;
 pub mod packs;
 pub mod queue;

@@ -127,6 +127,8 @@ pub struct Metrics {
     pub pack_info: Family<PackInfoLabels, Gauge>,
     pub watches: Family<StateLabels, Gauge>,
     pub cluster_members: Family<RoleLabels, Gauge>,
+    /// Members found at run time whose watches are still listing, per role.
+    pub cluster_members_joining: Family<RoleLabels, Gauge>,
     pub unreachable_clusters: Gauge,
 }
 
@@ -181,6 +183,7 @@ impl Metrics {
             pack_info: Family::default(),
             watches: Family::default(),
             cluster_members: Family::default(),
+            cluster_members_joining: Family::default(),
             unreachable_clusters: Gauge::default(),
             registry: Registry::default(),
         };
@@ -309,6 +312,11 @@ impl Metrics {
             "switchyard_cluster_members",
             "Member clusters per role",
             metrics.cluster_members.clone(),
+        );
+        registry.register(
+            "switchyard_cluster_members_joining",
+            "Members found at run time whose watches are still listing, per role",
+            metrics.cluster_members_joining.clone(),
         );
         registry.register(
             "switchyard_unreachable_clusters",

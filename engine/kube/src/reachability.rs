@@ -133,6 +133,14 @@ impl Reachability {
         });
     }
 
+    /// A member that is gone: nothing is said of it any more (a probe stops at its next
+    /// tick).
+    pub fn forget(&self, cluster: &str) {
+        let mut inner = self.lock();
+        inner.down.remove(cluster);
+        inner.forbidden.retain(|(c, _), _| c != cluster);
+    }
+
     /// How many clusters are marked unreachable.
     pub fn unreachable(&self) -> usize {
         self.lock().down.len()

@@ -229,8 +229,12 @@ fn name_key(object: &Value) -> (Option<String>, String) {
 #[derive(Default)]
 pub struct Store {
     kinds: RwLock<HashMap<KindKey, Arc<KindCache>>>,
-    /// Role -> member names (`""` for a role's unnamed cluster), from the broker's clusters.
-    members: BTreeMap<String, Vec<String>>,
+    /// Role -> member names (`""` for a role's unnamed cluster): the configured clusters,
+    /// and the members a role's source found once their caches have listed (live members).
+    members: RwLock<BTreeMap<String, Vec<String>>>,
+    /// Roles whose members come from a source at run time (Secrets, objects): such a role
+    /// may have no member, and then nothing of it is watched.
+    dynamic: RwLock<BTreeSet<String>>,
     /// Roles whose objects live in workspaces -> the annotation naming them (from the loaded
     /// packs).
     workspace_roles: RwLock<BTreeMap<String, &'static str>>,
@@ -257,9 +261,64 @@ impl Store {
         }
         Arc::new(Store {
             kinds: RwLock::default(),
-            members,
+            members: RwLock::new(members),
+            dynamic: RwLock::default(),
             workspace_roles: RwLock::default(),
         })
+    }
+
+    /// The roles whose members come from a source at run time.
+    pub fn set_dynamic_roles(&self, roles: impl IntoIterator<Item = String>) {
+        *self.dynamic.write().unwrap_or_else(PoisonError::into_inner) = roles.into_iter().collect();
+    }
+
+    /// Whether a role's members come from a source at run time.
+    pub fn is_dynamic(&self, role: &str) -> bool {
+        self.dynamic
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(role)
+    }
+
+    /// A member becomes live: packs see it in `clusters`, and it is watched as theirs.
+    /// False when it already was.
+    pub fn add_member(&self, cluster: &str) -> bool {
+        let (role, name) = split_cluster(cluster);
+        let mut members = self.members.write().unwrap_or_else(PoisonError::into_inner);
+        let names = members.entry(role.to_string()).or_default();
+        if names.iter().any(|n| n == name) {
+            return false;
+        }
+        names.push(name.to_string());
+        names.sort();
+        true
+    }
+
+    /// A member is gone: packs no longer see it. False when it was not live.
+    pub fn remove_member(&self, cluster: &str) -> bool {
+        let (role, name) = split_cluster(cluster);
+        let mut members = self.members.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(names) = members.get_mut(role) else {
+            return false;
+        };
+        let before = names.len();
+        names.retain(|n| n != name);
+        names.len() != before
+    }
+
+    /// Whether a cluster (`ROLE` or `ROLE/NAME`) is a live member the broker writes to. A
+    /// workspace behind a role of workspaces counts as its role.
+    pub fn is_live(&self, cluster: &str) -> bool {
+        let (role, name) = split_cluster(cluster);
+        if self.workspace_annotation(role).is_some() || (name.is_empty() && !self.is_dynamic(role))
+        {
+            return true;
+        }
+        self.members
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(role)
+            .is_some_and(|names| names.iter().any(|n| n == name))
     }
 
     /// Takes the roles whose objects live in workspaces from the packs loaded now.
@@ -294,8 +353,11 @@ impl Store {
         if self.workspace_annotation(role).is_some() {
             return vec![role.to_string()];
         }
-        match self.members.get(role) {
+        let members = self.members.read().unwrap_or_else(PoisonError::into_inner);
+        match members.get(role) {
             Some(names) if !names.is_empty() => names.iter().map(|m| cluster_id(role, m)).collect(),
+            // A role whose members come and go may have none: nothing to watch.
+            _ if self.is_dynamic(role) => Vec::new(),
             _ => vec![role.to_string()],
         }
     }
@@ -303,7 +365,20 @@ impl Store {
     /// Each role the broker knows and its number of member clusters (workspaces seen, for a
     /// role of workspaces).
     pub fn roles(&self) -> Vec<(String, usize)> {
-        let mut roles: BTreeSet<String> = self.members.keys().cloned().collect();
+        let mut roles: BTreeSet<String> = self
+            .members
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        roles.extend(
+            self.dynamic
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        );
         roles.extend(
             self.workspace_roles
                 .read()
@@ -415,7 +490,12 @@ impl World for Store {
             let names: BTreeSet<Arc<str>> = caches.iter().flat_map(|c| c.workspaces()).collect();
             return names.iter().map(|n| n.to_string()).collect();
         }
-        self.members.get(role).cloned().unwrap_or_default()
+        self.members
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(role)
+            .cloned()
+            .unwrap_or_default()
     }
 }
 

@@ -16,49 +16,11 @@ use switchyard_testenv::ControlPlane;
 
 const CONVERGE: Duration = Duration::from_secs(60);
 
-fn global_service_crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "globalservices.mesh.example.dev"},
-        "spec": {
-            "group": "mesh.example.dev",
-            "scope": "Namespaced",
-            "names": {"plural": "globalservices", "singular": "globalservice",
-                      "kind": "GlobalService", "listKind": "GlobalServiceList"},
-            "versions": [{
-                "name": "v1alpha1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                }}
-            }]
-        }
-    })
-}
-
 fn service(owner: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Service",
            "metadata": {"name": "dns", "namespace": "kube-system",
                         "annotations": {"owner": owner}},
            "spec": {"ports": [{"port": 53, "protocol": "UDP"}]}})
-}
-
-fn copy_pack(to: &std::path::Path) {
-    let from = repo().join("tests/fixtures/packs/mesh-fanout");
-    for sub in ["", "rules", "templates"] {
-        std::fs::create_dir_all(to.join(sub)).unwrap();
-        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_file() {
-                std::fs::copy(entry.path(), to.join(sub).join(entry.file_name())).unwrap();
-            }
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -76,7 +38,7 @@ async fn fan_out_to_members_and_patch_what_the_tenant_owns() {
     c2.put(&service("tenant-two")).await;
 
     let dir = tempfile::tempdir().unwrap();
-    copy_pack(&dir.path().join("mesh-fanout"));
+    copy_mesh_fanout(&dir.path().join("mesh-fanout"));
     let broker = Broker::start(
         dir.path(),
         &[
@@ -95,22 +57,7 @@ async fn fan_out_to_members_and_patch_what_the_tenant_owns() {
 
     // One ConfigMap per member, each saying which member it is in.
     for (cluster, name) in [(&c1, "c1"), (&c2, "c2")] {
-        wait_for(
-            &format!("the ConfigMap in mesh/{name}"),
-            CONVERGE,
-            || async {
-                let cm = cluster
-                    .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
-                    .await
-                    .ok_or("missing")?;
-                if cm["data"]["cluster"] == name {
-                    Ok(())
-                } else {
-                    Err(format!("{}", cm["data"]))
-                }
-            },
-        )
-        .await;
+        wait_export(cluster, name).await;
     }
     // The tenant's Services carry the pack's annotations and nothing else of the engine.
     for (cluster, owner) in [(&c1, "tenant-one"), (&c2, "tenant-two")] {

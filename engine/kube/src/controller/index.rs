@@ -33,16 +33,40 @@ pub(super) fn kind_in_role(
         .collect()
 }
 
+/// A kind in a role: (role, apiVersion, kind).
+pub type RoleKind = (String, String, String);
+
 /// What a loaded pack needs watched, by kind and cluster: rules watch and look up kinds in
 /// roles, and a role may have many member clusters.
 pub fn watch_plan(pack: &Pack, world: &Store) -> BTreeMap<KindKey, WatchMode> {
     let mut plan: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
+    for ((role, api_version, kind), mode) in role_plan(pack) {
+        for key in kind_in_role(world, &role, &api_version, &kind) {
+            plan.insert(key, mode.clone());
+        }
+    }
+    plan
+}
+
+/// What a pack needs watched in each member of a role, whichever members the role has: a
+/// member that joins is watched this way before packs see it.
+pub fn role_plan(pack: &Pack) -> BTreeMap<RoleKind, WatchMode> {
+    let mut plan: BTreeMap<RoleKind, WatchMode> = BTreeMap::new();
+    let mut strongest = |key: RoleKind, mode: WatchMode| {
+        let stronger = plan
+            .get(&key)
+            .is_none_or(|m| m.strength() < mode.strength());
+        if stronger {
+            plan.insert(key, mode);
+        }
+    };
     for rule in pack.rule_kinds() {
         let watched = std::iter::once(&rule.watch).chain(&rule.lookups);
         for k in watched {
-            for key in kind_in_role(world, &k.cluster, &k.api_version, &k.kind) {
-                plan.insert(key, WatchMode::Full);
-            }
+            strongest(
+                (k.cluster.clone(), k.api_version.clone(), k.kind.clone()),
+                WatchMode::Full,
+            );
         }
         // Outputs read back whole: a patch's target carries no label of the pack (watched
         // in full); a stage's outputs do (whole objects, selected by the label). The kind is
@@ -67,23 +91,19 @@ pub fn watch_plan(pack: &Pack, world: &Store) -> BTreeMap<KindKey, WatchMode> {
                 WatchMode::Full
             };
             for (api_version, kind) in kinds {
-                for key in kind_in_role(world, &observed.cluster, &api_version, &kind) {
-                    let stronger = plan
-                        .get(&key)
-                        .is_none_or(|m| m.strength() < mode.strength());
-                    if stronger {
-                        plan.insert(key, mode.clone());
-                    }
-                }
+                strongest((observed.cluster.clone(), api_version, kind), mode.clone());
             }
         }
     }
     // Outputs: every kind the scope allows, metadata only unless a rule reads it; the label
     // selector keeps the cache to objects some pack manages.
-    for key in output_kinds(pack, world) {
-        plan.entry(key).or_insert_with(|| WatchMode::Metadata {
-            labels: LABEL_PACK.to_string(),
-        });
+    for scope in &pack.spec().scope {
+        for k in &scope.kinds {
+            plan.entry((scope.cluster.clone(), k.api_version.clone(), k.kind.clone()))
+                .or_insert_with(|| WatchMode::Metadata {
+                    labels: LABEL_PACK.to_string(),
+                });
+        }
     }
     plan
 }

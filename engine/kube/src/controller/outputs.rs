@@ -66,6 +66,10 @@ impl Controller {
             .filter(|k| k.namespace.is_none())
             .chain(keys.iter().filter(|k| k.namespace.is_some()));
         for key in ordered {
+            // A member that is gone is written to no more: what is there stays as it was.
+            if !self.store.is_live(&key.cluster) {
+                continue;
+            }
             let merged = {
                 let mut state = self.lock();
                 let Some(p) = state.packs.get_mut(pack_name) else {

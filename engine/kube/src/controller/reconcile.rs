@@ -39,6 +39,17 @@ impl Controller {
             }
             (p.pack.clone(), p.round)
         };
+        if !self.store.is_live(&trigger.cluster) {
+            // A trigger in a member that is gone keeps what it desired (the member may just
+            // be unreachable): its outputs are neither updated nor pruned until it is back.
+            let mut state = self.lock();
+            if let Some(p) = state.packs.get_mut(pack_name)
+                && p.mark_evaluated(trigger, round)
+            {
+                self.queue.add(Work::Prune(pack_name.clone()));
+            }
+            return Ok(());
+        }
         let object = self.store.get_key(trigger);
         let Some(object) = object else {
             // The trigger is gone: it desires nothing any more.
@@ -50,6 +61,7 @@ impl Controller {
                 };
                 p.unknown.remove(trigger);
                 p.deleting.remove(trigger);
+                p.gone.remove(trigger);
                 let touched = p.set_contribution(trigger, Vec::new(), None);
                 if p.mark_evaluated(trigger, round) || p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
@@ -202,6 +214,7 @@ impl Controller {
             other => other,
         };
         self.restate_merged(pack_name, trigger);
+        self.note_gone_members(pack_name, trigger, &mut outcome);
         if let Some(status) = &outcome.status {
             self.write_status(pack_name, trigger, &object, status)
                 .await?;

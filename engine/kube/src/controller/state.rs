@@ -66,6 +66,8 @@ pub(super) struct PackState {
     pub(super) unknown: HashSet<ObjectKey>,
     /// Triggers being deleted that wait for their outputs to be gone.
     pub(super) deleting: HashSet<ObjectKey>,
+    /// Triggers that had outputs in members that are gone, and those members.
+    pub(super) gone: HashMap<ObjectKey, BTreeSet<String>>,
     /// Objects this pack patched since start: a patch no trigger desires any more is taken
     /// back (its fields removed), since patched objects carry no label prune could find.
     pub(super) patched: HashSet<ObjectKey>,
@@ -83,6 +85,7 @@ impl PackState {
             kinds: watch_plan(&pack, world),
             output_kinds: output_kinds(&pack, world),
             patched: HashSet::new(),
+            gone: HashMap::new(),
             merged: HashMap::new(),
             rules: pack.rule_kinds(),
             pack,
@@ -133,6 +136,8 @@ pub(super) struct State {
     pub(super) deleted: HashMap<ObjectKey, String>,
     /// Outputs this broker created (by uid) whose creation mark has not been written yet.
     pub(super) unmarked: HashMap<ObjectKey, String>,
+    /// Members that are gone (`ROLE/NAME`), and why.
+    pub(super) gone: BTreeMap<String, String>,
 }
 
 /// Counters of the writes made, for metrics and tests.

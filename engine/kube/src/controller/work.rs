@@ -39,6 +39,62 @@ impl PackState {
         false
     }
 
+    /// The triggers of these rules (all: `None`) the caches hold; for all rules, also the
+    /// triggers known from before that are gone now (they must be cleaned up too).
+    pub(super) fn cached_triggers(
+        &self,
+        store: &crate::store::Store,
+        rules: Option<&BTreeSet<String>>,
+    ) -> HashSet<ObjectKey> {
+        let mut triggers = HashSet::new();
+        for rule in self.pack.rule_kinds() {
+            if rules.is_some_and(|r| !r.contains(&rule.name)) {
+                continue;
+            }
+            let w = &rule.watch;
+            for kind in kind_in_role(store, &w.cluster, &w.api_version, &w.kind) {
+                let Some(cache) = store.cache(&kind) else {
+                    continue;
+                };
+                for object in cache.all() {
+                    let selected = rule
+                        .selector
+                        .as_ref()
+                        .is_none_or(|sel| selector_matches(sel, &labels(&object)));
+                    if selected && let Some(key) = store.key_of(&kind, &object) {
+                        triggers.insert(key);
+                    }
+                }
+            }
+        }
+        if rules.is_none() {
+            triggers.extend(self.contributions.keys().cloned());
+        }
+        triggers
+    }
+
+    /// A first round begins: these triggers are evaluated, and prune waits for each.
+    pub(super) fn begin_round(
+        &mut self,
+        name: &Arc<str>,
+        triggers: HashSet<ObjectKey>,
+        work: &mut Vec<Work>,
+    ) {
+        work.extend(
+            triggers
+                .iter()
+                .map(|t| Work::Trigger(name.clone(), t.clone())),
+        );
+        self.round += 1;
+        self.round_started = std::time::Instant::now();
+        self.initial = if triggers.is_empty() {
+            work.push(Work::Prune(name.clone()));
+            Initial::Done
+        } else {
+            Initial::Pending(triggers)
+        };
+    }
+
     /// Rules of this pack watch objects of this kind, and the object matches one's selector.
     pub(super) fn watches(&self, key: &ObjectKey, object: Option<&Value>) -> bool {
         self.rules.iter().any(|r| {
@@ -181,7 +237,7 @@ impl Controller {
     }
 
     /// Every watch synced, per pack: packs waiting for theirs start their first round.
-    fn start_ready_packs(&self) {
+    pub(super) fn start_ready_packs(&self) {
         let mut work = Vec::new();
         {
             let mut state = self.lock();
@@ -194,43 +250,9 @@ impl Controller {
                 if !p.kinds.keys().all(|k| synced.contains(k)) {
                     continue;
                 }
-                let mut triggers = HashSet::new();
-                for rule in p.pack.rule_kinds() {
-                    if rules.as_ref().is_some_and(|r| !r.contains(&rule.name)) {
-                        continue;
-                    }
-                    let w = &rule.watch;
-                    for kind in kind_in_role(&self.store, &w.cluster, &w.api_version, &w.kind) {
-                        let Some(cache) = self.store.cache(&kind) else {
-                            continue;
-                        };
-                        for object in cache.all() {
-                            let selected = rule
-                                .selector
-                                .as_ref()
-                                .is_none_or(|sel| selector_matches(sel, &labels(&object)));
-                            if selected && let Some(key) = self.store.key_of(&kind, &object) {
-                                triggers.insert(key);
-                            }
-                        }
-                    }
-                }
-                if rules.is_none() {
-                    // Triggers known from before that are gone now must be cleaned up too.
-                    triggers.extend(p.contributions.keys().cloned());
-                }
+                let triggers = p.cached_triggers(&self.store, rules.as_ref());
                 tracing::info!(pack = %name, triggers = triggers.len(), "watches synced; evaluating every trigger");
-                for t in &triggers {
-                    work.push(Work::Trigger(name.clone(), t.clone()));
-                }
-                p.round += 1;
-                p.round_started = std::time::Instant::now();
-                p.initial = if triggers.is_empty() {
-                    work.push(Work::Prune(name.clone()));
-                    Initial::Done
-                } else {
-                    Initial::Pending(triggers)
-                };
+                p.begin_round(name, triggers, &mut work);
             }
         }
         for w in work {

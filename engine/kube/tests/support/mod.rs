@@ -208,6 +208,12 @@ impl Broker {
         };
         let mut config = config;
         adjust(&mut config);
+        Broker::start_config(config, health_port).await
+    }
+
+    /// A broker with exactly this configuration, its probes on `health_port`.
+    pub async fn start_config(config: BrokerConfig, health_port: u16) -> Broker {
+        init_logs();
         let (stop, stopped) = oneshot::channel::<()>();
         let (started, handle) = oneshot::channel();
         let task = tokio::spawn(async move {
@@ -548,4 +554,193 @@ pub fn condition(object: &Value, kind: &str) -> Option<Value> {
         .iter()
         .find(|c| c["type"] == kind)
         .cloned()
+}
+
+/// The GlobalService CRD of the `mesh-fanout` test pack (tests/fixtures/packs).
+pub fn global_service_crd() -> Value {
+    open_crd("mesh.example.dev", "GlobalService", "globalservices")
+}
+
+/// A namespaced CRD of version `v1alpha1` whose spec and status keep any field, with a
+/// status subresource.
+pub fn open_crd(group: &str, kind: &str, plural: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(),
+                      "kind": kind, "listKind": format!("{kind}List")},
+            "versions": [{
+                "name": "v1alpha1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                    }
+                }}
+            }]
+        }
+    })
+}
+
+/// Waits for the `mesh-fanout` pack's ConfigMap in a member, saying it is in `member`.
+pub async fn wait_export(cluster: &Cluster, member: &str) {
+    wait_for(
+        &format!("the ConfigMap in mesh/{member}"),
+        Duration::from_secs(60),
+        || async {
+            let cm = cluster
+                .get("v1", "ConfigMap", Some("kube-system"), "global-dns")
+                .await
+                .ok_or("missing")?;
+            if cm["data"]["cluster"] == member {
+                Ok(())
+            } else {
+                Err(format!("{}", cm["data"]))
+            }
+        },
+    )
+    .await;
+}
+
+/// Waits until the `mesh-fanout` pack's GlobalService `kube-system/dns` passes `check`.
+pub async fn wait_global_service(
+    home: &Cluster,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_for(what, Duration::from_secs(60), || async {
+        let gs = home
+            .get(
+                "mesh.example.dev/v1alpha1",
+                "GlobalService",
+                Some("kube-system"),
+                "dns",
+            )
+            .await
+            .ok_or("no GlobalService")?;
+        if check(&gs) {
+            Ok(gs)
+        } else {
+            Err(format!("{}", gs["status"]))
+        }
+    })
+    .await
+}
+
+/// A `mesh` role whose members come from kubeconfig Secrets in `namespace`.
+pub fn mesh_from_secrets(namespace: &str) -> switchyard_kube::config::MemberSource {
+    switchyard_kube::config::MemberSource {
+        role: "mesh".into(),
+        secrets: Some(switchyard_kube::config::SecretsSource {
+            namespace: namespace.into(),
+            key: "kubeconfig".into(),
+            cluster: None,
+        }),
+        objects: None,
+        cluster_profiles: None,
+    }
+}
+
+/// The `mesh-fanout` test pack copied to `to`.
+pub fn copy_mesh_fanout(to: &std::path::Path) {
+    let from = repo().join("tests/fixtures/packs/mesh-fanout");
+    for sub in ["", "rules", "templates"] {
+        std::fs::create_dir_all(to.join(sub)).unwrap();
+        for entry in std::fs::read_dir(from.join(sub)).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), to.join(sub).join(entry.file_name())).unwrap();
+            }
+        }
+    }
+}
+
+/// A kubeconfig (text) for `cluster` that authenticates with a token of the ServiceAccount
+/// `account` (made cluster-admin), with the CA embedded: what a kubeconfig Secret holds.
+/// Deleting the account makes the token fail.
+pub async fn token_kubeconfig(cluster: &switchyard_testenv::ApiServer, account: &str) -> String {
+    let token = account_token(cluster, account).await;
+    let name = cluster.name();
+    serde_json::to_string_pretty(&json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": cluster.url(), "certificate-authority-data": ca_data(cluster)}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": account}}],
+        "current-context": name,
+    }))
+    .unwrap()
+}
+
+/// The API server's CA certificate, base64 (a kubeconfig's `certificate-authority-data`).
+pub fn ca_data(cluster: &switchyard_testenv::ApiServer) -> String {
+    use base64::Engine as _;
+    let admin_config: Value =
+        serde_json::from_str(&std::fs::read_to_string(cluster.kubeconfig_path()).unwrap()).unwrap();
+    let ca_path = admin_config["clusters"][0]["cluster"]["certificate-authority"]
+        .as_str()
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(std::fs::read(ca_path).unwrap())
+}
+
+/// A token of the ServiceAccount `account` of `kube-system`, made cluster-admin.
+pub async fn account_token(cluster: &switchyard_testenv::ApiServer, account: &str) -> String {
+    let admin = Cluster::new(cluster.client().await.unwrap());
+    admin
+        .put(&json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": "kube-system"}}))
+        .await;
+    admin
+        .put(&json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": account},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": "kube-system"}]}))
+        .await;
+    let (resource, _) = resolve(&admin.client, "v1", "ServiceAccount")
+        .await
+        .unwrap();
+    let accounts: Api<DynamicObject> =
+        Api::namespaced_with(admin.client.clone(), "kube-system", &resource);
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600}});
+    let answer: Value = accounts
+        .create_subresource("token", account, &Default::default(), &request)
+        .await
+        .unwrap();
+    answer["status"]["token"].as_str().unwrap().to_string()
+}
+
+/// A kubeconfig Secret of the role `role` in `namespace`, naming its member `member`.
+pub fn kubeconfig_secret(
+    namespace: &str,
+    name: &str,
+    role: &str,
+    member: Option<&str>,
+    kubeconfig: &str,
+) -> Value {
+    let mut secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"switchyard.dev/cluster-role": role}},
+        "stringData": {"kubeconfig": kubeconfig}});
+    if let Some(member) = member {
+        secret["metadata"]["annotations"] = json!({"switchyard.dev/cluster-name": member});
+    }
+    secret
+}
+
+/// The resident set size of this process, in bytes (Linux).
+pub fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
