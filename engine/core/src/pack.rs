@@ -190,7 +190,7 @@ impl Pack {
                 .unwrap_or_else(|_| "an object".to_string())
         };
         match named {
-            Some(workspace) if crate::object::is_member_name(workspace) => {
+            Some(workspace) if crate::object::is_workspace_name(workspace) => {
                 if cluster.contains('/') && member != workspace {
                     return Err(format!(
                         "{} is in cluster `{cluster}` but its annotation `{annotation}` names workspace `{workspace}`",

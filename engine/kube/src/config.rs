@@ -113,8 +113,9 @@ pub struct BrokerConfig {
 pub struct ClusterConfig {
     /// The cluster role the packs name (`source`, `karmada`): a DNS-1123 label.
     pub role: String,
-    /// The member's name when a role has several clusters (`provider/x86`): a DNS-1123
-    /// label. A role has either one unnamed cluster or only named ones.
+    /// The member's name when a role has several clusters (`provider/x86`): 1-253 letters,
+    /// digits and `-._#:/` (`projects/p1` names the member `source/projects/p1`). A role has
+    /// either one unnamed cluster or only named ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The kubeconfig file. Exactly one of `kubeconfig` and `inCluster` is set.
@@ -391,7 +392,7 @@ fn check_member(what: &str, value: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{what} `{value}` is not a member cluster name (1-253 letters, digits and `-._#:`)"
+            "{what} `{value}` is not a member cluster name (1-253 letters, digits and `-._#:/`)"
         ))
     }
 }
@@ -792,6 +793,15 @@ mod tests {
         assert_eq!(c.context.as_deref(), Some("kubernetes-admin@kubernetes"));
         let c = flag("karmada=in-cluster");
         assert!(c.in_cluster && c.kubeconfig.is_none());
+        // A name may be a path: the role ends at the first `/`, the name at the first `=`.
+        let c = flag("source/projects/p1=/path/kc@ctx");
+        assert_eq!(
+            (c.role.as_str(), c.name.as_deref()),
+            ("source", Some("projects/p1"))
+        );
+        assert_eq!(c.id().to_string(), "source/projects/p1");
+        assert_eq!(c.kubeconfig, Some("/path/kc".into()));
+        assert_eq!(c.context.as_deref(), Some("ctx"));
     }
 
     #[test]
@@ -810,7 +820,7 @@ mod tests {
         );
         assert!(
             error("p/x,1=/kc").contains(
-                "cluster name `x,1` is not a member cluster name (1-253 letters, digits and `-._#:`)"
+                "cluster name `x,1` is not a member cluster name (1-253 letters, digits and `-._#:/`)"
             ),
             "{}",
             error("p/x,1=/kc")
