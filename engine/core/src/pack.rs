@@ -39,6 +39,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     "index",
     "now",
     "tables",
+    "params",
     "stage",
     "stages",
     "resources",
@@ -58,7 +59,8 @@ pub struct PackFiles {
 }
 
 impl PackFiles {
-    fn display(&self, relative: &str) -> String {
+    /// How a file of the pack is named in messages: under the pack's root.
+    pub fn display(&self, relative: &str) -> String {
         if self.root.is_empty() {
             relative.to_string()
         } else {
@@ -85,6 +87,11 @@ pub struct Pack {
     pub(crate) version_text: String,
     /// Stage gates that come from data, compiled when first met.
     pub(crate) gates: std::sync::Mutex<BTreeMap<String, Result<cel::Program, String>>>,
+    /// `spec.parameters`, compiled.
+    pub(crate) parameters: Arc<Vec<crate::params::CompiledParameter>>,
+    /// `params` as bound in templates and CEL: the defaults, or the values given.
+    pub(crate) params_json: serde_json::Value,
+    pub(crate) params_cel: cel::Value,
 }
 
 /// How many gate expressions from data a pack keeps compiled.
@@ -288,6 +295,37 @@ impl Pack {
             .collect()
     }
 
+    /// The pack's parameters.
+    pub fn parameters(&self) -> &[crate::params::CompiledParameter] {
+        &self.parameters
+    }
+
+    /// `params` as rules read it.
+    pub fn params(&self) -> &serde_json::Value {
+        &self.params_json
+    }
+
+    /// Binds `values` to the pack's parameters (over their defaults): what rules read as
+    /// `params` from now on.
+    ///
+    /// # Errors
+    /// Every problem, each naming where the value was written (see [`crate::params::bind`]);
+    /// the values bound before stay.
+    pub fn set_values(&mut self, values: &crate::params::Values) -> Result<(), Vec<String>> {
+        let bound = crate::params::bind(self.name(), &self.parameters, values)?;
+        self.params_json = serde_json::Value::Object(bound);
+        self.params_cel = cel::Value::from_json(&self.params_json);
+        Ok(())
+    }
+
+    /// The roles whose members rule `rule` reads, each with the first place that reads them.
+    pub fn member_roles(&self, rule: &str) -> Option<&BTreeMap<String, String>> {
+        self.rules
+            .iter()
+            .find(|r| r.name == rule)
+            .map(|r| &r.member_roles)
+    }
+
     /// The test suites found under `tests/`, with their file names.
     pub fn test_suites(&self) -> &[(String, TestSuiteDocument)] {
         &self.tests
@@ -369,6 +407,9 @@ pub(crate) struct CompiledRule {
     pub deletion: DeletionPolicy,
     /// Some expression or template reads `clusters`.
     pub reads_clusters: bool,
+    /// Roles whose members the rule reads (`clusters.<role>`, `allClusters` lookups), each
+    /// with the first place that reads them.
+    pub member_roles: BTreeMap<String, String>,
 }
 
 /// A rule's stages, compiled.
@@ -584,6 +625,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         table_rows: BTreeMap::new(),
         loosely_typed: BTreeSet::new(),
         broken_templates: BTreeSet::new(),
+        params_schema: serde_json::json!({"type": "object"}),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -609,6 +651,8 @@ struct Loader<'a> {
     /// Templates whose file is there but does not compile (reported once, where it fails,
     /// not again as "not found" where an output names it).
     broken_templates: BTreeSet<String>,
+    /// The OpenAPI schema of `params` (an object of every parameter), for the type checker.
+    params_schema: serde_json::Value,
 }
 
 pub(crate) fn is_identifier(name: &str) -> bool {

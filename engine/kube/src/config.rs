@@ -104,6 +104,16 @@ pub struct BrokerConfig {
     /// The format of log lines on stderr.
     #[serde(default)]
     pub log_format: LogFormat,
+    /// Values of the packs' parameters (`spec.parameters` of a pack), by pack name:
+    /// `{multicluster-ingress: {ingressClass: nginx}}`. Checked against each parameter's
+    /// schema when the packs load; a pack with a parameter that has neither a value here
+    /// nor a default does not load.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The file and the node `values` was read from, for positions in errors.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub values_origin: Option<(String, Node)>,
 }
 
 /// One cluster connection: a kubeconfig (and optionally one of its contexts), or the
@@ -207,6 +217,8 @@ impl Default for BrokerConfig {
             leader_elect_renew_before_seconds: default_renew_before_seconds(),
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
+            values: BTreeMap::new(),
+            values_origin: None,
         }
     }
 }
@@ -462,7 +474,10 @@ impl BrokerConfig {
                     at(pos, format!("{message} at `{shown}`"))
                 }
             })?;
-        let config = document.spec;
+        let mut config = document.spec;
+        if let Some(values) = node.get(&yaml::parse_path("spec.values")) {
+            config.values_origin = Some((file.to_string(), values.clone()));
+        }
         if let Some((i, problem)) = cluster_problems(&config.clusters).into_iter().next() {
             let path = match i {
                 Some(i) => format!("spec.clusters[{i}]"),
@@ -894,7 +909,7 @@ spec:
              `crds`, `clusters`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
              `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
-             `logFormat` at `spec.workerz`"
+             `logFormat`, `values` at `spec.workerz`"
         );
         let wrong_type = FILE.replace("workers: 4", "workers: many");
         let e = parse(&wrong_type).unwrap_err();

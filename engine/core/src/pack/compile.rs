@@ -720,6 +720,14 @@ impl Loader<'_> {
         let mut reference_errors = Vec::new();
         // Whether anything reads `clusters`: evaluation builds it only then.
         let mut reads_clusters = false;
+        // Roles whose members the rule reads, and where: a test case that gives such a
+        // role no members would pass on an empty list.
+        let mut member_roles: BTreeMap<String, String> = BTreeMap::new();
+        for l in lookups.iter().filter(|l| l.all_clusters) {
+            member_roles
+                .entry(l.cluster.clone())
+                .or_insert_with(|| format!("lookup `{}` reads every member", l.name));
+        }
         for (expr, extra) in all_exprs {
             reads_clusters |= expr
                 .program
@@ -727,9 +735,22 @@ impl Loader<'_> {
                 .variables
                 .iter()
                 .any(|v| v == "clusters");
+            for (_, role) in expr
+                .program
+                .references()
+                .selections
+                .iter()
+                .filter(|(root, _)| root == "clusters")
+            {
+                member_roles
+                    .entry(role.clone())
+                    .or_insert_with(|| format!("`{}` reads `clusters.{role}`", expr.path));
+            }
             for variable in &expr.program.references().variables {
-                let known = ["self", "vars", "cluster", "clusters", "now", "tables"]
-                    .contains(&variable.as_str())
+                let known = [
+                    "self", "vars", "cluster", "clusters", "now", "tables", "params",
+                ]
+                .contains(&variable.as_str())
                     || CEL_TYPE_NAMES.contains(&variable.as_str())
                     || extra.contains(&variable.as_str())
                     || lookup_names.contains(variable);
@@ -787,6 +808,13 @@ impl Loader<'_> {
                     continue;
                 };
                 reads_clusters |= root == "clusters";
+                if root == "clusters"
+                    && let Some(role) = reference.path.get(1)
+                {
+                    member_roles.entry(role.clone()).or_insert_with(|| {
+                        format!("template `{}` reads `clusters.{role}`", output.template)
+                    });
+                }
                 let suggestion = |name: &str, known: Vec<String>| match cel::check::suggest(
                     name,
                     known.iter(),
@@ -796,6 +824,26 @@ impl Loader<'_> {
                 };
                 let problem = match root.as_str() {
                     "self" | "cluster" | "clusters" | "now" | "tables" => None,
+                    "params" => match reference.path.get(1) {
+                        Some(name)
+                            if self
+                                .params_schema
+                                .pointer(&format!("/properties/{name}"))
+                                .is_none() =>
+                        {
+                            let known: Vec<String> = self
+                                .params_schema
+                                .get("properties")
+                                .and_then(serde_json::Value::as_object)
+                                .map(|p| p.keys().cloned().collect())
+                                .unwrap_or_default();
+                            let hint = suggestion(name, known);
+                            Some(format!(
+                                "parameter `params.{name}` is not declared in `spec.parameters`{hint}"
+                            ))
+                        }
+                        _ => None,
+                    },
                     "item" | "index" if output.for_each.is_some() => None,
                     "stage" if stage_bound => None,
                     "vars" => match reference.path.get(1) {
@@ -808,12 +856,13 @@ impl Loader<'_> {
                     },
                     name if lookup_names.contains(name) => None,
                     name => {
-                        let mut known: Vec<String> =
-                            ["self", "cluster", "clusters", "now", "tables", "vars"]
-                                .iter()
-                                .map(|s| s.to_string())
-                                .chain(lookup_names.iter().cloned())
-                                .collect();
+                        let mut known: Vec<String> = [
+                            "self", "cluster", "clusters", "now", "tables", "params", "vars",
+                        ]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .chain(lookup_names.iter().cloned())
+                        .collect();
                         if output.for_each.is_some() {
                             known.extend(["item".to_string(), "index".to_string()]);
                         }
@@ -913,6 +962,7 @@ impl Loader<'_> {
             status,
             deletion: spec.deletion,
             reads_clusters,
+            member_roles,
         })
     }
 

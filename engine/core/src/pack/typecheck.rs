@@ -94,7 +94,11 @@ impl Loader<'_> {
                 Type::map(Type::String, Type::list(Type::String)),
             )
             .with_variable("now", Type::String)
-            .with_variable("tables", tables_type);
+            .with_variable("tables", tables_type)
+            .with_variable(
+                "params",
+                cel::check::type_from_openapi(&self.params_schema, "params"),
+            );
         for lookup in lookups {
             let ty = object_type(&lookup.api_version, &lookup.kind);
             let ty = match (&lookup.key, lookup.all_clusters) {
