@@ -241,7 +241,12 @@ pub struct NamedMetadata {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuleSpec {
-    pub watch: Watch,
+    /// The objects whose changes evaluate the rule. Without it the rule has no trigger: it
+    /// keeps its outputs in place once per pack (a CRD's propagation policy, an interpreter
+    /// customization), evaluated with `clusters` and `params`, and `self` the pack's own
+    /// identity (`{apiVersion: switchyard.dev/v1alpha1, kind: RulePack, metadata: {name}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<Watch>,
     /// Related objects the rule reads. Each is bound in CEL and templates under its name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lookups: Vec<Lookup>,

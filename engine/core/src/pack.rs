@@ -21,6 +21,7 @@ use crate::model::{
     Access, CelExtension, ConditionMapping, DeletionPolicy, EmitScope, LabelSelector, PackDocument,
     PackSpec, RuleDocument, TableDocument, TestSuiteDocument,
 };
+use crate::object::ObjectKey;
 use crate::table::{Table, TableLocation};
 use crate::template::{Decider, TemplateSet};
 use crate::validate::InputCheck;
@@ -291,8 +292,32 @@ impl Pack {
                     })
                     .collect(),
                 deletion: r.deletion,
+                triggerless: r.triggerless,
             })
             .collect()
+    }
+
+    /// The pack's own trigger, when a rule has no `watch`: its cluster (the source role) and
+    /// the object `self` is in those rules. It lives in no cluster.
+    pub fn pack_trigger(&self) -> Option<(ObjectKey, Arc<serde_json::Value>)> {
+        if !self.rules.iter().any(|r| r.triggerless) {
+            return None;
+        }
+        let object = serde_json::json!({
+            "apiVersion": crate::names::PACK_TRIGGER_API_VERSION,
+            "kind": crate::names::PACK_TRIGGER_KIND,
+            "metadata": {"name": self.name()},
+        });
+        let key = ObjectKey::of(self.source_cluster(), &object).ok()?;
+        Some((key, Arc::new(object)))
+    }
+
+    /// Whether `key` names the pack's own trigger.
+    pub fn is_pack_trigger(&self, key: &ObjectKey) -> bool {
+        key.api_version == crate::names::PACK_TRIGGER_API_VERSION
+            && key.kind == crate::names::PACK_TRIGGER_KIND
+            && key.name == self.name()
+            && key.namespace.is_none()
     }
 
     /// The pack's parameters.
@@ -390,6 +415,9 @@ pub struct RuleKinds {
     /// outputs of stages (whose gates read them).
     pub observed_outputs: Vec<ObservedOutput>,
     pub deletion: DeletionPolicy,
+    /// No `watch`: `watch` is the pack's own trigger, which no cluster holds (nothing to
+    /// watch, read or patch there).
+    pub triggerless: bool,
 }
 
 pub(crate) struct CompiledRule {
@@ -410,6 +438,8 @@ pub(crate) struct CompiledRule {
     /// Roles whose members the rule reads (`clusters.<role>`, `allClusters` lookups), each
     /// with the first place that reads them.
     pub member_roles: BTreeMap<String, String>,
+    /// No `watch`: evaluated for the pack's own trigger ([`Pack::pack_trigger`]).
+    pub triggerless: bool,
 }
 
 /// A rule's stages, compiled.

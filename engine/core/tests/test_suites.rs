@@ -212,3 +212,79 @@ spec:
         update.text
     );
 }
+
+/// Every file of a fixture pack, read from disk.
+fn fixture(name: &str) -> PackFiles {
+    fn walk(dir: &Path, base: &Path, files: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, base, files);
+            } else {
+                let relative = path
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                files.insert(relative, std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/packs")
+        .join(name);
+    let mut files = BTreeMap::new();
+    walk(&root, &root, &mut files);
+    PackFiles {
+        root: name.into(),
+        files,
+        shared_partials: BTreeMap::new(),
+    }
+}
+
+/// A rule without `watch` is evaluated once per pack, for the pack's own trigger: its
+/// outputs are rendered without any input, and the trigger gets no status or finalizer.
+#[test]
+fn a_rule_without_trigger_renders_once_per_pack() {
+    let files = fixture("kept-in-place");
+    let mut pack = load(&files).pack.unwrap();
+    let reports = run_tests(&mut pack, &switchyard_core::params::Values::new());
+    assert!(reports.iter().all(CaseReport::passed), "{reports:#?}");
+    assert_eq!(reports.len(), 3);
+
+    let world = switchyard_core::plan::world_of(&[], &["mesh/c1".to_string()]).unwrap();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let plan = switchyard_core::plan(&pack, &world, now);
+    let triggers: Vec<String> = plan
+        .outcomes
+        .iter()
+        .map(|o| o.trigger.to_string())
+        .collect();
+    assert_eq!(triggers, ["mesh:RulePack.switchyard.dev:kept-in-place"]);
+    assert_eq!(plan.outcomes[0].rules, ["members"]);
+    assert!(plan.outcomes[0].status.is_none());
+    assert!(plan.outcomes[0].finalizer.is_none());
+    let outputs: Vec<String> = plan.objects.iter().map(|d| d.key.to_string()).collect();
+    assert_eq!(outputs, ["mesh/c1:ConfigMap:default/mesh-members"]);
+
+    // It has no trigger to write a status to.
+    let mut files = files;
+    files.files.insert(
+        "rules/members.yaml".into(),
+        files.files["rules/members.yaml"].clone() + "  status:\n    fields: {n: '1'}\n",
+    );
+    let errors: Vec<String> = load(&files)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "kept-in-place/rules/members.yaml:19:5: error[pack::invalid-value]: a rule without `watch` has no trigger to write `status` to: it keeps its outputs in place once per pack\n  in rule `members`"
+        ]
+    );
+}

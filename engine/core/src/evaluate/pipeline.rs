@@ -162,13 +162,15 @@ pub(crate) fn evaluate_traced<'w>(
     let missing_targets = std::mem::take(&mut ctx.missing_targets);
     let cost = ctx.cost_used;
     let status = trigger_status(results, &missing_targets, trigger.object, now);
-    outcome.status = Some(status);
+    // The pack's own trigger is no object: nothing to write a status or a finalizer onto.
+    let pack_trigger = pack.is_pack_trigger(&outcome.trigger);
+    outcome.status = (!pack_trigger).then_some(status);
     outcome.cost = cost;
 
     let needs_finalizer = rules
         .iter()
         .any(|r| r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
-    if needs_finalizer {
+    if needs_finalizer && !pack_trigger {
         outcome.finalizer = Some(format!("switchyard.dev/{}", pack.name()));
     }
     outcome.desired.sort_by(|a, b| a.key.cmp(&b.key));

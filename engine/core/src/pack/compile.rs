@@ -221,10 +221,29 @@ impl Loader<'_> {
 
         let watch_cluster = spec
             .watch
-            .cluster
-            .clone()
+            .as_ref()
+            .and_then(|w| w.cluster.clone())
             .unwrap_or_else(|| pack.spec.source_cluster.clone());
-        need_role(self, &watch_cluster, Access::Read, "spec.watch.cluster");
+        if spec.watch.is_some() {
+            need_role(self, &watch_cluster, Access::Read, "spec.watch.cluster");
+        } else if spec.status.is_some() || spec.stages.is_some() {
+            // Status and stage progress live in the trigger's status: a pack has none.
+            let field = if spec.status.is_some() {
+                "status"
+            } else {
+                "stages"
+            };
+            self.error(
+                Diagnostic::error(
+                    "pack::invalid-value",
+                    format!(
+                        "a rule without `watch` has no trigger to write `{field}` to: it keeps its outputs in place once per pack"
+                    ),
+                )
+                .at(file, at(&format!("spec.{field}")))
+                .in_rule(&rule),
+            );
+        }
 
         let mut lookups = Vec::new();
         let mut names = BTreeSet::new();
@@ -926,11 +945,19 @@ impl Loader<'_> {
         if self.error_count() > errors_before {
             return None;
         }
-        let watch = CompiledWatch {
-            cluster: watch_cluster,
-            api_version: spec.watch.api_version.clone(),
-            kind: spec.watch.kind.clone(),
-            selector: spec.watch.selector.clone(),
+        let watch = match &spec.watch {
+            Some(w) => CompiledWatch {
+                cluster: watch_cluster,
+                api_version: w.api_version.clone(),
+                kind: w.kind.clone(),
+                selector: w.selector.clone(),
+            },
+            None => CompiledWatch {
+                cluster: watch_cluster,
+                api_version: crate::names::PACK_TRIGGER_API_VERSION.to_string(),
+                kind: crate::names::PACK_TRIGGER_KIND.to_string(),
+                selector: None,
+            },
         };
         self.type_check(
             &rule,
@@ -963,6 +990,7 @@ impl Loader<'_> {
             deletion: spec.deletion,
             reads_clusters,
             member_roles,
+            triggerless: spec.watch.is_none(),
         })
     }
 

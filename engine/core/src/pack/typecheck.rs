@@ -41,6 +41,13 @@ impl Loader<'_> {
             if types.contains_key(&key) {
                 continue;
             }
+            // The pack's own trigger (a rule without `watch`): nothing to note.
+            if api_version == crate::names::PACK_TRIGGER_API_VERSION
+                && kind == crate::names::PACK_TRIGGER_KIND
+            {
+                types.insert(key, cel::check::object_type_without_schema(kind));
+                continue;
+            }
             let ty = match cel::check::object_type_for_kind(self.crds, api_version, kind) {
                 Some(ty) => ty,
                 None => {

@@ -38,7 +38,9 @@ pub(super) fn kind_in_role(
 pub fn watch_plan(pack: &Pack, world: &Store) -> BTreeMap<KindKey, WatchMode> {
     let mut plan: BTreeMap<KindKey, WatchMode> = BTreeMap::new();
     for rule in pack.rule_kinds() {
-        let watched = std::iter::once(&rule.watch).chain(&rule.lookups);
+        // A rule without `watch` has the pack's own trigger, which no cluster holds.
+        let trigger = (!rule.triggerless).then_some(&rule.watch);
+        let watched = trigger.into_iter().chain(&rule.lookups);
         for k in watched {
             for key in kind_in_role(world, &k.cluster, &k.api_version, &k.kind) {
                 plan.insert(key, WatchMode::Full);

@@ -39,7 +39,12 @@ impl Controller {
             }
             (p.pack.clone(), p.round)
         };
-        let object = self.store.get_key(trigger);
+        // The pack's own trigger (rules without `watch`) is no cluster's object.
+        let object = match pack.pack_trigger() {
+            Some((key, object)) if key == *trigger => Some(object),
+            _ if pack.is_pack_trigger(trigger) => None,
+            _ => self.store.get_key(trigger),
+        };
         let Some(object) = object else {
             // The trigger is gone: it desires nothing any more.
             let touched = {

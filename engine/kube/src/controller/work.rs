@@ -219,6 +219,18 @@ impl Controller {
                     // Triggers known from before that are gone now must be cleaned up too.
                     triggers.extend(p.contributions.keys().cloned());
                 }
+                // The pack's own trigger (rules without `watch`): evaluated at every start
+                // and reload, and once more after its last such rule goes, which drops what
+                // it kept in place.
+                if let Some((key, _)) = p.pack.pack_trigger() {
+                    triggers.insert(key);
+                }
+                triggers.extend(
+                    p.contributions
+                        .keys()
+                        .filter(|k| p.pack.is_pack_trigger(k))
+                        .cloned(),
+                );
                 tracing::info!(pack = %name, triggers = triggers.len(), "watches synced; evaluating every trigger");
                 for t in &triggers {
                     work.push(Work::Trigger(name.clone(), t.clone()));
@@ -277,6 +289,9 @@ impl Controller {
                             }
                         }
                     }
+                }
+                if let Some((key, _)) = p.pack.pack_trigger() {
+                    work.push(Work::Trigger(name.clone(), key));
                 }
                 work.push(Work::Prune(name.clone()));
             }
