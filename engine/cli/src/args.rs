@@ -22,6 +22,19 @@ pub struct Sources {
     pub validate_against: Vec<PathBuf>,
 }
 
+/// Values of the pack's parameters (`spec.parameters`), as Helm takes them.
+#[derive(clap::Args, Clone, Default)]
+pub struct ValueArgs {
+    /// A YAML map from parameter name to value (repeatable: later files over earlier ones,
+    /// maps merged key by key).
+    #[arg(long = "values", value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// One value, over the files: NAME=VALUE or PATH=VALUE (`limits.cpu=2`); VALUE is read
+    /// as YAML (`3`, `true`, `[a, b]`, `"3"` for a string). Repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub sets: Vec<String>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum RenderFormat {
     Yaml,

@@ -7,9 +7,10 @@ use chrono::{DateTime, Utc};
 use switchyard_cli::CliError;
 use switchyard_cli::files::{read_inputs, read_inputs_checked};
 use switchyard_core::diagnostic::Severity;
+use switchyard_core::params::Values;
 use switchyard_core::{Pack, diff, model, plan, testing, text};
 
-use crate::args::{DiffFormat, ExplainFormat, RenderFormat, Sources};
+use crate::args::{DiffFormat, ExplainFormat, RenderFormat, Sources, ValueArgs};
 use crate::memory::{self, Progress};
 
 fn clock(text: Option<&str>) -> Result<DateTime<Utc>, CliError> {
@@ -64,11 +65,13 @@ fn load_pack(dir: &Path, sources: &Sources) -> Result<Pack, CliError> {
         .ok_or_else(|| CliError::Pack(files.root.clone()))
 }
 
-/// What a dry-run command evaluates: input files, extra member clusters, the clock.
+/// What a dry-run command evaluates: input files, extra member clusters, the clock, the
+/// values of the pack's parameters.
 pub struct Inputs {
     pub paths: Vec<PathBuf>,
     pub clusters: Option<PathBuf>,
     pub clock: Option<String>,
+    pub values: ValueArgs,
 }
 
 impl Inputs {
@@ -77,8 +80,44 @@ impl Inputs {
             paths,
             clusters,
             clock,
+            values: ValueArgs::default(),
         }
     }
+
+    pub fn with_values(mut self, values: ValueArgs) -> Self {
+        self.values = values;
+        self
+    }
+}
+
+/// The values of `--values` files and `--set` flags, in that order.
+fn values_of(args: &ValueArgs) -> Result<Values, CliError> {
+    let mut values = Values::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
+        values
+            .add_file(&text, &switchyard_cli::files::display(path))
+            .map_err(|d| CliError::Input(d.to_string()))?;
+    }
+    for set in &args.sets {
+        values.add_set(set).map_err(CliError::Input)?;
+    }
+    Ok(values)
+}
+
+/// A pack loaded with its parameters bound to the values given; every problem of the values
+/// is printed, each naming where the value was written.
+fn load_bound(dir: &Path, sources: &Sources, args: &ValueArgs) -> Result<Pack, CliError> {
+    let values = values_of(args)?;
+    let mut pack = load_pack(dir, sources)?;
+    if let Err(mut problems) = pack.set_values(&values) {
+        let last = problems.pop().unwrap_or_default();
+        for problem in &problems {
+            errln!("error: {problem}");
+        }
+        return Err(CliError::Input(last));
+    }
+    Ok(pack)
 }
 
 fn plan_for(
@@ -165,7 +204,7 @@ pub fn render(
     format: RenderFormat,
     sources: &Sources,
 ) -> Result<u8, CliError> {
-    let pack = load_pack(pack_dir, sources)?;
+    let pack = load_bound(pack_dir, sources, &inputs.values)?;
     let now = clock(inputs.clock.as_deref())?;
     let world = world_for(&pack, inputs)?;
     // Only the merged objects and each trigger's status and errors are printed: the plan
@@ -206,7 +245,7 @@ pub fn explain(
     format: ExplainFormat,
     sources: &Sources,
 ) -> Result<u8, CliError> {
-    let pack = load_pack(pack_dir, sources)?;
+    let pack = load_bound(pack_dir, sources, &inputs.values)?;
     let plan = plan_for(
         &pack,
         inputs,
@@ -418,7 +457,9 @@ pub fn test(
     junit: Option<&Path>,
     update: bool,
     sources: &Sources,
+    values: &ValueArgs,
 ) -> Result<u8, CliError> {
+    let values = values_of(values)?;
     let packs: Vec<PathBuf> = if packs.is_empty() {
         let rules = Path::new("rules");
         let mut found: Vec<PathBuf> = std::fs::read_dir(rules)
@@ -435,28 +476,34 @@ pub fn test(
     let mut suites: Vec<(String, Vec<testing::CaseReport>)> = Vec::new();
     let mut failed = 0;
     let mut passed = 0;
-    // Cases that still fail after `--update` wrote their golden files: the exit code.
-    let mut unfixed = 0;
     for dir in &packs {
-        let pack = load_pack(dir, sources)?;
+        let mut pack = load_pack(dir, sources)?;
         let mut warned: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-        let mut reports = testing::run_tests(&pack);
+        let mut reports = testing::run_tests(&mut pack, &values);
         if reports.is_empty() {
             outln!("{}: no test cases", dir.display());
         }
         for report in &mut reports {
-            let mut updated = None;
-            if update && let Some((file, text)) = &report.golden_update {
-                // A refused write is a failure of this case only; the others still run.
-                match switchyard_cli::files::write_pack_file(dir, file, text) {
-                    Ok(_) => updated = Some(dir.join(file)),
-                    Err(e) => {
-                        let message = format!(
-                            "{}: case `{}`: golden file `{file}` not written: {e}",
-                            report.file, report.case
-                        );
-                        errln!("error: {message}");
-                        report.failures.push(message);
+            // What `--update` wrote: "wrote" (created) or "updated", and the path.
+            let mut written = Vec::new();
+            if update {
+                for golden in std::mem::take(&mut report.golden_updates) {
+                    // A refused write is a failure of this case only; the others still run.
+                    match switchyard_cli::files::write_pack_file(dir, &golden.file, &golden.text) {
+                        Ok(_) => {
+                            // Written, the golden file is no failure of the case.
+                            report.failures.retain(|f| *f != golden.failure);
+                            let verb = if golden.created { "wrote" } else { "updated" };
+                            written.push(format!("{verb} {}", dir.join(&golden.file).display()));
+                        }
+                        Err(e) => {
+                            let message = format!(
+                                "{}: case `{}`: golden file `{}` not written: {e}",
+                                report.file, report.case, golden.file
+                            );
+                            errln!("error: {message}");
+                            report.failures.push(message);
+                        }
                     }
                 }
             }
@@ -483,10 +530,6 @@ pub fn test(
                 );
             } else {
                 failed += 1;
-                // The golden mismatch is the one failure an update fixes.
-                if updated.is_none() || report.failures.len() > 1 {
-                    unfixed += 1;
-                }
                 outln!(
                     "FAIL {} {}: {}",
                     pack.name(),
@@ -499,8 +542,8 @@ pub fn test(
                     }
                 }
             }
-            if let Some(path) = updated {
-                outln!("    updated {}", path.display());
+            for line in &written {
+                outln!("    {line}");
             }
         }
         suites.push((pack.name().to_string(), reports));
@@ -509,7 +552,7 @@ pub fn test(
     if let Some(path) = junit {
         std::fs::write(path, junit_xml(&suites)).map_err(|e| CliError::io(path, e))?;
     }
-    Ok(u8::from(unfixed > 0))
+    Ok(u8::from(failed > 0))
 }
 
 fn junit_xml(suites: &[(String, Vec<testing::CaseReport>)]) -> String {
@@ -555,8 +598,8 @@ pub fn diff(
     sources: &Sources,
 ) -> Result<u8, CliError> {
     let now = clock(inputs.clock.as_deref())?;
-    let base = load_pack(base_dir, sources)?;
-    let head = load_pack(head_dir, sources)?;
+    let base = load_bound(base_dir, sources, &inputs.values)?;
+    let head = load_bound(head_dir, sources, &inputs.values)?;
     let base_plan = plan_for(&base, inputs, now, plan::Tracing::Off)?;
     let head_plan = plan_for(&head, inputs, now, plan::Tracing::Off)?;
     let changes = diff::diff_plans(&base_plan, &head_plan);
@@ -596,12 +639,12 @@ pub fn simulate(
             Some((at, file)) if (1..=steps).contains(&at) => changes.push((at, file)),
             _ => {
                 return Err(CliError::Usage(format!(
-                    "--set `{set}`: expected FILE@STEP with STEP from 1 to {steps}"
+                    "--merge `{set}`: expected FILE@STEP with STEP from 1 to {steps}"
                 )));
             }
         }
     }
-    let pack = load_pack(pack_dir, sources)?;
+    let pack = load_bound(pack_dir, sources, &inputs.values)?;
     let world = world_for(&pack, inputs)?;
     let mut simulation =
         switchyard_core::simulate::Simulation::new(&pack, world, clock(inputs.clock.as_deref())?);
@@ -752,7 +795,7 @@ pub fn probe(
     expression: &str,
     sources: &Sources,
 ) -> Result<u8, CliError> {
-    let pack = load_pack(pack_dir, sources)?;
+    let pack = load_bound(pack_dir, sources, &inputs.values)?;
     let now = clock(inputs.clock.as_deref())?;
     let world = world_for(&pack, inputs)?;
     let probe = switchyard_core::evaluate::probe_rule(&pack, rule, &world, now, expression)

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use args::{DiffFormat, ExplainFormat, RenderFormat, Sources};
+use args::{DiffFormat, ExplainFormat, RenderFormat, Sources, ValueArgs};
 use output::init_logs;
 
 #[derive(Parser)]
@@ -65,6 +65,8 @@ enum Command {
         clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
+        #[command(flatten)]
+        values: ValueArgs,
     },
     /// Run the test cases of packs (default: every pack under ./rules).
     Test {
@@ -78,6 +80,8 @@ enum Command {
         update: bool,
         #[command(flatten)]
         sources: Sources,
+        #[command(flatten)]
+        values: ValueArgs,
     },
     /// Validate packs: every error with file, line and column.
     Check {
@@ -117,6 +121,8 @@ enum Command {
         clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
+        #[command(flatten)]
+        values: ValueArgs,
     },
     /// Trace why each rule did or did not fire for the input objects.
     Explain {
@@ -139,6 +145,8 @@ enum Command {
         clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
+        #[command(flatten)]
+        values: ValueArgs,
     },
     /// Step a pack through time without a cluster: evaluate, apply what it desires as the
     /// broker would, move the clock, evaluate again; print what changes at each step.
@@ -157,8 +165,8 @@ enum Command {
         clock_step: String,
         /// Objects of FILE merged into the world (created when absent) before step STEP, as
         /// another controller would write them (a status); repeatable.
-        #[arg(long = "set", value_name = "FILE@STEP")]
-        sets: Vec<String>,
+        #[arg(long = "merge", value_name = "FILE@STEP")]
+        merges: Vec<String>,
         /// The clock of the first evaluation (RFC 3339); default the current time.
         #[arg(long)]
         clock: Option<String>,
@@ -167,6 +175,8 @@ enum Command {
         clusters: Option<PathBuf>,
         #[command(flatten)]
         sources: Sources,
+        #[command(flatten)]
+        values: ValueArgs,
     },
     /// Evaluate a CEL expression the way rules do (no expression: read one per line).
     Cel {
@@ -190,6 +200,8 @@ enum Command {
         clock: Option<String>,
         #[command(flatten)]
         sources: Sources,
+        #[command(flatten)]
+        values: ValueArgs,
         /// A YAML or JSON map from variable name to value.
         #[arg(long)]
         bindings: Option<PathBuf>,
@@ -292,8 +304,9 @@ fn main() -> ExitCode {
             clock,
             clusters,
             sources,
+            values,
         } => {
-            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            let inputs = commands::Inputs::new(inputs, clusters, clock).with_values(values);
             commands::render(&pack, &inputs, format, &sources)
         }
         Command::Test {
@@ -301,7 +314,8 @@ fn main() -> ExitCode {
             junit,
             update,
             sources,
-        } => commands::test(&packs, junit.as_deref(), update, &sources),
+            values,
+        } => commands::test(&packs, junit.as_deref(), update, &sources, &values),
         Command::Check {
             packs,
             json,
@@ -316,8 +330,9 @@ fn main() -> ExitCode {
             clock,
             clusters,
             sources,
+            values,
         } => {
-            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            let inputs = commands::Inputs::new(inputs, clusters, clock).with_values(values);
             commands::diff(&base, &head, &inputs, format, &sources)
         }
         Command::Explain {
@@ -327,8 +342,9 @@ fn main() -> ExitCode {
             clock,
             clusters,
             sources,
+            values,
         } => {
-            let inputs = commands::Inputs::new(inputs, clusters, clock);
+            let inputs = commands::Inputs::new(inputs, clusters, clock).with_values(values);
             commands::explain(&pack, &inputs, format, &sources)
         }
         Command::Simulate {
@@ -336,13 +352,14 @@ fn main() -> ExitCode {
             inputs,
             steps,
             clock_step,
-            sets,
+            merges,
             clock,
             clusters,
             sources,
+            values,
         } => {
-            let inputs = commands::Inputs::new(inputs, clusters, clock);
-            commands::simulate(&pack, &inputs, steps, &clock_step, &sets, &sources)
+            let inputs = commands::Inputs::new(inputs, clusters, clock).with_values(values);
+            commands::simulate(&pack, &inputs, steps, &clock_step, &merges, &sources)
         }
         Command::Cel {
             expression,
@@ -351,9 +368,10 @@ fn main() -> ExitCode {
             inputs,
             clock,
             sources,
+            values,
             ..
         } => {
-            let inputs = commands::Inputs::new(inputs, None, clock);
+            let inputs = commands::Inputs::new(inputs, None, clock).with_values(values);
             match expression {
                 Some(expression) => commands::probe(&pack, &rule, &inputs, &expression, &sources),
                 None => Err(CliError::Usage(

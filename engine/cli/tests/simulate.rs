@@ -20,7 +20,7 @@ fn a_rollout_runs_its_job_then_switches_and_completes() {
         "3",
         "--clock",
         "2026-01-01T00:00:00Z",
-        "--set",
+        "--merge",
         "tests/fixtures/packs/staged-rollout/examples/job-succeeded.yaml@2",
     ]);
     assert_eq!(
@@ -46,13 +46,13 @@ fn a_set_outside_the_steps_is_a_usage_error() {
         "tests/fixtures/packs/staged-rollout/examples/rollout.yaml",
         "--steps",
         "2",
-        "--set",
+        "--merge",
         "x.yaml@5",
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        "error: --set `x.yaml@5`: expected FILE@STEP with STEP from 1 to 2\n"
+        "error: --merge `x.yaml@5`: expected FILE@STEP with STEP from 1 to 2\n"
     );
 }
 

@@ -22,6 +22,7 @@ pub mod object;
 pub mod outcome;
 pub mod ownership;
 pub mod pack;
+pub mod params;
 pub mod plan;
 pub mod rbac;
 pub mod simulate;

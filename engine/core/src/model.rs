@@ -72,6 +72,29 @@ pub struct PackSpec {
     /// of the newest version the engine implements, without extensions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cel: Option<CelSpec>,
+    /// Values the pack is configured with, read as `params.<name>` in CEL and templates:
+    /// given per pack in the broker's configuration, and with `--values FILE` and `--set
+    /// NAME=VALUE` in the dry run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parameters: Vec<Parameter>,
+}
+
+/// `spec.parameters[]`: one value the pack is configured with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Parameter {
+    /// `params.<name>`: a CEL identifier.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its OpenAPI v3 schema, as a CRD field's (`type`, `enum`, `pattern`, bounds, `items`,
+    /// `properties`, `x-kubernetes-validations`, ...): values are checked against it as the
+    /// API server checks a field, and expressions are type-checked with its type.
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+    pub schema: serde_json::Value,
+    /// The value when none is given. A parameter without a default must be given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
 }
 
 /// `spec.cel`: the functions the pack's expressions may call. An expression calling one
@@ -224,7 +247,12 @@ pub struct NamedMetadata {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RuleSpec {
-    pub watch: Watch,
+    /// The objects whose changes evaluate the rule. Without it the rule has no trigger: it
+    /// keeps its outputs in place once per pack (a CRD's propagation policy, an interpreter
+    /// customization), evaluated with `clusters` and `params`, and `self` the pack's own
+    /// identity (`{apiVersion: switchyard.dev/v1alpha1, kind: RulePack, metadata: {name}}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<Watch>,
     /// Related objects the rule reads. Each is bound in CEL and templates under its name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lookups: Vec<Lookup>,
@@ -647,6 +675,15 @@ pub struct TestSuiteSpec {
     /// The clock for every case (RFC 3339); default 2000-01-01T00:00:00Z.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<String>,
+    /// Member clusters (`ROLE/NAME`) of every case that gives no `clusters` of its own,
+    /// besides those the inputs name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<String>,
+    /// Values of the pack's parameters for every case, over those `switchyard test` is
+    /// given (`--values`, `--set`) and the parameters' defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub values: Option<serde_json::Value>,
     pub cases: Vec<TestCase>,
 }
 
@@ -662,9 +699,11 @@ pub struct TestCase {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inputs: Vec<serde_json::Value>,
     /// Member clusters (`ROLE/NAME`) besides those the inputs name: a role with no input
-    /// objects still has members to fan out to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub clusters: Vec<String>,
+    /// objects still has members to fan out to. Replaces the suite's `clusters`; `[]` says
+    /// the case has no members on purpose (a rule reading a role's members is otherwise an
+    /// error of a case that gives the role none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
     /// The clock for this case (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<String>,
@@ -730,6 +769,34 @@ pub struct Expectation {
     /// Evaluation errors expected, as substrings of their messages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// The world once the broker has acted on this evaluation (outputs applied, patches
+    /// merged, status written, undesired outputs removed): objects present, with the fields
+    /// given, and objects absent. Inputs and outputs alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<WorldExpectation>,
+}
+
+/// What the world holds after an evaluation is acted on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorldExpectation {
+    /// Objects that must exist, found by apiVersion, kind, namespace and name (in `cluster`
+    /// when given, else in any cluster); every field given must have the value given (maps
+    /// compared field by field, lists and scalars whole), other fields are not compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present: Vec<WorldObject>,
+    /// Objects that must not exist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<ObjectSelector>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorldObject {
+    /// `ROLE` or `ROLE/NAME`; default any cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    pub object: serde_json::Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

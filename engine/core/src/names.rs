@@ -33,6 +33,12 @@ pub const ANNOTATION_CLUSTER: &str = "switchyard.dev/cluster";
 pub const ANNOTATION_INVALID_INPUT: &str = "switchyard.dev/invalid";
 /// Annotation kcp puts on every object of a workspace: the workspace's logical cluster.
 pub const ANNOTATION_KCP_CLUSTER: &str = "kcp.io/cluster";
+/// The apiVersion and kind of a pack's own trigger: the one every rule without `watch`
+/// evaluates for, named as the pack, in its source cluster role. It is no object of any
+/// cluster: it gets no status, no finalizer, and is never read from a cluster.
+pub const PACK_TRIGGER_API_VERSION: &str = "switchyard.dev/v1alpha1";
+pub const PACK_TRIGGER_KIND: &str = "RulePack";
+
 /// The condition type the engine manages on every trigger.
 pub const CONDITION_SYNCED: &str = "Synced";
 

@@ -29,8 +29,10 @@ pub fn split_cluster(id: &str) -> (&str, &str) {
 }
 
 /// Checks a cluster id's parts: a role is a DNS-1123 label; a member name is at most 253
-/// letters, digits and `-._#:` (multicluster-runtime names such as `consumer#cluster`), never
-/// `/` or `,`, which separate ids and owners.
+/// letters, digits and `-._#:/` (multicluster-runtime names such as `consumer#cluster`, and
+/// the path-like names of providers that name a cluster by its kubeconfig or project, e.g.
+/// `projects/p1`). A role never holds `/`, so `ROLE/NAME` splits at its first `/`; a name never
+/// holds `,` (which separates owners) or `=` (which ends it in `--cluster ROLE/NAME=...`).
 pub fn check_cluster_id(id: &str) -> Result<(), String> {
     let (role, name) = split_cluster(id);
     if !is_dns1123_label(role) {
@@ -40,7 +42,7 @@ pub fn check_cluster_id(id: &str) -> Result<(), String> {
     }
     if id.contains('/') && !is_member_name(name) {
         return Err(format!(
-            "cluster `{id}`: the member name `{name}` must be 1-253 letters, digits and `-._#:`"
+            "cluster `{id}`: the member name `{name}` must be 1-253 letters, digits and `-._#:/`"
         ));
     }
     Ok(())
@@ -52,7 +54,13 @@ pub fn is_member_name(name: &str) -> bool {
         && name.len() <= 253
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-._#:".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "-._#:/".contains(c))
+}
+
+/// A kcp workspace's name as a member name: a member name without `/`, since the workspace
+/// becomes a segment of the URL its writes go to (`/clusters/<workspace>`).
+pub fn is_workspace_name(name: &str) -> bool {
+    is_member_name(name) && !name.contains('/')
 }
 
 /// Where an object lives and what it is: cluster (`ROLE` or `ROLE/NAME`, see [`cluster_id`]),

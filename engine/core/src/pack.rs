@@ -21,6 +21,7 @@ use crate::model::{
     Access, CelExtension, ConditionMapping, DeletionPolicy, EmitScope, LabelSelector, PackDocument,
     PackSpec, RuleDocument, TableDocument, TestSuiteDocument,
 };
+use crate::object::ObjectKey;
 use crate::table::{Table, TableLocation};
 use crate::template::{Decider, TemplateSet};
 use crate::validate::InputCheck;
@@ -39,6 +40,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     "index",
     "now",
     "tables",
+    "params",
     "stage",
     "stages",
     "resources",
@@ -58,7 +60,8 @@ pub struct PackFiles {
 }
 
 impl PackFiles {
-    fn display(&self, relative: &str) -> String {
+    /// How a file of the pack is named in messages: under the pack's root.
+    pub fn display(&self, relative: &str) -> String {
         if self.root.is_empty() {
             relative.to_string()
         } else {
@@ -85,6 +88,11 @@ pub struct Pack {
     pub(crate) version_text: String,
     /// Stage gates that come from data, compiled when first met.
     pub(crate) gates: std::sync::Mutex<BTreeMap<String, Result<cel::Program, String>>>,
+    /// `spec.parameters`, compiled.
+    pub(crate) parameters: Arc<Vec<crate::params::CompiledParameter>>,
+    /// `params` as bound in templates and CEL: the defaults, or the values given.
+    pub(crate) params_json: serde_json::Value,
+    pub(crate) params_cel: cel::Value,
 }
 
 /// How many gate expressions from data a pack keeps compiled.
@@ -190,7 +198,7 @@ impl Pack {
                 .unwrap_or_else(|_| "an object".to_string())
         };
         match named {
-            Some(workspace) if crate::object::is_member_name(workspace) => {
+            Some(workspace) if crate::object::is_workspace_name(workspace) => {
                 if cluster.contains('/') && member != workspace {
                     return Err(format!(
                         "{} is in cluster `{cluster}` but its annotation `{annotation}` names workspace `{workspace}`",
@@ -286,8 +294,63 @@ impl Pack {
                 deletion: r.deletion,
                 write_status: r.write_status,
                 finalizer: r.finalizer,
+                triggerless: r.triggerless,
             })
             .collect()
+    }
+
+    /// The pack's own trigger, when a rule has no `watch`: its cluster (the source role) and
+    /// the object `self` is in those rules. It lives in no cluster.
+    pub fn pack_trigger(&self) -> Option<(ObjectKey, Arc<serde_json::Value>)> {
+        if !self.rules.iter().any(|r| r.triggerless) {
+            return None;
+        }
+        let object = serde_json::json!({
+            "apiVersion": crate::names::PACK_TRIGGER_API_VERSION,
+            "kind": crate::names::PACK_TRIGGER_KIND,
+            "metadata": {"name": self.name()},
+        });
+        let key = ObjectKey::of(self.source_cluster(), &object).ok()?;
+        Some((key, Arc::new(object)))
+    }
+
+    /// Whether `key` names the pack's own trigger.
+    pub fn is_pack_trigger(&self, key: &ObjectKey) -> bool {
+        key.api_version == crate::names::PACK_TRIGGER_API_VERSION
+            && key.kind == crate::names::PACK_TRIGGER_KIND
+            && key.name == self.name()
+            && key.namespace.is_none()
+    }
+
+    /// The pack's parameters.
+    pub fn parameters(&self) -> &[crate::params::CompiledParameter] {
+        &self.parameters
+    }
+
+    /// `params` as rules read it.
+    pub fn params(&self) -> &serde_json::Value {
+        &self.params_json
+    }
+
+    /// Binds `values` to the pack's parameters (over their defaults): what rules read as
+    /// `params` from now on.
+    ///
+    /// # Errors
+    /// Every problem, each naming where the value was written (see [`crate::params::bind`]);
+    /// the values bound before stay.
+    pub fn set_values(&mut self, values: &crate::params::Values) -> Result<(), Vec<String>> {
+        let bound = crate::params::bind(self.name(), &self.parameters, values)?;
+        self.params_json = serde_json::Value::Object(bound);
+        self.params_cel = cel::Value::from_json(&self.params_json);
+        Ok(())
+    }
+
+    /// The roles whose members rule `rule` reads, each with the first place that reads them.
+    pub fn member_roles(&self, rule: &str) -> Option<&BTreeMap<String, String>> {
+        self.rules
+            .iter()
+            .find(|r| r.name == rule)
+            .map(|r| &r.member_roles)
     }
 
     /// The test suites found under `tests/`, with their file names.
@@ -358,6 +421,9 @@ pub struct RuleKinds {
     pub write_status: bool,
     /// The rule puts the pack's finalizer on its triggers (`spec.finalizer`).
     pub finalizer: bool,
+    /// No `watch`: `watch` is the pack's own trigger, which no cluster holds (nothing to
+    /// watch, read or patch there).
+    pub triggerless: bool,
 }
 
 pub(crate) struct CompiledRule {
@@ -379,6 +445,11 @@ pub(crate) struct CompiledRule {
     pub finalizer: bool,
     /// Some expression or template reads `clusters`.
     pub reads_clusters: bool,
+    /// Roles whose members the rule reads (`clusters.<role>`, `allClusters` lookups), each
+    /// with the first place that reads them.
+    pub member_roles: BTreeMap<String, String>,
+    /// No `watch`: evaluated for the pack's own trigger ([`Pack::pack_trigger`]).
+    pub triggerless: bool,
 }
 
 /// A rule's stages, compiled.
@@ -595,6 +666,7 @@ pub fn load_with(files: &PackFiles, options: &LoadOptions) -> LoadResult {
         roles_max_members: BTreeMap::new(),
         loosely_typed: BTreeSet::new(),
         broken_templates: BTreeSet::new(),
+        params_schema: serde_json::json!({"type": "object"}),
     };
     let pack = loader.load();
     let mut diagnostics = loader.diagnostics;
@@ -622,6 +694,8 @@ struct Loader<'a> {
     /// Templates whose file is there but does not compile (reported once, where it fails,
     /// not again as "not found" where an output names it).
     broken_templates: BTreeSet<String>,
+    /// The OpenAPI schema of `params` (an object of every parameter), for the type checker.
+    params_schema: serde_json::Value,
 }
 
 pub(crate) fn is_identifier(name: &str) -> bool {

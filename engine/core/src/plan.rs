@@ -111,7 +111,7 @@ pub fn plan_checked(
         triggers += 1;
         let trigger = Trigger {
             cluster: &key.cluster,
-            object,
+            object: &object,
         };
         let evaluated = evaluate_for_plan(pack, trigger, world, now, &conversions, tracing);
         if let Ok(outcome) = evaluated {
@@ -122,18 +122,23 @@ pub fn plan_checked(
     Ok(merge(pack, outcomes))
 }
 
-/// The objects of `world` a rule of `pack` watches, in key order: the triggers of a plan.
-fn watched_objects<'w>(
+/// The objects of `world` a rule of `pack` watches, in key order, then the pack's own
+/// trigger when a rule has no `watch`: the triggers of a plan.
+fn watched_objects(
     pack: &Pack,
-    world: &'w MemoryWorld,
-) -> impl Iterator<Item = (ObjectKey, &'w std::sync::Arc<Value>)> {
+    world: &MemoryWorld,
+) -> impl Iterator<Item = (ObjectKey, std::sync::Arc<Value>)> {
     let watched = pack.watched_kinds();
     // Compared in place: copying three strings per object of the world showed in profiles.
-    world.iter().filter(move |(key, _)| {
-        watched.iter().any(|(cluster, api_version, kind)| {
-            *cluster == key.role() && *api_version == key.api_version && *kind == key.kind
+    world
+        .iter()
+        .filter(move |(key, _)| {
+            watched.iter().any(|(cluster, api_version, kind)| {
+                *cluster == key.role() && *api_version == key.api_version && *kind == key.kind
+            })
         })
-    })
+        .map(|(key, object)| (key, object.clone()))
+        .chain(pack.pack_trigger())
 }
 
 /// [`plan_checked`] for a caller that prints the merged objects and each trigger's status
@@ -159,7 +164,7 @@ pub fn plan_compact(
         triggers += 1;
         let trigger = Trigger {
             cluster: &key.cluster,
-            object,
+            object: &object,
         };
         if let Ok(mut outcome) =
             evaluate_for_plan(pack, trigger, world, now, &conversions, Tracing::Off)

@@ -356,35 +356,38 @@ fn add_pack(
     }
     for rule in pack.rule_kinds() {
         let watch = &rule.watch;
-        let info = resolve(&watch.cluster, &watch.api_version, &watch.kind, "watched")?;
-        let key = (info.group.clone(), info.resource.clone());
-        let grants = roles.entry(watch.cluster.clone()).or_default();
-        grants.packs.insert(pack.name().to_string());
-        grants.read.insert(key.clone());
-        grants.events = true;
-        // The finalizer is set when a rule has outputs deleted with the trigger (evaluate).
-        if rule.finalizer
-            && rule.deletion == crate::model::DeletionPolicy::Delete
-            && !rule.output_clusters.is_empty()
-        {
-            grants.finalizers.insert(key.clone());
-        }
-        // The engine writes the `Synced` condition of every trigger, status mapping or not,
-        // unless the rule says `writeStatus: false`.
-        if info.status && rule.write_status {
-            if has(&watch.cluster, Access::WriteStatus) {
-                grants
-                    .status
-                    .insert((info.group.clone(), format!("{}/status", info.resource)));
-            } else {
-                grants.notes.insert(format!(
-                    "{} {} is watched here but the role has no `writeStatus` access: the \
-                     broker writes the `Synced` condition of every trigger, and those writes \
-                     are refused. Add `writeStatus` to the role in pack `{}` to allow them.",
-                    watch.api_version,
-                    watch.kind,
-                    pack.name()
-                ));
+        // A rule without `watch` has the pack's own trigger, which no cluster holds.
+        if !rule.triggerless {
+            let info = resolve(&watch.cluster, &watch.api_version, &watch.kind, "watched")?;
+            let key = (info.group.clone(), info.resource.clone());
+            let grants = roles.entry(watch.cluster.clone()).or_default();
+            grants.packs.insert(pack.name().to_string());
+            grants.read.insert(key.clone());
+            grants.events = true;
+            // The finalizer is set when a rule has outputs deleted with the trigger (evaluate).
+            if rule.finalizer
+                && rule.deletion == crate::model::DeletionPolicy::Delete
+                && !rule.output_clusters.is_empty()
+            {
+                grants.finalizers.insert(key.clone());
+            }
+            // The engine writes the `Synced` condition of every trigger, status mapping or not,
+            // unless the rule says `writeStatus: false`.
+            if info.status && rule.write_status {
+                if has(&watch.cluster, Access::WriteStatus) {
+                    grants
+                        .status
+                        .insert((info.group.clone(), format!("{}/status", info.resource)));
+                } else {
+                    grants.notes.insert(format!(
+                        "{} {} is watched here but the role has no `writeStatus` access: the \
+                         broker writes the `Synced` condition of every trigger, and those writes \
+                         are refused. Add `writeStatus` to the role in pack `{}` to allow them.",
+                        watch.api_version,
+                        watch.kind,
+                        pack.name()
+                    ));
+                }
             }
         }
         for lookup in &rule.lookups {

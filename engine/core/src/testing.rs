@@ -3,13 +3,18 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::model::{Expectation, ExpectedStatus, ObjectSelector, TestCase, TestStep};
+use std::sync::Arc;
+
+use crate::model::{
+    Expectation, ExpectedStatus, ObjectSelector, TestCase, TestStep, TestSuiteDocument,
+};
 use crate::names::{
     ANNOTATION_OWNERS, ANNOTATION_PACK_VERSION, ANNOTATION_RULE, LABEL_MANAGED_BY, LABEL_PACK,
 };
-use crate::object::World;
+use crate::object::{MemoryWorld, World};
 use crate::pack::Pack;
-use crate::plan::{Plan, parse_inputs, plan, to_yaml, world_of};
+use crate::params::Values;
+use crate::plan::{Plan, parse_inputs, to_yaml, world_of};
 use crate::simulate::Simulation;
 use crate::validate::InputCheck;
 use crate::yaml;
@@ -26,9 +31,9 @@ pub struct CaseReport {
     pub case: String,
     /// Every mismatch, each readable on its own (with a unified diff where useful).
     pub failures: Vec<String>,
-    /// The golden file and the text it should hold, when the case has one and it differs
-    /// (so `--update` can write it).
-    pub golden_update: Option<(String, String)>,
+    /// The golden files that differ or are missing, with the text they should hold (so
+    /// `--update` can write them) and the failure each is reported as.
+    pub golden_updates: Vec<GoldenUpdate>,
     /// Inputs the API server would refuse (their kind's CRD says so): the case still runs,
     /// but a tenant could never create such an object.
     pub warnings: Vec<String>,
@@ -40,29 +45,123 @@ impl CaseReport {
     }
 }
 
-/// Runs every case of every suite of the pack.
-pub fn run_tests(pack: &Pack) -> Vec<CaseReport> {
+/// A golden file `--update` would write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GoldenUpdate {
+    /// The path in the pack.
+    pub file: String,
+    /// What it should hold.
+    pub text: String,
+    /// It does not exist yet.
+    pub created: bool,
+    /// The entry of [`CaseReport::failures`] that writing it settles.
+    pub failure: String,
+}
+
+/// Runs every case of every suite of the pack, its parameters bound to `values` and each
+/// suite's own `values` over them.
+pub fn run_tests(pack: &mut Pack, values: &Values) -> Vec<CaseReport> {
     let mut reports = Vec::new();
-    for (file, suite) in pack.test_suites() {
+    let suites = pack.test_suites().to_vec();
+    for (file, suite) in &suites {
+        let bound = suite_values(pack, file, suite, values).and_then(|v| pack.set_values(&v));
+        if let Err(problems) = bound {
+            for case in &suite.spec.cases {
+                reports.push(CaseReport {
+                    file: file.clone(),
+                    suite: suite.metadata.name.clone(),
+                    case: case.name.clone(),
+                    failures: problems.clone(),
+                    golden_updates: Vec::new(),
+                    warnings: Vec::new(),
+                });
+            }
+            continue;
+        }
+        let pack: &Pack = pack;
         for case in &suite.spec.cases {
             let clock = case
                 .clock
                 .as_deref()
                 .or(suite.spec.clock.as_deref())
                 .unwrap_or(DEFAULT_CLOCK);
-            reports.push(run_case(pack, file, &suite.metadata.name, case, clock));
+            let clusters = case.clusters.as_ref().unwrap_or(&suite.spec.clusters);
+            reports.push(run_case(
+                pack,
+                file,
+                &suite.metadata.name,
+                case,
+                Setting { clock, clusters },
+            ));
         }
     }
     reports
 }
 
-fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) -> CaseReport {
+/// `values` with the suite's `values` over them, positioned in the suite's file.
+fn suite_values(
+    pack: &Pack,
+    file: &str,
+    suite: &TestSuiteDocument,
+    values: &Values,
+) -> Result<Values, Vec<String>> {
+    let mut values = values.clone();
+    let Some(given) = &suite.spec.values else {
+        return Ok(values);
+    };
+    let shown = pack.files().display(file);
+    // The suite's node, for positions; the decoded value when the file cannot be read again.
+    let node = pack
+        .files()
+        .files
+        .get(file)
+        .and_then(|text| yaml::parse_documents(text).ok())
+        .and_then(|documents| {
+            documents.into_iter().find(|d| {
+                d.to_json()
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    == Some(suite.metadata.name.as_str())
+            })
+        })
+        .map(|d| {
+            d.closest(&[
+                yaml::PathSegment::Key("spec".into()),
+                yaml::PathSegment::Key("values".into()),
+            ])
+            .clone()
+        })
+        .filter(|n| n.to_json() == *given);
+    let added = match node {
+        Some(node) => values.add_node(&shown, &node),
+        None => values
+            .add_file(&yaml::to_yaml(given), &shown)
+            .map_err(|d| d.message),
+    };
+    added.map_err(|e| vec![format!("{shown}: suite `{}`: {e}", suite.metadata.name)])?;
+    Ok(values)
+}
+
+/// What a case takes from its suite unless it says otherwise.
+struct Setting<'s> {
+    clock: &'s str,
+    clusters: &'s [String],
+}
+
+fn run_case(
+    pack: &Pack,
+    file: &str,
+    suite: &str,
+    case: &TestCase,
+    setting: Setting<'_>,
+) -> CaseReport {
+    let clock = setting.clock;
     let mut report = CaseReport {
         file: file.to_string(),
         suite: suite.to_string(),
         case: case.name.clone(),
         failures: Vec::new(),
-        golden_update: None,
+        golden_updates: Vec::new(),
         warnings: Vec::new(),
     };
     let now = match DateTime::parse_from_rfc3339(clock) {
@@ -114,21 +213,22 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
         return report;
     }
     report.warnings = invalid_inputs(pack, &objects);
-    let world = match world_of(&objects, &case.clusters) {
+    let world = match world_of(&objects, setting.clusters) {
         Ok(w) => w,
         Err(e) => {
             report.failures.push(e);
             return report;
         }
     };
-    if case.steps.is_empty() {
-        let plan = plan(pack, &world, now);
-        check_expectations(pack, &case.expect, &plan, &mut report);
-        return report;
-    }
+    // `clusters: []` in the case: no members on purpose.
+    let members_on_purpose = case.clusters.is_some();
     let mut simulation = Simulation::new(pack, world, now);
     let first = simulation.evaluate().clone();
+    if !members_on_purpose {
+        unmet_members(pack, &first, &simulation.world, &mut report);
+    }
     check_expectations(pack, &case.expect, &first, &mut report);
+    check_world(&case.expect, &mut simulation, &mut report);
     for (i, step) in case.steps.iter().enumerate() {
         let label = match &step.name {
             Some(name) => format!("step {} ({name})", i + 1),
@@ -141,12 +241,134 @@ fn run_case(pack: &Pack, file: &str, suite: &str, case: &TestCase, clock: &str) 
         }
         let plan = simulation.evaluate().clone();
         let before = report.failures.len();
+        let golden_before = report.golden_updates.len();
+        if !members_on_purpose {
+            unmet_members(pack, &plan, &simulation.world, &mut report);
+        }
         check_expectations(pack, &step.expect, &plan, &mut report);
+        check_world(&step.expect, &mut simulation, &mut report);
         for failure in &mut report.failures[before..] {
             *failure = format!("{label}: {failure}");
         }
+        for update in &mut report.golden_updates[golden_before..] {
+            update.failure = format!("{label}: {}", update.failure);
+        }
     }
     report
+}
+
+/// A rule that reads the members of a role (`clusters.<role>`, an `allClusters` lookup)
+/// evaluated in a case that gives the role none would pass on an empty list: a failure,
+/// unless the case says `clusters: []`.
+fn unmet_members(pack: &Pack, plan: &Plan, world: &MemoryWorld, report: &mut CaseReport) {
+    for outcome in &plan.outcomes {
+        for rule in &outcome.rules {
+            let Some(roles) = pack.member_roles(rule) else {
+                continue;
+            };
+            for (role, place) in roles {
+                if !world.members(role).is_empty() {
+                    continue;
+                }
+                let message = format!(
+                    "rule `{rule}` reads the members of role `{role}` ({place}), and the case gives it none: \
+                     name them in the suite's or the case's `clusters` (`{role}/NAME`), or write \
+                     `clusters: []` in the case to test a role without members"
+                );
+                if !report.failures.contains(&message) {
+                    report.failures.push(message);
+                }
+            }
+        }
+    }
+}
+
+/// `expect.world`, checked once the broker's part of the last evaluation is done.
+fn check_world(expect: &Expectation, simulation: &mut Simulation<'_>, report: &mut CaseReport) {
+    let Some(world) = &expect.world else {
+        return;
+    };
+    simulation.settle();
+    for wanted in &world.present {
+        let selector = match crate::object::ObjectKey::of(
+            wanted.cluster.as_deref().unwrap_or(""),
+            &wanted.object,
+        ) {
+            Ok(key) => ObjectSelector {
+                cluster: wanted.cluster.clone(),
+                kind: key.kind,
+                namespace: key.namespace,
+                name: key.name,
+            },
+            Err(e) => {
+                report.failures.push(format!("world: expected object: {e}"));
+                continue;
+            }
+        };
+        let api_version = wanted.object.get("apiVersion");
+        let found: Vec<Arc<Value>> = simulation
+            .world
+            .iter()
+            .filter(|(key, _)| {
+                selects(&selector, key)
+                    && api_version.and_then(Value::as_str) == Some(key.api_version.as_str())
+            })
+            .map(|(_, object)| object.clone())
+            .collect();
+        let Some(first) = found.first() else {
+            report.failures.push(format!(
+                "world: object {} does not exist",
+                describe(&selector)
+            ));
+            continue;
+        };
+        if found
+            .iter()
+            .any(|o| differences(&wanted.object, o, "").is_empty())
+        {
+            continue;
+        }
+        report.failures.push(format!(
+            "world: object {} differs: {}",
+            describe(&selector),
+            differences(&wanted.object, first, "").join("; ")
+        ));
+    }
+    for absent in &world.absent {
+        if simulation
+            .world
+            .iter()
+            .any(|(key, _)| selects(absent, &key))
+        {
+            report.failures.push(format!(
+                "world: object {} exists but must be absent",
+                describe(absent)
+            ));
+        }
+    }
+}
+
+/// Where `have` does not hold what `want` gives: maps field by field, the rest whole.
+fn differences(want: &Value, have: &Value, path: &str) -> Vec<String> {
+    match (want, have) {
+        (Value::Object(want), Value::Object(have)) => want
+            .iter()
+            .flat_map(|(field, w)| {
+                let path = if path.is_empty() {
+                    field.clone()
+                } else {
+                    format!("{path}.{field}")
+                };
+                match have.get(field) {
+                    Some(h) => differences(w, h, &path),
+                    None if w.is_null() => Vec::new(),
+                    None => vec![format!("`{path}` is absent, expected {w}")],
+                }
+            })
+            .collect(),
+        _ if want == have => Vec::new(),
+        _ => vec![format!("`{path}` is {have}, expected {want}")],
+    }
 }
 
 /// What the CRDs of the inputs' kinds refuse in them, one message per problem.
@@ -258,17 +480,28 @@ fn check_golden(pack: &Pack, golden: String, plan: &Plan, report: &mut CaseRepor
         // A version bump alone changes no golden file (as `diff` ignores it).
         Some(expected) if without_version(expected) == without_version(&actual) => {}
         Some(expected) => {
-            report.failures.push(format!(
+            let failure = format!(
                 "rendered output differs from golden file `{golden}`:\n{}",
                 unified_diff(expected, &actual, &golden, "rendered")
-            ));
-            report.golden_update.get_or_insert((golden, actual));
+            );
+            report.failures.push(failure.clone());
+            report.golden_updates.push(GoldenUpdate {
+                file: golden,
+                text: actual,
+                created: false,
+                failure,
+            });
         }
         None => {
-            report.failures.push(format!(
-                "golden file `{golden}` not found (run with --update to create it)"
-            ));
-            report.golden_update.get_or_insert((golden, actual));
+            let failure =
+                format!("golden file `{golden}` not found (run with --update to create it)");
+            report.failures.push(failure.clone());
+            report.golden_updates.push(GoldenUpdate {
+                file: golden,
+                text: actual,
+                created: true,
+                failure,
+            });
         }
     }
 }

@@ -454,6 +454,71 @@ impl Validator {
     }
 }
 
+/// One OpenAPI v3 schema compiled on its own (a pack parameter's): a value is checked as the
+/// API server checks a field of a CRD with that schema (defaults applied first).
+pub struct ValueSchema {
+    env: Env,
+    schema: Schema,
+    problems: Vec<CrdProblem>,
+}
+
+impl fmt::Debug for ValueSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ValueSchema")
+            .field("problems", &self.problems)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ValueSchema {
+    /// Compiles `schema`; `name` names it in [`ValueSchema::problems`]. Rules compile in
+    /// `env`, strictly.
+    pub fn new(schema: &Value, name: &str, env: Env) -> ValueSchema {
+        let env = env.strict();
+        let mut problems = Vec::new();
+        let mut compiler = Compiler {
+            env: &env,
+            crd: name,
+            version: "",
+            problems: &mut problems,
+        };
+        let schema = compiler.compile(schema, "", 0);
+        ValueSchema {
+            env,
+            schema,
+            problems,
+        }
+    }
+
+    /// What of the schema could not be compiled.
+    pub fn problems(&self) -> &[CrdProblem] {
+        &self.problems
+    }
+
+    /// `value` with the schema's defaults applied.
+    pub fn defaulted(&self, value: &Value) -> Value {
+        let mut defaulted = value.clone();
+        apply_defaults(&self.schema, &mut defaulted, 0);
+        defaulted
+    }
+
+    /// Every reason the value is refused; `path` names the value (`params.replicas`).
+    pub fn check(&self, value: &Value, path: &str) -> Vec<Violation> {
+        let defaulted = self.defaulted(value);
+        let mut walk = Walk {
+            env: &self.env,
+            out: Vec::new(),
+            blocking: false,
+            pending: Vec::new(),
+        };
+        let mut found = Vec::new();
+        walk.node(&self.schema, &defaulted, path, 0, Mode::Normal, &mut found);
+        walk.out.append(&mut found);
+        walk.run_rules();
+        walk.out
+    }
+}
+
 /// The group of an apiVersion (`apps/v1` -> `apps`, `v1` -> ``).
 fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(g, _)| g)

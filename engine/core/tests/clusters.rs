@@ -309,6 +309,71 @@ fn world_of_knows_members_without_objects() {
     );
     assert_eq!(
         world_of(&[], &["provider/a,b".to_string()]).unwrap_err(),
-        "cluster `provider/a,b`: the member name `a,b` must be 1-253 letters, digits and `-._#:`"
+        "cluster `provider/a,b`: the member name `a,b` must be 1-253 letters, digits and `-._#:/`"
     );
+    assert_eq!(
+        world_of(&[], &["provider/a=b".to_string()]).unwrap_err(),
+        "cluster `provider/a=b`: the member name `a=b` must be 1-253 letters, digits and `-._#:/`"
+    );
+}
+
+/// Member names may be paths (a project control plane `projects/p1`, a kubeconfig provider's
+/// `consumer#/kubeconfigs/a`): the role is what precedes the first `/`, the rest is the name,
+/// everywhere a cluster is named (ids, `cluster.name`, `clusters.<role>`, owners).
+#[test]
+fn member_names_may_hold_slashes() {
+    let mut world = MemoryWorld::new();
+    world.insert("source/projects/p1", vm()).unwrap();
+    accept("provider/consumer#/kubeconfigs/a", &mut world);
+    world.add_cluster("provider/x86").unwrap();
+    use switchyard_core::World;
+    assert_eq!(world.members("source"), ["projects/p1"]);
+    assert_eq!(
+        world.members("provider"),
+        ["consumer#/kubeconfigs/a", "x86"]
+    );
+    let outcome = evaluate(
+        &pack(),
+        Trigger {
+            cluster: "source/projects/p1",
+            object: &vm(),
+        },
+        &world,
+        now(),
+    )
+    .unwrap();
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    let keys: Vec<String> = outcome.desired.iter().map(|d| d.key.to_string()).collect();
+    assert_eq!(
+        keys,
+        [
+            "provider/consumer#/kubeconfigs/a:VM.example.com:team/copy-db",
+            "source/projects/p1:VM.example.com:team/db"
+        ]
+    );
+    assert_eq!(
+        outcome.desired[0].object["metadata"]["annotations"]["switchyard.dev/owners"],
+        json!("source/projects/p1:VM.example.com:team/db")
+    );
+    let status = outcome.status.unwrap();
+    assert_eq!(
+        status["here"],
+        json!({"role": "source", "name": "projects/p1"})
+    );
+    assert_eq!(
+        status["providers"],
+        json!(["consumer#/kubeconfigs/a", "x86"])
+    );
+    // Inputs name them with the same annotation.
+    let inputs = switchyard_core::plan::parse_inputs(
+        "apiVersion: example.com/v1\nkind: VM\nmetadata:\n  name: db\n  namespace: team\n  \
+         annotations: {switchyard.dev/cluster: source/projects/p1}\n",
+        "in.yaml",
+        "source",
+    )
+    .unwrap();
+    assert_eq!(inputs[0].0, "source/projects/p1");
+    let world = world_of(&inputs, &["provider/projects/p1/cell".to_string()]).unwrap();
+    assert_eq!(world.members("source"), ["projects/p1"]);
+    assert_eq!(world.members("provider"), ["projects/p1/cell"]);
 }

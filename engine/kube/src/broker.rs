@@ -370,11 +370,13 @@ async fn reload(
     let mut next = BTreeMap::new();
     for pack in &set.packs {
         let rules = packs::rule_fingerprints(pack);
+        // Changed and added rules, and removed ones (what they kept must go).
         let changed: Option<BTreeSet<String>> = fingerprints.get(pack.name()).map(|before| {
             rules
                 .iter()
                 .filter(|(rule, print)| before.get(*rule) != Some(*print))
                 .map(|(rule, _)| rule.clone())
+                .chain(before.keys().filter(|r| !rules.contains_key(*r)).cloned())
                 .collect()
         });
         next.insert(pack.name().to_string(), rules);

@@ -108,6 +108,16 @@ pub struct BrokerConfig {
     /// The format of log lines on stderr.
     #[serde(default)]
     pub log_format: LogFormat,
+    /// Values of the packs' parameters (`spec.parameters` of a pack), by pack name:
+    /// `{multicluster-ingress: {ingressClass: nginx}}`. Checked against each parameter's
+    /// schema when the packs load; a pack with a parameter that has neither a value here
+    /// nor a default does not load.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The file and the node `values` was read from, for positions in errors.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub values_origin: Option<(String, Node)>,
     /// The file this configuration was read from and the flags applied over it: the broker
     /// watches the file and reads it again (with the same flags) when it changes. Not part
     /// of the file.
@@ -139,8 +149,9 @@ impl ConfigOrigin {
 pub struct ClusterConfig {
     /// The cluster role the packs name (`source`, `karmada`): a DNS-1123 label.
     pub role: String,
-    /// The member's name when a role has several clusters (`provider/x86`): a DNS-1123
-    /// label. A role has either one unnamed cluster or only named ones.
+    /// The member's name when a role has several clusters (`provider/x86`): 1-253 letters,
+    /// digits and `-._#:/` (`projects/p1` names the member `source/projects/p1`). A role has
+    /// either one unnamed cluster or only named ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The kubeconfig file. Exactly one of `kubeconfig` and `inCluster` is set.
@@ -391,6 +402,8 @@ impl Default for BrokerConfig {
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
             origin: None,
+            values: BTreeMap::new(),
+            values_origin: None,
         }
     }
 }
@@ -576,7 +589,7 @@ fn check_member(what: &str, value: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{what} `{value}` is not a member cluster name (1-253 letters, digits and `-._#:`)"
+            "{what} `{value}` is not a member cluster name (1-253 letters, digits and `-._#:/`)"
         ))
     }
 }
@@ -646,7 +659,10 @@ impl BrokerConfig {
                     at(pos, format!("{message} at `{shown}`"))
                 }
             })?;
-        let config = document.spec;
+        let mut config = document.spec;
+        if let Some(values) = node.get(&yaml::parse_path("spec.values")) {
+            config.values_origin = Some((file.to_string(), values.clone()));
+        }
         if let Some((i, problem)) = cluster_problems(&config.clusters).into_iter().next() {
             let path = match i {
                 Some(i) => format!("spec.clusters[{i}]"),
@@ -1089,6 +1105,15 @@ mod tests {
         assert_eq!(c.context.as_deref(), Some("kubernetes-admin@kubernetes"));
         let c = flag("karmada=in-cluster");
         assert!(c.in_cluster && c.kubeconfig.is_none());
+        // A name may be a path: the role ends at the first `/`, the name at the first `=`.
+        let c = flag("source/projects/p1=/path/kc@ctx");
+        assert_eq!(
+            (c.role.as_str(), c.name.as_deref()),
+            ("source", Some("projects/p1"))
+        );
+        assert_eq!(c.id().to_string(), "source/projects/p1");
+        assert_eq!(c.kubeconfig, Some("/path/kc".into()));
+        assert_eq!(c.context.as_deref(), Some("ctx"));
     }
 
     #[test]
@@ -1107,7 +1132,7 @@ mod tests {
         );
         assert!(
             error("p/x,1=/kc").contains(
-                "cluster name `x,1` is not a member cluster name (1-253 letters, digits and `-._#:`)"
+                "cluster name `x,1` is not a member cluster name (1-253 letters, digits and `-._#:/`)"
             ),
             "{}",
             error("p/x,1=/kc")
@@ -1224,7 +1249,7 @@ spec:
              `crds`, `clusters`, `members`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
              `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
-             `logFormat` at `spec.workerz`"
+             `logFormat`, `values` at `spec.workerz`"
         );
         let wrong_type = FILE.replace("workers: 4", "workers: many");
         let e = parse(&wrong_type).unwrap_err();

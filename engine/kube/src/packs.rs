@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use switchyard_core::diagnostic::{Diagnostic, Severity};
 use switchyard_core::model::RuleDocument;
+use switchyard_core::params::Values;
+use switchyard_core::yaml::{self, PathSegment};
 use switchyard_core::{Pack, PackFiles};
 use switchyard_files::FileError;
 
@@ -92,6 +94,9 @@ pub enum PackSetError {
     /// Packs with errors: every diagnostic of each, as `switchyard check` prints them.
     #[error("{}", DiagnosticsText(.0))]
     Diagnostics(Vec<PackDiagnostics>),
+    /// A pack's configured values that its parameters refuse (or lack), one problem a line.
+    #[error("{problems}")]
+    Values { pack: String, problems: String },
     #[error("packs `{first}` and `{second}` are both named `{name}`")]
     DuplicateName {
         name: String,
@@ -183,6 +188,32 @@ pub fn pack_dirs(packs: &Path) -> Result<Vec<PathBuf>, PackSetError> {
     Ok(dirs)
 }
 
+/// The configured values of pack `name`'s parameters, positioned in the configuration file
+/// when it was read from one.
+fn values_of(config: &BrokerConfig, name: &str) -> Values {
+    let mut values = Values::new();
+    let Some(given) = config.values.get(name) else {
+        return values;
+    };
+    let node = config.values_origin.as_ref().and_then(|(file, node)| {
+        let found = node.get(&[PathSegment::Key(name.to_string())])?;
+        Some((file, found))
+    });
+    let added = match node {
+        Some((file, found)) => values.add_node(file, found),
+        None => values
+            .add_file(
+                &yaml::to_yaml(&serde_json::Value::Object(given.clone())),
+                &format!("the broker configuration's values of `{name}`"),
+            )
+            .map_err(|d| d.message),
+    };
+    if let Err(message) = added {
+        tracing::warn!(pack = name, "configured values not read: {message}");
+    }
+    values
+}
+
 /// Loads every pack of `config.packs` with the configured (or default) partials and CRDs.
 /// Any pack with errors fails the whole set, listing the diagnostics of every failing pack;
 /// so do two packs with the same name.
@@ -195,7 +226,13 @@ pub fn load_pack_set(config: &BrokerConfig) -> Result<PackSet, PackSetError> {
         let (files, result) =
             switchyard_files::load_pack_dir(dir, config.partials.as_deref(), &config.crds)?;
         match result.pack {
-            Some(pack) if !result.has_errors() => {
+            Some(mut pack) if !result.has_errors() => {
+                if let Err(problems) = pack.set_values(&values_of(config, pack.name())) {
+                    return Err(PackSetError::Values {
+                        pack: pack.name().to_string(),
+                        problems: problems.join("\n"),
+                    });
+                }
                 set.warnings.extend(result.diagnostics);
                 set.packs.push(Arc::new(pack));
                 set.dirs.push(dir.clone());

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
-use switchyard_core::object::{World, cluster_id, is_member_name, split_cluster};
+use switchyard_core::object::{World, cluster_id, is_workspace_name, split_cluster};
 use switchyard_core::{ObjectKey, Pack};
 
 /// A kind in a cluster, as the core names clusters (`source`, `karmada`; a member of a role
@@ -75,7 +75,7 @@ impl KindCache {
                 .pointer("/metadata/annotations")
                 .and_then(|a| a.get(annotation))
                 .and_then(Value::as_str)
-                .filter(|ws| is_member_name(ws))
+                .filter(|ws| is_workspace_name(ws))
                 .map(Arc::from),
         )
     }

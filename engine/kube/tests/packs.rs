@@ -397,3 +397,35 @@ fn a_configmap_volume_loads_its_visible_packs_once() {
     let fingerprints: BTreeMap<String, BTreeMap<String, u64>> = set.fingerprints;
     assert_eq!(fingerprints["city"].len(), 2);
 }
+
+/// The configuration's `values` bind each pack's parameters; what they refuse or lack keeps
+/// the set from loading, with the configuration's file, line and column.
+#[test]
+fn configured_values_bind_pack_parameters() {
+    let packs = root().join("tests/fixtures/packs/params");
+    let text = |values: &str| {
+        format!(
+            "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  packs: {}\n{values}",
+            packs.display()
+        )
+    };
+    let load = |values: &str| {
+        let config = BrokerConfig::from_yaml(&text(values), "broker.yaml").unwrap();
+        load_pack_set(&config)
+    };
+    let set = load("  values:\n    params: {ingressClass: traefik, replicas: 3}\n").unwrap();
+    assert_eq!(
+        set.get("params").unwrap().params(),
+        &serde_json::json!({"ingressClass": "traefik", "replicas": 3, "labels": {}})
+    );
+    assert_eq!(
+        load("").unwrap_err().to_string(),
+        "pack `params`: parameter `ingressClass` (string) has no default, and no value was given for it"
+    );
+    assert_eq!(
+        load("  values:\n    params:\n      ingressClass: haproxy\n")
+            .unwrap_err()
+            .to_string(),
+        "broker.yaml:7:21: params.ingressClass: Unsupported value: \"haproxy\": supported values: \"nginx\", \"traefik\" (enum)"
+    );
+}

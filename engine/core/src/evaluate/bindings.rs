@@ -19,11 +19,11 @@ pub(super) struct Bindings<'e> {
     pub(super) activation: cel::Activation<'e>,
     /// What the activation binds besides the rule's names (`self`, `vars`, ...), to restore
     /// one that an extra binding of the same name hid.
-    pub(super) fixed: [(&'static str, cel::Value); 5],
+    pub(super) fixed: [(&'static str, cel::Value); 6],
 }
 
 impl<'e> Bindings<'e> {
-    pub(super) fn new(env: &'e cel::Env, fixed: [(&'static str, cel::Value); 5]) -> Self {
+    pub(super) fn new(env: &'e cel::Env, fixed: [(&'static str, cel::Value); 6]) -> Self {
         let mut activation = cel::Activation::with_capacity(env, 12);
         for (name, value) in &fixed {
             activation.bind_borrowed(name, value.clone());

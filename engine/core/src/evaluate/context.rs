@@ -150,6 +150,7 @@ impl<'a> EvalContext<'a> {
                 ("clusters", self.clusters_cel.clone()),
                 ("now", self.now_cel.clone()),
                 ("tables", self.pack.tables_cel.clone()),
+                ("params", self.pack.params_cel.clone()),
             ],
         )
     }

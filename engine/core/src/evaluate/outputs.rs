@@ -231,6 +231,7 @@ impl<'a> EvalContext<'a> {
             Held::Cel(CelMap::new(bindings.vars.iter().cloned())),
         );
         context.set("tables", Held::Borrowed(&pack.tables_json));
+        context.set("params", Held::Borrowed(&pack.params_json));
         for (name, (_, json)) in &bindings.lookups {
             context.set(name, Held::Shared(json.clone()));
         }

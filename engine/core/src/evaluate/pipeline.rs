@@ -171,7 +171,9 @@ pub(crate) fn evaluate_traced<'w>(
     let missing_targets = std::mem::take(&mut ctx.missing_targets);
     ctx.outcome.facts.stopped = stopped || !missing_targets.is_empty();
     let cost = ctx.cost_used;
-    if writes_status {
+    // The pack's own trigger is no object: nothing to write a status or a finalizer onto.
+    let pack_trigger = pack.is_pack_trigger(&outcome.trigger);
+    if writes_status && !pack_trigger {
         let status = trigger_status(results, &missing_targets, trigger.object, now);
         outcome.status = Some(status);
     }
@@ -180,7 +182,7 @@ pub(crate) fn evaluate_traced<'w>(
     let needs_finalizer = rules
         .iter()
         .any(|r| r.finalizer && r.deletion == DeletionPolicy::Delete && !r.outputs.is_empty());
-    if needs_finalizer {
+    if needs_finalizer && !pack_trigger {
         outcome.finalizer = Some(format!("switchyard.dev/{}", pack.name()));
     }
     outcome.desired.sort_by(|a, b| a.key.cmp(&b.key));

@@ -221,10 +221,29 @@ impl Loader<'_> {
 
         let watch_cluster = spec
             .watch
-            .cluster
-            .clone()
+            .as_ref()
+            .and_then(|w| w.cluster.clone())
             .unwrap_or_else(|| pack.spec.source_cluster.clone());
-        need_role(self, &watch_cluster, Access::Read, "spec.watch.cluster");
+        if spec.watch.is_some() {
+            need_role(self, &watch_cluster, Access::Read, "spec.watch.cluster");
+        } else if spec.status.is_some() || spec.stages.is_some() {
+            // Status and stage progress live in the trigger's status: a pack has none.
+            let field = if spec.status.is_some() {
+                "status"
+            } else {
+                "stages"
+            };
+            self.error(
+                Diagnostic::error(
+                    "pack::invalid-value",
+                    format!(
+                        "a rule without `watch` has no trigger to write `{field}` to: it keeps its outputs in place once per pack"
+                    ),
+                )
+                .at(file, at(&format!("spec.{field}")))
+                .in_rule(&rule),
+            );
+        }
 
         let mut lookups = Vec::new();
         let mut names = BTreeSet::new();
@@ -762,6 +781,14 @@ impl Loader<'_> {
         let mut reference_errors = Vec::new();
         // Whether anything reads `clusters`: evaluation builds it only then.
         let mut reads_clusters = false;
+        // Roles whose members the rule reads, and where: a test case that gives such a
+        // role no members would pass on an empty list.
+        let mut member_roles: BTreeMap<String, String> = BTreeMap::new();
+        for l in lookups.iter().filter(|l| l.all_clusters) {
+            member_roles
+                .entry(l.cluster.clone())
+                .or_insert_with(|| format!("lookup `{}` reads every member", l.name));
+        }
         for (expr, extra) in all_exprs {
             reads_clusters |= expr
                 .program
@@ -769,9 +796,22 @@ impl Loader<'_> {
                 .variables
                 .iter()
                 .any(|v| v == "clusters");
+            for (_, role) in expr
+                .program
+                .references()
+                .selections
+                .iter()
+                .filter(|(root, _)| root == "clusters")
+            {
+                member_roles
+                    .entry(role.clone())
+                    .or_insert_with(|| format!("`{}` reads `clusters.{role}`", expr.path));
+            }
             for variable in &expr.program.references().variables {
-                let known = ["self", "vars", "cluster", "clusters", "now", "tables"]
-                    .contains(&variable.as_str())
+                let known = [
+                    "self", "vars", "cluster", "clusters", "now", "tables", "params",
+                ]
+                .contains(&variable.as_str())
                     || CEL_TYPE_NAMES.contains(&variable.as_str())
                     || extra.contains(&variable.as_str())
                     || lookup_names.contains(variable);
@@ -829,6 +869,13 @@ impl Loader<'_> {
                     continue;
                 };
                 reads_clusters |= root == "clusters";
+                if root == "clusters"
+                    && let Some(role) = reference.path.get(1)
+                {
+                    member_roles.entry(role.clone()).or_insert_with(|| {
+                        format!("template `{}` reads `clusters.{role}`", output.template)
+                    });
+                }
                 let suggestion = |name: &str, known: Vec<String>| match cel::check::suggest(
                     name,
                     known.iter(),
@@ -838,6 +885,26 @@ impl Loader<'_> {
                 };
                 let problem = match root.as_str() {
                     "self" | "cluster" | "clusters" | "now" | "tables" => None,
+                    "params" => match reference.path.get(1) {
+                        Some(name)
+                            if self
+                                .params_schema
+                                .pointer(&format!("/properties/{name}"))
+                                .is_none() =>
+                        {
+                            let known: Vec<String> = self
+                                .params_schema
+                                .get("properties")
+                                .and_then(serde_json::Value::as_object)
+                                .map(|p| p.keys().cloned().collect())
+                                .unwrap_or_default();
+                            let hint = suggestion(name, known);
+                            Some(format!(
+                                "parameter `params.{name}` is not declared in `spec.parameters`{hint}"
+                            ))
+                        }
+                        _ => None,
+                    },
                     "item" | "index" if output.for_each.is_some() => None,
                     "stage" if stage_bound => None,
                     "vars" => match reference.path.get(1) {
@@ -850,12 +917,13 @@ impl Loader<'_> {
                     },
                     name if lookup_names.contains(name) => None,
                     name => {
-                        let mut known: Vec<String> =
-                            ["self", "cluster", "clusters", "now", "tables", "vars"]
-                                .iter()
-                                .map(|s| s.to_string())
-                                .chain(lookup_names.iter().cloned())
-                                .collect();
+                        let mut known: Vec<String> = [
+                            "self", "cluster", "clusters", "now", "tables", "params", "vars",
+                        ]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .chain(lookup_names.iter().cloned())
+                        .collect();
                         if output.for_each.is_some() {
                             known.extend(["item".to_string(), "index".to_string()]);
                         }
@@ -919,11 +987,19 @@ impl Loader<'_> {
         if self.error_count() > errors_before {
             return None;
         }
-        let watch = CompiledWatch {
-            cluster: watch_cluster,
-            api_version: spec.watch.api_version.clone(),
-            kind: spec.watch.kind.clone(),
-            selector: spec.watch.selector.clone(),
+        let watch = match &spec.watch {
+            Some(w) => CompiledWatch {
+                cluster: watch_cluster,
+                api_version: w.api_version.clone(),
+                kind: w.kind.clone(),
+                selector: w.selector.clone(),
+            },
+            None => CompiledWatch {
+                cluster: watch_cluster,
+                api_version: crate::names::PACK_TRIGGER_API_VERSION.to_string(),
+                kind: crate::names::PACK_TRIGGER_KIND.to_string(),
+                selector: None,
+            },
         };
         self.type_check(
             &rule,
@@ -957,6 +1033,8 @@ impl Loader<'_> {
             write_status: spec.write_status,
             finalizer: spec.finalizer,
             reads_clusters,
+            member_roles,
+            triggerless: spec.watch.is_none(),
         })
     }
 

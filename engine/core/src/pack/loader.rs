@@ -212,6 +212,7 @@ impl<'a> Loader<'a> {
                 }),
             );
         let templates = self.load_templates(decider);
+        let parameters = self.compile_parameters(&document, &env, &parsed.file, node);
 
         let mut rules = Vec::new();
         for relative in self.files_under("rules", &[".yaml", ".yml"]) {
@@ -279,7 +280,17 @@ impl<'a> Loader<'a> {
             ));
         }
         self.validate_examples(&validator);
+        // Bound to the defaults until values are given (`Pack::set_values`).
+        let params_json = serde_json::Value::Object(
+            parameters
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), p.schema.defaulted(p.default.as_ref()?))))
+                .collect(),
+        );
         Some(Pack {
+            params_cel: cel::Value::from_json(&params_json),
+            params_json,
+            parameters: Arc::new(parameters),
             version_text: document.metadata.version.to_string(),
             gates: std::sync::Mutex::new(BTreeMap::new()),
             validator: Arc::new(validator),
@@ -293,6 +304,120 @@ impl<'a> Loader<'a> {
             tests,
             files: self.files.clone(),
         })
+    }
+
+    /// `spec.parameters`: names, schemas compiled, defaults checked; the type of `params`
+    /// for the type checker.
+    fn compile_parameters(
+        &mut self,
+        document: &PackDocument,
+        env: &cel::Env,
+        file: &str,
+        node: &Node,
+    ) -> Vec<crate::params::CompiledParameter> {
+        let crd_env = cel::Env::new(cel::CelEnvironment::new(env.environment().kubernetes, []))
+            .with_limits(env.limits());
+        let mut compiled: Vec<crate::params::CompiledParameter> = Vec::new();
+        let mut properties = serde_json::Map::new();
+        for (i, parameter) in document.spec.parameters.iter().enumerate() {
+            let at = |field: &str| {
+                node.closest(&yaml::parse_path(&format!("spec.parameters[{i}]{field}")))
+                    .pos
+            };
+            let name = &parameter.name;
+            if !is_identifier(name) || RESERVED_NAMES.contains(&name.as_str()) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-name",
+                        format!(
+                            "parameter name `{name}` must be a CEL identifier (letters, digits and `_`, not starting with a digit)"
+                        ),
+                    )
+                    .at(file, at(".name")),
+                );
+                continue;
+            }
+            if compiled.iter().any(|p| &p.name == name) {
+                self.error(
+                    Diagnostic::error(
+                        "pack::duplicate-name",
+                        format!("two parameters are named `{name}`"),
+                    )
+                    .at(file, at(".name")),
+                );
+                continue;
+            }
+            const TYPES: &[&str] = &["string", "integer", "number", "boolean", "array", "object"];
+            let type_name = parameter
+                .schema
+                .get("type")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let open = [
+                "x-kubernetes-int-or-string",
+                "x-kubernetes-preserve-unknown-fields",
+            ]
+            .iter()
+            .any(|k| parameter.schema.get(*k) == Some(&serde_json::Value::Bool(true)));
+            if !TYPES.contains(&type_name.as_str()) && !open {
+                self.error(
+                    Diagnostic::error(
+                        "pack::invalid-value",
+                        format!(
+                            "parameter `{name}`: the schema's `type` must be one of {}",
+                            TYPES.join(", ")
+                        ),
+                    )
+                    .at(file, at(".schema")),
+                );
+                continue;
+            }
+            let schema = crate::validate::ValueSchema::new(
+                &parameter.schema,
+                &format!("parameter {name}"),
+                crd_env.clone(),
+            );
+            for problem in schema.problems() {
+                self.error(
+                    Diagnostic::error("pack::invalid-value", problem.to_string())
+                        .at(file, at(".schema")),
+                );
+            }
+            if let Some(default) = &parameter.default {
+                for violation in schema.check(default, &format!("params.{name}")) {
+                    self.error(
+                        Diagnostic::error(
+                            "pack::invalid-value",
+                            format!("the default of parameter `{name}` is refused by its schema: {violation}"),
+                        )
+                        .at(file, at(".default")),
+                    );
+                }
+            }
+            properties.insert(name.clone(), parameter.schema.clone());
+            compiled.push(crate::params::CompiledParameter {
+                name: name.clone(),
+                description: parameter.description.clone(),
+                schema,
+                default: parameter.default.clone(),
+                type_name: if type_name.is_empty() {
+                    "any".to_string()
+                } else {
+                    type_name
+                },
+            });
+        }
+        let required: Vec<serde_json::Value> = properties
+            .keys()
+            .map(|k| serde_json::Value::String(k.clone()))
+            .collect();
+        self.params_schema = serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+        });
+        compiled
     }
 
     /// The CEL environment of `spec.cel`; an unsupported version is an error, and the

@@ -41,6 +41,13 @@ impl Loader<'_> {
             if types.contains_key(&key) {
                 continue;
             }
+            // The pack's own trigger (a rule without `watch`): nothing to note.
+            if api_version == crate::names::PACK_TRIGGER_API_VERSION
+                && kind == crate::names::PACK_TRIGGER_KIND
+            {
+                types.insert(key, cel::check::object_type_without_schema(kind));
+                continue;
+            }
             let ty = match cel::check::object_type_for_kind(self.crds, api_version, kind) {
                 Some(ty) => ty,
                 None => {
@@ -115,7 +122,11 @@ impl Loader<'_> {
             .with_variable("cluster", cluster_type.clone())
             .with_variable("clusters", Type::object(clusters_type.clone()))
             .with_variable("now", Type::String)
-            .with_variable("tables", tables_type);
+            .with_variable("tables", tables_type)
+            .with_variable(
+                "params",
+                cel::check::type_from_openapi(&self.params_schema, "params"),
+            );
         for lookup in lookups {
             let ty = object_type(&lookup.api_version, &lookup.kind);
             let ty = match (&lookup.key, lookup.all_clusters) {

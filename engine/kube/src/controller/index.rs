@@ -61,7 +61,9 @@ pub fn role_plan(pack: &Pack) -> BTreeMap<RoleKind, WatchMode> {
         }
     };
     for rule in pack.rule_kinds() {
-        let watched = std::iter::once(&rule.watch).chain(&rule.lookups);
+        // A rule without `watch` has the pack's own trigger, which no cluster holds.
+        let trigger = (!rule.triggerless).then_some(&rule.watch);
+        let watched = trigger.into_iter().chain(&rule.lookups);
         for k in watched {
             strongest(
                 (k.cluster.clone(), k.api_version.clone(), k.kind.clone()),

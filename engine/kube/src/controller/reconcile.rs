@@ -39,18 +39,26 @@ impl Controller {
             }
             (p.pack.clone(), p.round)
         };
-        if !self.store.is_live(&trigger.cluster) {
-            // A trigger in a member that is gone keeps what it desired (the member may just
-            // be unreachable): its outputs are neither updated nor pruned until it is back.
-            let mut state = self.lock();
-            if let Some(p) = state.packs.get_mut(pack_name)
-                && p.mark_evaluated(trigger, round)
-            {
-                self.queue.add(Work::Prune(pack_name.clone()));
+        // The pack's own trigger (rules without `watch`) is no cluster's object.
+        let object = match pack.pack_trigger() {
+            Some((key, object)) if key == *trigger => Some(object),
+            _ if pack.is_pack_trigger(trigger) => None,
+            _ => {
+                if !self.store.is_live(&trigger.cluster) {
+                    // A trigger in a member that is gone keeps what it desired (the member
+                    // may just be unreachable): its outputs are neither updated nor pruned
+                    // until it is back.
+                    let mut state = self.lock();
+                    if let Some(p) = state.packs.get_mut(pack_name)
+                        && p.mark_evaluated(trigger, round)
+                    {
+                        self.queue.add(Work::Prune(pack_name.clone()));
+                    }
+                    return Ok(());
+                }
+                self.store.get_key(trigger)
             }
-            return Ok(());
-        }
-        let object = self.store.get_key(trigger);
+        };
         let Some(object) = object else {
             // The trigger is gone: it desires nothing any more.
             let touched = {

@@ -68,8 +68,21 @@ impl PackState {
             }
         }
         if rules.is_none() {
+            // Triggers known from before that are gone now must be cleaned up too.
             triggers.extend(self.contributions.keys().cloned());
         }
+        // The pack's own trigger (rules without `watch`): evaluated at every start, reload
+        // and member change, and once more after its last such rule goes, which drops what
+        // it kept in place.
+        if let Some((key, _)) = self.pack.pack_trigger() {
+            triggers.insert(key);
+        }
+        triggers.extend(
+            self.contributions
+                .keys()
+                .filter(|k| self.pack.is_pack_trigger(k))
+                .cloned(),
+        );
         triggers
     }
 
@@ -299,6 +312,9 @@ impl Controller {
                             }
                         }
                     }
+                }
+                if let Some((key, _)) = p.pack.pack_trigger() {
+                    work.push(Work::Trigger(name.clone(), key));
                 }
                 work.push(Work::Prune(name.clone()));
             }

@@ -131,7 +131,8 @@ impl PackDir {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+/// Copies a folder recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
