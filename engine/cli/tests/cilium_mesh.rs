@@ -229,7 +229,7 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
             "platform.edge-portal.eu/v1alpha1",
             "KubernetesCluster",
             name,
-            json!({}),
+            json!({"provider": "KIND"}),
         );
         cluster["status"] =
             json!({"capabilities": [{"name": "cilium-cni", "details": {"status": "ready"}}]});
