@@ -674,47 +674,46 @@ pub fn to_yaml(rbac: &Rbac, naming: &Naming) -> String {
         }
     }
     let le = &rbac.leader_election;
-    let name = format!("{}-leader-election", naming.prefix);
-    out.push_str("---\n");
-    out.push_str(&format!(
-        "# The broker's own cluster (where it runs): leader election in namespace `{}`.\n",
-        le.namespace
-    ));
-    push_role(&mut out, "Role", &name, Some(&le.namespace), &le.rules);
-    out.push_str("---\n");
-    push_binding(
+    push_own_role(
         &mut out,
-        "RoleBinding",
-        "Role",
-        &name,
-        Some(&le.namespace),
+        &format!("leader election in namespace `{}`", le.namespace),
+        &format!("{}-leader-election", naming.prefix),
+        &le.namespace,
+        &le.rules,
         naming,
     );
-    let name = format!("{}-member-secrets", naming.prefix);
     for secrets in &rbac.member_secrets {
-        out.push_str("---\n");
-        out.push_str(&format!(
-            "# The broker's own cluster: the kubeconfig Secrets of members found at run time, in namespace `{}`.\n",
-            secrets.namespace
-        ));
-        push_role(
+        push_own_role(
             &mut out,
-            "Role",
-            &name,
-            Some(&secrets.namespace),
+            &format!(
+                "the kubeconfig Secrets of members found at run time, in namespace `{}`",
+                secrets.namespace
+            ),
+            &format!("{}-member-secrets", naming.prefix),
+            &secrets.namespace,
             &secrets.rules,
-        );
-        out.push_str("---\n");
-        push_binding(
-            &mut out,
-            "RoleBinding",
-            "Role",
-            &name,
-            Some(&secrets.namespace),
             naming,
         );
     }
     out
+}
+
+/// A Role and its RoleBinding in the broker's own cluster, after a comment saying what for.
+fn push_own_role(
+    out: &mut String,
+    what: &str,
+    name: &str,
+    namespace: &str,
+    rules: &[PolicyRule],
+    naming: &Naming,
+) {
+    out.push_str("---\n");
+    out.push_str(&format!(
+        "# The broker's own cluster (where it runs): {what}.\n"
+    ));
+    push_role(out, "Role", name, Some(namespace), rules);
+    out.push_str("---\n");
+    push_binding(out, "RoleBinding", "Role", name, Some(namespace), naming);
 }
 
 /// A comment, wrapped at 96 columns.
