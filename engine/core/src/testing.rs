@@ -476,34 +476,28 @@ fn check_expectations(pack: &Pack, expect: &Expectation, plan: &Plan, report: &m
 
 fn check_golden(pack: &Pack, golden: String, plan: &Plan, report: &mut CaseReport) {
     let actual = to_yaml(plan);
-    match pack.files().files.get(&golden) {
+    let (failure, created) = match pack.files().files.get(&golden) {
         // A version bump alone changes no golden file (as `diff` ignores it).
-        Some(expected) if without_version(expected) == without_version(&actual) => {}
-        Some(expected) => {
-            let failure = format!(
+        Some(expected) if without_version(expected) == without_version(&actual) => return,
+        Some(expected) => (
+            format!(
                 "rendered output differs from golden file `{golden}`:\n{}",
                 unified_diff(expected, &actual, &golden, "rendered")
-            );
-            report.failures.push(failure.clone());
-            report.golden_updates.push(GoldenUpdate {
-                file: golden,
-                text: actual,
-                created: false,
-                failure,
-            });
-        }
-        None => {
-            let failure =
-                format!("golden file `{golden}` not found (run with --update to create it)");
-            report.failures.push(failure.clone());
-            report.golden_updates.push(GoldenUpdate {
-                file: golden,
-                text: actual,
-                created: true,
-                failure,
-            });
-        }
-    }
+            ),
+            false,
+        ),
+        None => (
+            format!("golden file `{golden}` not found (run with --update to create it)"),
+            true,
+        ),
+    };
+    report.failures.push(failure.clone());
+    report.golden_updates.push(GoldenUpdate {
+        file: golden,
+        text: actual,
+        created,
+        failure,
+    });
 }
 
 /// Rendered YAML with the pack version's value blanked.

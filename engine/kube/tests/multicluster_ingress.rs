@@ -146,9 +146,8 @@ fn multicluster_service(types: &[&str]) -> Value {
            "spec": {"types": types, "ports": [{"name": "http", "port": 80}]}})
 }
 
-/// The ServiceExport and PropagationPolicy of Service `svc`: Ok with the policy's clusters
-/// when both exist, Err otherwise.
-async fn exported(karmada: &Cluster, svc: &str) -> Result<Value, String> {
+/// The ServiceExport and the PropagationPolicy of Service `svc`, where they exist.
+async fn exports(karmada: &Cluster, svc: &str) -> (Option<Value>, Option<Value>) {
     let export = karmada
         .get(EXPORT, "ServiceExport", Some("default"), svc)
         .await;
@@ -160,6 +159,13 @@ async fn exported(karmada: &Cluster, svc: &str) -> Result<Value, String> {
             &format!("propagate-service-{svc}"),
         )
         .await;
+    (export, policy)
+}
+
+/// The ServiceExport and PropagationPolicy of Service `svc`: Ok with the policy's clusters
+/// when both exist, Err otherwise.
+async fn exported(karmada: &Cluster, svc: &str) -> Result<Value, String> {
+    let (export, policy) = exports(karmada, svc).await;
     match (export, policy) {
         (Some(_), Some(policy)) => {
             let selectors = &policy["spec"]["resourceSelectors"];
@@ -177,17 +183,7 @@ async fn exported(karmada: &Cluster, svc: &str) -> Result<Value, String> {
 }
 
 async fn gone(karmada: &Cluster, svc: &str) -> Result<(), String> {
-    let export = karmada
-        .get(EXPORT, "ServiceExport", Some("default"), svc)
-        .await;
-    let policy = karmada
-        .get(
-            POLICY,
-            "PropagationPolicy",
-            Some("default"),
-            &format!("propagate-service-{svc}"),
-        )
-        .await;
+    let (export, policy) = exports(karmada, svc).await;
     match (export, policy) {
         (None, None) => Ok(()),
         (export, policy) => Err(format!(
