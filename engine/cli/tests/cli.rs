@@ -52,7 +52,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
         summaries,
         [
             "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (2 rules, 3 tables, 0 warnings)",
-            "rules/multicluster-ingress: ok: pack multicluster-ingress 0.1.0 (3 rules, 1 tables, 0 warnings)",
+            "rules/multicluster-ingress: ok: pack multicluster-ingress 0.1.0 (4 rules, 0 tables, 0 warnings)",
             "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
         ]
     );
@@ -218,6 +218,7 @@ fn multicluster_ingress_outputs_are_valid_karmada_objects() {
     assert_eq!(
         kinds,
         [
+            "ClusterPropagationPolicy",
             "ServiceExport",
             "ServiceExport",
             "PropagationPolicy",

@@ -358,6 +358,31 @@ pub fn from_crds(crds: &[Value], api_version: &str, kind: &str) -> Option<KindIn
     })
 }
 
+/// Whether a CRD among `crds` lets this kind's status hold `conditions`: `Some(false)` when
+/// its schema at this version declares a `status` without a `conditions` field (and keeps no
+/// unknown fields there), which makes the API server refuse a status carrying them; `None`
+/// when no CRD describes the kind or its status is not described.
+pub fn status_holds_conditions(crds: &[Value], api_version: &str, kind: &str) -> Option<bool> {
+    let (group, version) = api_version.rsplit_once('/')?;
+    let crd = crds.iter().find(|crd| {
+        crd.pointer("/spec/group").and_then(Value::as_str) == Some(group)
+            && crd.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind)
+    })?;
+    let served = crd
+        .pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+    let root = served.pointer("/schema/openAPIV3Schema")?;
+    let preserves = |schema: &Value| {
+        schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
+    };
+    let Some(status) = root.pointer("/properties/status") else {
+        return Some(preserves(root));
+    };
+    Some(preserves(status) || status.pointer("/properties/conditions").is_some())
+}
+
 /// A kind as the CRDs or Kubernetes' own table describe it (the CRDs first: a pack may
 /// bring its own definition of a group Kubernetes does not serve).
 pub fn lookup(crds: &[Value], api_version: &str, kind: &str) -> Option<KindInfo> {

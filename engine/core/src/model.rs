@@ -583,7 +583,7 @@ impl OutputMode {
 }
 
 /// The status written onto the trigger. The engine itself manages the `Synced` condition.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusMapping {
     /// `status.<field>` = CEL value. A null result leaves the field out.
@@ -599,6 +599,11 @@ pub struct StatusMapping {
     /// fields; the engine's `Synced` condition reports the stop either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_stop: Option<StopStatusMapping>,
+    /// `false`: the engine's `Synced` condition is not written into the triggers' status
+    /// (for a kind whose status declares no `conditions`, which the API server would refuse);
+    /// failures are then reported as Events, in logs and in metrics only. Default `true`.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub synced_condition: bool,
 }
 
 /// The status fields and conditions of a stopped rule (`status.onStop`).
@@ -684,6 +689,11 @@ pub struct TestSuiteSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub values: Option<serde_json::Value>,
+    /// The rules every case's `outputs`, `outputCount` and `absent` are about: only objects
+    /// these rules render are compared (a rule without a trigger renders in every case).
+    /// Default: every rule. Golden files keep the whole render.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
     pub cases: Vec<TestCase>,
 }
 
@@ -704,6 +714,9 @@ pub struct TestCase {
     /// error of a case that gives the role none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Vec<String>>,
+    /// The rules this case's expectations are about, instead of the suite's `rules`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<String>>,
     /// The clock for this case (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<String>,

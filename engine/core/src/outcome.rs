@@ -154,6 +154,9 @@ pub struct TriggerFacts {
     /// a patch target missing, a conflict): what `Synced=False` says, known even when no rule
     /// writes status. The broker keeps such a trigger's previous outputs.
     pub stopped: bool,
+    /// The `Synced` condition when no rule writes it (`status.syncedCondition: false`): kept
+    /// for Events and metrics, left out of the status.
+    pub unwritten_synced: Option<Value>,
 }
 
 /// The order in which triggers claim an output they render differently: the trigger that
@@ -197,24 +200,40 @@ impl Outcome {
             &Value::String(state.into()),
             self.facts.now,
         );
-        let Some(conditions) = self
-            .status
+        if let Some(Value::Object(m)) = self.synced_mut() {
+            m.insert("status".into(), Value::String(state.into()));
+            m.insert("reason".into(), Value::String(reason.into()));
+            m.insert("message".into(), Value::String(message.into()));
+            m.insert("lastTransitionTime".into(), transition);
+        }
+    }
+
+    /// The trigger's `Synced` condition as this evaluation states it, written into the
+    /// status or not.
+    pub fn synced(&self) -> Option<&Value> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .and_then(|c| {
+                c.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED))
+            })
+            .or(self.facts.unwritten_synced.as_ref())
+    }
+
+    fn synced_mut(&mut self) -> Option<&mut Value> {
+        if self.facts.unwritten_synced.is_some() {
+            return self.facts.unwritten_synced.as_mut();
+        }
+        self.status
             .as_mut()
             .and_then(|s| s.get_mut("conditions"))
             .and_then(Value::as_array_mut)
-        else {
-            return;
-        };
-        for c in conditions.iter_mut() {
-            if c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
-                && let Value::Object(m) = c
-            {
-                m.insert("status".into(), Value::String(state.into()));
-                m.insert("reason".into(), Value::String(reason.into()));
-                m.insert("message".into(), Value::String(message.into()));
-                m.insert("lastTransitionTime".into(), transition.clone());
-            }
-        }
+            .and_then(|c| {
+                c.iter_mut()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED))
+            })
     }
 }
 

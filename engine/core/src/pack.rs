@@ -441,6 +441,8 @@ pub(crate) struct CompiledRule {
     pub deletion: DeletionPolicy,
     /// `spec.writeStatus`: the rule's results go into the trigger's status.
     pub write_status: bool,
+    /// `spec.status.syncedCondition`: the engine's `Synced` goes into that status.
+    pub synced_condition: bool,
     /// `spec.finalizer`: the rule's outputs hold the trigger's deletion.
     pub finalizer: bool,
     /// Some expression or template reads `clusters`.

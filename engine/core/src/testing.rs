@@ -86,12 +86,17 @@ pub fn run_tests(pack: &mut Pack, values: &Values) -> Vec<CaseReport> {
                 .or(suite.spec.clock.as_deref())
                 .unwrap_or(DEFAULT_CLOCK);
             let clusters = case.clusters.as_ref().unwrap_or(&suite.spec.clusters);
+            let rules = case.rules.as_ref().unwrap_or(&suite.spec.rules);
             reports.push(run_case(
                 pack,
                 file,
                 &suite.metadata.name,
                 case,
-                Setting { clock, clusters },
+                Setting {
+                    clock,
+                    clusters,
+                    rules,
+                },
             ));
         }
     }
@@ -146,6 +151,8 @@ fn suite_values(
 struct Setting<'s> {
     clock: &'s str,
     clusters: &'s [String],
+    /// The rules the expectations are about (empty: all).
+    rules: &'s [String],
 }
 
 fn run_case(
@@ -163,6 +170,20 @@ fn run_case(
         failures: Vec::new(),
         golden_updates: Vec::new(),
         warnings: Vec::new(),
+    };
+    for rule in setting.rules {
+        if !pack.rule_names().any(|r| r == rule) {
+            report.failures.push(format!(
+                "`rules` names `{rule}`, which is not a rule of pack `{}`",
+                pack.name()
+            ));
+        }
+    }
+    if !report.failures.is_empty() {
+        return report;
+    }
+    let expectations = Scope {
+        rules: setting.rules,
     };
     let now = match DateTime::parse_from_rfc3339(clock) {
         Ok(t) => t.with_timezone(&Utc),
@@ -227,7 +248,7 @@ fn run_case(
     if !members_on_purpose {
         unmet_members(pack, &first, &simulation.world, &mut report);
     }
-    check_expectations(pack, &case.expect, &first, &mut report);
+    check_expectations(pack, &case.expect, &first, expectations, &mut report);
     check_world(&case.expect, &mut simulation, &mut report);
     for (i, step) in case.steps.iter().enumerate() {
         let label = match &step.name {
@@ -245,7 +266,7 @@ fn run_case(
         if !members_on_purpose {
             unmet_members(pack, &plan, &simulation.world, &mut report);
         }
-        check_expectations(pack, &step.expect, &plan, &mut report);
+        check_expectations(pack, &step.expect, &plan, expectations, &mut report);
         check_world(&step.expect, &mut simulation, &mut report);
         for failure in &mut report.failures[before..] {
             *failure = format!("{label}: {failure}");
@@ -460,7 +481,37 @@ fn apply_step(
     Ok(())
 }
 
-fn check_expectations(pack: &Pack, expect: &Expectation, plan: &Plan, report: &mut CaseReport) {
+/// What a case's expectations are about.
+#[derive(Clone, Copy)]
+struct Scope<'s> {
+    /// Only objects these rules render (empty: every rule's).
+    rules: &'s [String],
+}
+
+impl Scope<'_> {
+    /// The plan with only the objects the expectations are about.
+    fn of<'p>(&self, plan: &'p Plan) -> std::borrow::Cow<'p, Plan> {
+        if self.rules.is_empty() {
+            return std::borrow::Cow::Borrowed(plan);
+        }
+        let mut scoped = plan.clone();
+        scoped.objects.retain(|o| {
+            o.sources.iter().any(|source| {
+                let rule = source.split_once('/').map_or(source.as_str(), |(r, _)| r);
+                self.rules.iter().any(|r| r == rule)
+            })
+        });
+        std::borrow::Cow::Owned(scoped)
+    }
+}
+
+fn check_expectations(
+    pack: &Pack,
+    expect: &Expectation,
+    plan: &Plan,
+    scope: Scope<'_>,
+    report: &mut CaseReport,
+) {
     if let Some(raw) = &expect.golden {
         // A path outside the pack is refused here, so `--update` is never asked to write it.
         match pack_path(raw) {
@@ -471,7 +522,7 @@ fn check_expectations(pack: &Pack, expect: &Expectation, plan: &Plan, report: &m
             )),
         }
     }
-    check_rest(expect, plan, report);
+    check_rest(expect, &scope.of(plan), report);
 }
 
 fn check_golden(pack: &Pack, golden: String, plan: &Plan, report: &mut CaseReport) {
@@ -675,7 +726,8 @@ fn check_status(plan: &Plan, expected: &ExpectedStatus, report: &mut CaseReport)
                     }
                 }
             }
-        } else if actual.get(field) != Some(want) {
+        } else if actual.get(field).unwrap_or(&Value::Null) != want {
+            // A null expectation: the field is absent (a null value leaves a field out).
             report.failures.push(format!(
                 "{}: status.{field} differs:\n{}",
                 describe(selector),

@@ -1093,6 +1093,102 @@ fn rules_may_leave_status_and_finalizer_alone() {
     assert_eq!(outcome.finalizer.as_deref(), Some("switchyard.dev/demo"));
 }
 
+/// An App CRD whose status declares `fields` but no `conditions` (as Karmada's
+/// MultiClusterIngress).
+fn app_crd_without_conditions() -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "apps.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "App", "plural": "apps"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                                  "subresources": {"status": {}},
+                                  "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                      "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                                      "status": {"type": "object", "properties": {
+                                          "cities": {"type": "integer"}}}}}}}]}})
+}
+
+fn load_with_crds(rule: &str, crds: Vec<Value>) -> switchyard_core::LoadResult {
+    let files = BTreeMap::from([
+        ("pack.yaml".to_string(), PACK.to_string()),
+        ("rules/app.yaml".to_string(), rule.to_string()),
+        (
+            "templates/namespace.yaml.hbs".to_string(),
+            NAMESPACE.to_string(),
+        ),
+        ("templates/city.yaml.hbs".to_string(), CITY.to_string()),
+    ]);
+    switchyard_core::load_with(
+        &PackFiles {
+            root: "demo".into(),
+            files,
+            shared_partials: BTreeMap::new(),
+        },
+        &switchyard_core::LoadOptions { crds },
+    )
+}
+
+#[test]
+fn conditions_into_a_status_without_them_are_an_error_unless_the_rule_leaves_synced_out() {
+    let errors = |rule: &str| -> Vec<String> {
+        load_with_crds(rule, vec![app_crd_without_conditions()])
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.to_string())
+            .collect()
+    };
+    let fields_only = RULE.replace(
+        "    conditions:\n      - type: Ready\n        status: \"true\"\n        reason: \"'Rendered'\"\n",
+        "",
+    );
+    assert_eq!(
+        errors(&fields_only),
+        [
+            "demo/rules/app.yaml:6:10: error[pack::invalid-value]: the engine's `Synced` condition would be written into the triggers' `status.conditions`, but the CRD of App (example.com/v1) declares no `status.conditions`: the API server refuses such a status\n  in rule `app`\n  help: set `status: {syncedCondition: false}` on the rule (its failures are then Events, logs and metrics only), or `writeStatus: false`, or declare `status.conditions` in the CRD"
+        ]
+    );
+    let no_synced = RULE.replace("  status:\n", "  status:\n    syncedCondition: false\n");
+    assert_eq!(
+        errors(&no_synced),
+        [
+            "demo/rules/app.yaml:35:7: error[pack::invalid-value]: the rule's conditions would be written into the triggers' `status.conditions`, but the CRD of App (example.com/v1) declares no `status.conditions`: the API server refuses such a status\n  in rule `app`\n  help: leave out the condition mappings, or declare `status.conditions` in the CRD"
+        ]
+    );
+    let fields_no_synced =
+        fields_only.replace("  status:\n", "  status:\n    syncedCondition: false\n");
+    assert_eq!(errors(&fields_no_synced), Vec::<String>::new());
+    // Without a CRD nothing is known of the status: no error.
+    assert_eq!(load_errors(&fields_only, &[]), Vec::<String>::new());
+}
+
+#[test]
+fn a_rule_leaving_synced_out_writes_its_fields_and_keeps_synced_aside() {
+    let rule = RULE
+        .replace(
+            "    conditions:\n      - type: Ready\n        status: \"true\"\n        reason: \"'Rendered'\"\n",
+            "",
+        )
+        .replace("  status:\n", "  status:\n    syncedCondition: false\n");
+    let pack = pack_with(&rule);
+    let outcome = run(&pack, &app("a", &["ber"], "n"), &world(&[team()]));
+    // No `conditions` at all: the kind's status has none.
+    assert_eq!(outcome.status, Some(json!({"cities": 1})));
+    let synced = outcome.synced().unwrap();
+    assert_eq!(
+        (&synced["type"], &synced["status"]),
+        (&json!("Synced"), &json!("True"))
+    );
+    // A stop: still no condition written, the failure kept for Events.
+    let mut outcome = run(&pack, &app("a", &["ber"], "n"), &world(&[]));
+    assert_eq!(outcome.status, Some(json!({})));
+    assert_eq!(outcome.synced().unwrap()["reason"], "TeamNotFound");
+    // The broker restates it (an apply failed): the status is left as it was.
+    outcome.set_synced("False", "ApplyFailed", "refused");
+    assert_eq!(outcome.status, Some(json!({})));
+    assert_eq!(outcome.synced().unwrap()["reason"], "ApplyFailed");
+}
+
 #[test]
 fn an_output_writing_status_needs_a_kind_with_a_status_subresource() {
     let city = format!("{CITY}status:\n  ready: true\n");

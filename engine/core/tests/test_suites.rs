@@ -288,3 +288,62 @@ fn a_rule_without_trigger_renders_once_per_pack() {
         ]
     );
 }
+
+/// `rules` scopes a suite's or a case's output expectations to what those rules render, so
+/// a rule without a trigger (rendered in every case) does not enter every count; a null
+/// status expectation says the field is absent.
+#[test]
+fn expectations_scoped_to_rules_compare_only_their_outputs() {
+    let mut files = fixture("kept-in-place");
+    files.files.retain(|path, _| !path.starts_with("tests/"));
+    let suite = "apiVersion: switchyard.dev/v1alpha1
+kind: TestSuite
+metadata: {name: scoped}
+spec:
+  clusters: [mesh/c1]
+  rules: [marked]
+  cases:
+    - name: the suite's rules
+      inputs:
+        - {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: default, labels: {kept-in-place/echo: 'true'}}, data: {k: v}}
+      expect:
+        outputCount: 1
+        absent: [{kind: ConfigMap, namespace: default, name: mesh-members}]
+        status:
+          - trigger: {kind: ConfigMap, namespace: default, name: a}
+            status: {missing: null}
+    - name: the case's rules
+      rules: [members, marked]
+      expect:
+        outputCount: 1
+    - name: every rule
+      rules: []
+      inputs:
+        - {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: default, labels: {kept-in-place/echo: 'true'}}, data: {k: v}}
+      expect:
+        # The echo, and the members' ConfigMap in c1 and in the input's own (unnamed) member.
+        outputCount: 3
+    - name: an unknown rule
+      rules: [marks]
+      expect:
+        outputCount: 0
+";
+    files.files.insert("tests/scoped.yaml".into(), suite.into());
+    let mut pack = load(&files).pack.unwrap();
+    let reports = run_tests(&mut pack, &switchyard_core::params::Values::new());
+    assert_eq!(
+        failures(&reports),
+        [
+            ("the suite's rules".to_string(), vec![]),
+            ("the case's rules".to_string(), vec![]),
+            ("every rule".to_string(), vec![]),
+            (
+                "an unknown rule".to_string(),
+                vec![
+                    "`rules` names `marks`, which is not a rule of pack `kept-in-place`"
+                        .to_string()
+                ]
+            ),
+        ]
+    );
+}

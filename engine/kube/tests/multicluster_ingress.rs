@@ -4,7 +4,8 @@
 //! then 1.2.3.5), its service locations and blocked clusters; its backend Services get a
 //! ServiceExport and a PropagationPolicy, pruned when no longer referenced; a LoadBalancer
 //! MultiClusterService gets its load balancer, loses it with the type and starts again from
-//! 1.2.3.4; deleting the ingress and a Service cleans everything up.
+//! 1.2.3.4; the ServiceExport CRD's ClusterPropagationPolicy follows the Clusters and comes
+//! back when deleted; deleting the ingress and a Service cleans everything up.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -24,29 +25,6 @@ const CONVERGE: Duration = Duration::from_secs(90);
 const NETWORKING: &str = "networking.karmada.io/v1alpha1";
 const EXPORT: &str = "multicluster.x-k8s.io/v1alpha1";
 const POLICY: &str = "policy.karmada.io/v1alpha1";
-
-/// The MultiClusterIngress CRD with `status.conditions` declared. Karmada's (and
-/// config/crds') has none, but the broker writes its `Synced` condition into every trigger's
-/// status, and the API server refuses a server-side apply of an undeclared field (the pack's
-/// README, "Known limitations"): until the engine leaves that condition out where the status
-/// has no conditions, the test serves the kind with them.
-fn with_status_conditions(mut crds: Vec<Value>) -> Value {
-    let mut crd = crds.remove(0);
-    let status = crd
-        .pointer_mut("/spec/versions/0/schema/openAPIV3Schema/properties/status/properties")
-        .and_then(Value::as_object_mut)
-        .unwrap();
-    assert!(!status.contains_key("conditions"));
-    status.insert(
-        "conditions".into(),
-        json!({"type": "array", "x-kubernetes-list-type": "map",
-               "x-kubernetes-list-map-keys": ["type"],
-               "items": {"type": "object", "required": ["type", "status"],
-                         "x-kubernetes-preserve-unknown-fields": true,
-                         "properties": {"type": {"type": "string"}, "status": {"type": "string"}}}}),
-    );
-    crd
-}
 
 /// Every `status.loadBalancer.ingress[0].ip` an object of `kind` named `name` in `default`
 /// takes, in order, as a watch started before it exists sees them (a value repeated by
@@ -201,14 +179,13 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
     }
     let plane = ControlPlane::start(&["karmada"]).await.unwrap();
     let server = plane.cluster("karmada").unwrap();
-    let mut crds = vec![with_status_conditions(config_crds(&[
+    // Karmada's MultiClusterIngress status declares no conditions: the rule writes none.
+    let mut crds = config_crds(&[
         "networking.karmada.io_multiclusteringresses.yaml",
-    ]))];
-    crds.extend(config_crds(&[
         "networking.karmada.io_multiclusterservices.yaml",
         "cluster.karmada.io_clusters.yaml",
         "multicluster.x-k8s.io_serviceexports.yaml",
-    ]));
+    ]);
     crds.extend(karmada_crds());
     server.install_crds(&crds).await.unwrap();
     let client = server.client().await.unwrap();
@@ -289,8 +266,84 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
         .get(NETWORKING, "MultiClusterIngress", Some("default"), "shop")
         .await
         .unwrap();
-    // No outputs, so no finalizer of the pack.
+    // No outputs, so no finalizer of the pack; no `Synced` where the CRD has no conditions.
     assert!(live["metadata"].get("finalizers").is_none(), "{live}");
+    assert!(live["status"].get("conditions").is_none(), "{live}");
+
+    // The ServiceExport CRD's ClusterPropagationPolicy, kept in place without a trigger:
+    // every Cluster, following them as they join; applied again when deleted.
+    let policy_clusters = || async {
+        let policy = karmada
+            .get(
+                POLICY,
+                "ClusterPropagationPolicy",
+                None,
+                "serviceexportpropagation-policy",
+            )
+            .await
+            .ok_or("no ClusterPropagationPolicy")?;
+        Ok::<Value, String>(policy["spec"]["placement"]["clusterAffinity"]["clusterNames"].clone())
+    };
+    let clusters_are = |want: Value| {
+        let policy_clusters = &policy_clusters;
+        move || {
+            let want = want.clone();
+            async move {
+                let have = policy_clusters().await?;
+                if have == want {
+                    Ok(())
+                } else {
+                    Err(format!("{have}"))
+                }
+            }
+        }
+    };
+    wait_for(
+        "the CRD's policy",
+        CONVERGE,
+        clusters_are(json!(["member1", "member2"])),
+    )
+    .await;
+    let policy = karmada
+        .get(
+            POLICY,
+            "ClusterPropagationPolicy",
+            None,
+            "serviceexportpropagation-policy",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        policy["spec"]["placement"]["clusterTolerations"],
+        json!([{"key": "cluster.karmada.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+               {"key": "cluster.karmada.io/unreachable", "operator": "Exists", "effect": "NoExecute"}])
+    );
+    karmada
+        .put(
+            &json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                     "metadata": {"name": "member3"}, "spec": {"syncMode": "Pull"}}),
+        )
+        .await;
+    wait_for(
+        "member3 in the CRD's policy",
+        CONVERGE,
+        clusters_are(json!(["member1", "member2", "member3"])),
+    )
+    .await;
+    karmada
+        .delete(
+            POLICY,
+            "ClusterPropagationPolicy",
+            None,
+            "serviceexportpropagation-policy",
+        )
+        .await;
+    wait_for(
+        "the CRD's policy applied again",
+        CONVERGE,
+        clusters_are(json!(["member1", "member2", "member3"])),
+    )
+    .await;
 
     // Its backend Services are exported to the clusters of their bindings.
     let clusters = wait_for("serve exported", CONVERGE, || exported(&karmada, "serve")).await;
@@ -387,16 +440,15 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
             .is_none()
     );
 
-    // The Service api deleted: its exports go with it, then the Service (finalizer released).
+    // The Service api deleted: it carries neither the pack's finalizer nor a condition
+    // (the rule opts out of both, as the seed writes neither); it goes at once and its
+    // exports after it.
     let api = karmada
         .get("v1", "Service", Some("default"), "api")
         .await
         .unwrap();
-    assert_eq!(
-        api["metadata"]["finalizers"],
-        json!(["switchyard.dev/multicluster-ingress"])
-    );
-    assert_eq!(condition(&api, "Synced").unwrap()["reason"], "Synced");
+    assert!(api["metadata"].get("finalizers").is_none(), "{api}");
+    assert!(condition(&api, "Synced").is_none(), "{api}");
     karmada
         .delete("v1", "Service", Some("default"), "api")
         .await;

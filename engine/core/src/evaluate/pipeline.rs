@@ -16,7 +16,7 @@ use crate::pack::{CompiledRule, Pack, Step};
 use super::bindings::Bindings;
 use super::context::{EvalContext, REASON_TOO_MANY_MEMBERS, Record, Stop, compact};
 use super::conversions::Conversions;
-use super::status::{RuleResult, RuleStatus, trigger_status};
+use super::status::{RuleResult, RuleStatus, take_synced, trigger_status};
 
 /// Evaluates every rule of `pack` that watches `trigger`. Pure: the same inputs give the
 /// same outcome, byte for byte.
@@ -124,6 +124,7 @@ pub(crate) fn evaluate_traced<'w>(
                 .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
                 .cloned(),
             stopped: false,
+            unwritten_synced: None,
         },
     };
     if rules.is_empty() {
@@ -174,7 +175,12 @@ pub(crate) fn evaluate_traced<'w>(
     // The pack's own trigger is no object: nothing to write a status or a finalizer onto.
     let pack_trigger = pack.is_pack_trigger(&outcome.trigger);
     if writes_status && !pack_trigger {
-        let status = trigger_status(results, &missing_targets, trigger.object, now);
+        let mut status = trigger_status(results, &missing_targets, trigger.object, now);
+        // `status.syncedCondition: false` on every rule that writes status: the condition is
+        // kept aside for Events and metrics, not written.
+        if !rules.iter().any(|r| r.write_status && r.synced_condition) {
+            outcome.facts.unwritten_synced = take_synced(&mut status);
+        }
         outcome.status = Some(status);
     }
     outcome.cost = cost;

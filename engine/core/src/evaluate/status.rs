@@ -142,6 +142,21 @@ pub(super) fn trigger_status(
 /// The status field the conditions live in.
 const STATUS_CONDITIONS: &str = "conditions";
 
+/// Takes the `Synced` condition out of a trigger status, and the `conditions` field with it
+/// when nothing else is left in it (a kind whose status declares no conditions).
+pub(super) fn take_synced(status: &mut Value) -> Option<Value> {
+    let fields = status.as_object_mut()?;
+    let conditions = fields.get_mut(STATUS_CONDITIONS)?.as_array_mut()?;
+    let at = conditions
+        .iter()
+        .position(|c| c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED))?;
+    let synced = conditions.remove(at);
+    if conditions.is_empty() {
+        fields.remove(STATUS_CONDITIONS);
+    }
+    Some(synced)
+}
+
 /// Puts `condition` in the place of the one of its type, or after the others.
 fn set_condition(conditions: &mut Vec<Value>, condition: Value) {
     match conditions

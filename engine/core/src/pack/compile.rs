@@ -652,6 +652,11 @@ impl Loader<'_> {
         if status.is_some() && spec.write_status {
             need_role(self, &watch_cluster, Access::WriteStatus, "spec.status");
         }
+        if spec.write_status
+            && let Some(w) = &spec.watch
+        {
+            self.check_status_conditions(file, &rule, node, w, spec.status.as_ref());
+        }
         if spec.write_status {
             // Every trigger gets `Synced`, mapping or not (a mapping's own error is above).
             if spec.status.is_none()
@@ -1031,6 +1036,7 @@ impl Loader<'_> {
             status,
             deletion: spec.deletion,
             write_status: spec.write_status,
+            synced_condition: spec.status.as_ref().is_none_or(|s| s.synced_condition),
             finalizer: spec.finalizer,
             reads_clusters,
             member_roles,
@@ -1075,6 +1081,54 @@ impl Loader<'_> {
             }
             _ => {}
         }
+    }
+
+    /// Conditions (the engine's `Synced`, the mapping's) written into a kind whose CRD
+    /// declares no `status.conditions` would make the API server refuse every status write.
+    fn check_status_conditions(
+        &mut self,
+        file: &str,
+        rule: &str,
+        node: &Node,
+        watch: &crate::model::Watch,
+        status: Option<&crate::model::StatusMapping>,
+    ) {
+        let synced = status.is_none_or(|s| s.synced_condition);
+        let mapped = status.is_some_and(|s| {
+            !s.conditions.is_empty() || s.on_stop.as_ref().is_some_and(|o| !o.conditions.is_empty())
+        });
+        if !(synced || mapped)
+            || crate::kinds::status_holds_conditions(self.crds, &watch.api_version, &watch.kind)
+                != Some(false)
+        {
+            return;
+        }
+        let (what, path, help) = if synced {
+            (
+                "the engine's `Synced` condition",
+                "spec.watch",
+                "set `status: {syncedCondition: false}` on the rule (its failures are then Events, logs and metrics only), or `writeStatus: false`, or declare `status.conditions` in the CRD",
+            )
+        } else {
+            (
+                "the rule's conditions",
+                "spec.status.conditions",
+                "leave out the condition mappings, or declare `status.conditions` in the CRD",
+            )
+        };
+        let at = node.closest(&yaml::parse_path(path)).pos;
+        self.error(
+            Diagnostic::error(
+                "pack::invalid-value",
+                format!(
+                    "{what} would be written into the triggers' `status.conditions`, but the CRD of {} ({}) declares no `status.conditions`: the API server refuses such a status",
+                    watch.kind, watch.api_version
+                ),
+            )
+            .at(file, at)
+            .in_rule(rule)
+            .with_help(help),
+        );
     }
 
     /// A status mapping's fields and conditions (`spec.status` or `spec.status.onStop`).

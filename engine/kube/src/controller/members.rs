@@ -137,15 +137,6 @@ impl Controller {
 
 fn synced_true(outcome: &Outcome) -> bool {
     outcome
-        .status
-        .as_ref()
-        .and_then(|s| s.get("conditions"))
-        .and_then(serde_json::Value::as_array)
-        .is_some_and(|conditions| {
-            conditions.iter().any(|c| {
-                c.get("type").and_then(serde_json::Value::as_str)
-                    == Some(switchyard_core::names::CONDITION_SYNCED)
-                    && c.get("status").and_then(serde_json::Value::as_str) == Some("True")
-            })
-        })
+        .synced()
+        .is_some_and(|c| c.get("status").and_then(serde_json::Value::as_str) == Some("True"))
 }

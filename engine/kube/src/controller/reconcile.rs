@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use serde_json::Value;
-use switchyard_core::names::{CONDITION_SYNCED, REASON_ALREADY_EXISTS, REASON_CONFLICT};
+use switchyard_core::names::{REASON_ALREADY_EXISTS, REASON_CONFLICT};
 use switchyard_core::object::World;
 use switchyard_core::{ObjectKey, Outcome, Trigger, evaluate_untraced};
 
@@ -61,6 +61,7 @@ impl Controller {
         };
         let Some(object) = object else {
             // The trigger is gone: it desires nothing any more.
+            self.swap_unwritten_synced(pack_name, trigger, None);
             let touched = {
                 let mut state = self.lock();
                 state.reads.record(pack_name, trigger, BTreeSet::new());
@@ -224,7 +225,7 @@ impl Controller {
         self.restate_merged(pack_name, trigger);
         self.note_gone_members(pack_name, trigger, &mut outcome);
         if let Some(status) = &outcome.status {
-            self.write_status(pack_name, trigger, &object, status)
+            self.write_status(pack_name, trigger, &object, status, outcome.synced())
                 .await?;
         }
         {
@@ -256,14 +257,6 @@ impl Controller {
 
 fn synced_false(outcome: &Outcome) -> bool {
     outcome
-        .status
-        .as_ref()
-        .and_then(|s| s.get("conditions"))
-        .and_then(Value::as_array)
-        .is_some_and(|conditions| {
-            conditions.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some(CONDITION_SYNCED)
-                    && c.get("status").and_then(Value::as_str) == Some("False")
-            })
-        })
+        .synced()
+        .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("False"))
 }

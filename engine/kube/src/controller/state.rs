@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use serde_json::Value;
+
 use switchyard_core::evaluate::Precedence;
 use switchyard_core::plan::Conflict;
 use switchyard_core::{DesiredObject, ObjectKey, Pack};
@@ -171,7 +173,14 @@ pub struct Controller {
     pub(super) state: Mutex<State>,
     pub(super) writes: Mutex<Writes>,
     pub(super) counters: Mutex<CounterState>,
+    /// The last `Synced` state of triggers whose pack does not write it into their status
+    /// (`status.syncedCondition: false`), per pack: what tells a new failure (an Event)
+    /// from a repeated one.
+    pub(super) unwritten_synced: Mutex<HashMap<(String, ObjectKey), SyncedState>>,
 }
+
+/// A `Synced` condition's status, reason and message.
+pub(super) type SyncedState = (Value, Value, Value);
 
 /// A failure that retries the work item with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -195,6 +204,7 @@ impl Controller {
             state: Mutex::new(State::default()),
             writes: Mutex::new(Writes::default()),
             counters: Mutex::new(CounterState::default()),
+            unwritten_synced: Mutex::new(HashMap::new()),
         })
     }
 

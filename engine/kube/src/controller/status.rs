@@ -11,37 +11,42 @@ use switchyard_core::plan::OWNERS_MORE;
 use switchyard_core::{ObjectKey, Pack};
 
 use super::outputs::{annotation, is_subset};
-use super::state::{Controller, ReconcileError};
+use super::state::{Controller, ReconcileError, SyncedState};
 
 impl Controller {
     /// Writes the status an evaluation computed, unless the live status already holds it.
+    /// A new failure of `synced` (the evaluation's `Synced`, written into `status` or, for
+    /// a kind whose status has no conditions, not) is also an Event.
     pub(super) async fn write_status(
         &self,
         pack_name: &str,
         trigger: &ObjectKey,
         live: &Value,
         status: &Value,
+        synced: Option<&Value>,
     ) -> Result<(), ReconcileError> {
         let current = live.get("status").cloned().unwrap_or(Value::Null);
-        if is_subset(status, &current) {
-            return Ok(());
-        }
-        // A new failure is also an Event, so `kubectl describe` and event pipelines see it.
-        let synced = |s: &Value| {
-            s.get("conditions")
+        let unwritten = synced.is_some_and(|s| !in_conditions(status, s));
+        let state = |c: &Value| {
+            (
+                c["status"].clone(),
+                c["reason"].clone(),
+                c["message"].clone(),
+            )
+        };
+        let failed = synced.filter(|c| c["status"] == "False").map(state);
+        let was = if unwritten {
+            self.swap_unwritten_synced(pack_name, trigger, synced.map(state))
+        } else {
+            current
+                .get("conditions")
                 .and_then(Value::as_array)
                 .and_then(|c| c.iter().find(|c| c["type"] == CONDITION_SYNCED))
-                .map(|c| {
-                    (
-                        c["status"].clone(),
-                        c["reason"].clone(),
-                        c["message"].clone(),
-                    )
-                })
+                .map(state)
         };
-        if let Some((state, reason, message)) = synced(status)
-            && state == "False"
-            && synced(&current) != Some((state.clone(), reason.clone(), message.clone()))
+        // A new failure is also an Event, so `kubectl describe` and event pipelines see it.
+        if let Some((_, reason, message)) = &failed
+            && was.as_ref() != failed.as_ref()
         {
             let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
             self.clusters
@@ -53,6 +58,9 @@ impl Controller {
                 )
                 .await;
         }
+        if is_subset(status, &current) {
+            return Ok(());
+        }
         if self
             .clusters
             .apply_status(pack_name, trigger, status)
@@ -61,6 +69,25 @@ impl Controller {
             self.count_status(pack_name, trigger);
         }
         Ok(())
+    }
+
+    /// Records the `Synced` state of a trigger whose status does not hold it, answering the
+    /// one recorded before.
+    pub(super) fn swap_unwritten_synced(
+        &self,
+        pack_name: &str,
+        trigger: &ObjectKey,
+        now: Option<SyncedState>,
+    ) -> Option<SyncedState> {
+        let mut states = self
+            .unwritten_synced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (pack_name.to_string(), trigger.clone());
+        match now {
+            Some(state) => states.insert(key, state),
+            None => states.remove(&key),
+        }
     }
 
     /// The trigger is being deleted: its outputs go (or are orphaned), and its finalizer is
@@ -151,3 +178,11 @@ pub(super) fn has_finalizer(object: &Value, finalizer: &str) -> bool {
 
 /// How long to wait before a deleting trigger is looked at again when nothing else wakes it.
 pub const CLEANUP_POLL: Duration = Duration::from_secs(2);
+
+/// Whether `status` holds this `Synced` condition.
+fn in_conditions(status: &Value, synced: &Value) -> bool {
+    status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c == synced))
+}

@@ -37,6 +37,7 @@ pub fn karmada_crds() -> Vec<Value> {
     let mut crds = Vec::new();
     for file in [
         "policy.karmada.io_propagationpolicies.yaml",
+        "policy.karmada.io_clusterpropagationpolicies.yaml",
         "work.karmada.io_resourcebindings.yaml",
     ] {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
