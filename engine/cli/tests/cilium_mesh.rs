@@ -3,7 +3,9 @@
 //! Nodes, Cilium's DaemonSet, a tenant Service and its EndpointSlice. The binding's status is
 //! read from the clusters, the GlobalService annotates the Service in both, the
 //! ConnectivityIntents become Cilium policies in both, statuses are written back, and
-//! deleting the GlobalService and the intents takes the annotations and policies away.
+//! deleting the GlobalService and the intents takes the annotations and policies away. The
+//! mesh's members come from the management plane's Cluster CRs and their kubeconfig Secrets
+//! (the broker run with the pack's `broker.yaml`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests panic on purpose
 
@@ -291,31 +293,52 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
     )
     .await;
 
+    // The mesh's members as the seed finds them: the management plane's Cluster CRs (here on
+    // the source API server), Ready, naming their kubeconfig Secret (one under the seed's
+    // other key, `value`).
+    for (i, name) in MEMBERS.iter().enumerate() {
+        let key = if i == 0 { "kubeconfig" } else { "value" };
+        let kubeconfig = plane.cluster(name).unwrap().embedded_kubeconfig().unwrap();
+        apply(
+            &source,
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": format!("{name}-kubeconfig"), "namespace": "default"},
+                   "stringData": {key: kubeconfig}}),
+        )
+        .await;
+        apply(
+            &source,
+            json!({"apiVersion": "cluster.edge-connect.eu/v1alpha1", "kind": "Cluster",
+                   "metadata": {"name": name, "namespace": "default"},
+                   "spec": {"provider": "KIND"},
+                   "status": {"kubeconfigSecretRef": {"name": format!("{name}-kubeconfig"), "key": key},
+                              "conditions": [{"type": "Ready", "status": "True", "reason": "Ready",
+                                              "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+        )
+        .await;
+    }
+    // The pack's broker configuration, pointed at these API servers: one holds both the
+    // tenant's objects (a kcp virtual workspace's: they carry kcp.io/cluster) and the
+    // management plane's.
+    let shipped = std::fs::read_to_string(root().join("rules/cilium-mesh/broker.yaml")).unwrap();
+    let mut config = switchyard_core::yaml::parse_documents(&shipped).unwrap()[0].to_json();
+    config["spec"]["packs"] = json!(root().join("rules/cilium-mesh"));
+    let kubeconfig = source_server.kubeconfig_path();
+    config["spec"]["clusters"] = json!([
+        {"role": "source", "kubeconfig": kubeconfig, "workspacePaths": false},
+        {"role": "management", "kubeconfig": kubeconfig}]);
+    let config_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config_file.path(), serde_json::to_string(&config).unwrap()).unwrap();
+
     let log = tempfile::NamedTempFile::new().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
-    command
-        .current_dir(root())
-        .args([
-            "run",
-            "--packs",
-            "rules/cilium-mesh",
-            "--log-format",
-            "json",
-        ])
-        // One API server holds the tenant's objects (the source role is a kcp virtual
-        // workspace; its objects carry kcp.io/cluster).
-        .args(["--no-workspace-paths", "source"])
-        .arg("--cluster")
-        .arg(format!(
-            "source={}",
-            source_server.kubeconfig_path().display()
-        ));
-    for name in MEMBERS {
-        command.arg("--cluster").arg(format!(
-            "mesh/{name}={}",
-            plane.cluster(name).unwrap().kubeconfig_path().display()
-        ));
-    }
+    command.current_dir(root()).args([
+        "run",
+        "--config",
+        config_file.path().to_str().unwrap(),
+        "--log-format",
+        "json",
+    ]);
     let child = command
         .args(["--health-addr", &format!("127.0.0.1:{}", free_port())])
         .args(["--metrics-addr", &format!("127.0.0.1:{}", free_port())])
@@ -422,16 +445,24 @@ async fn cilium_mesh_exports_services_applies_policies_and_undoes_both() {
             let status = &ci["status"];
             // probeStatus only where probe.enabled.
             let probe_ok = if intent == "frontend-to-backend" {
-                status["probeStatus"]
-                    == json!({"success": true,
-                              "message": "probe not yet implemented; reporting apply status as proxy"})
+                let probe = &status["probeStatus"];
+                probe["success"] == true
+                    && probe["message"]
+                        == "probe not yet implemented; reporting apply status as proxy"
+                    && probe["lastProbeTime"].is_string()
             } else {
                 status.get("probeStatus").is_none()
             };
-            let ready = status["conditions"].as_array().into_iter().flatten().any(|c| {
-                c["type"] == "Ready" && c["status"] == "True" && c["reason"] == "Applied"
-            });
-            if status["phase"] == "Applied" && status["appliedClusters"] == json!(MEMBERS) && probe_ok && ready {
+            let ready = status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True" && c["reason"] == "Applied");
+            if status["phase"] == "Applied"
+                && status["appliedClusters"] == json!(MEMBERS)
+                && probe_ok
+                && ready
+            {
                 Ok(())
             } else {
                 Err(status.to_string())

@@ -273,6 +273,12 @@ impl ApiServer {
         &self.kubeconfig
     }
 
+    /// The admin kubeconfig as text with its certificate files embedded: what a kubeconfig
+    /// Secret holds.
+    pub fn embedded_kubeconfig(&self) -> Result<String, TestEnvError> {
+        crate::kubeconfig::embedded_kubeconfig(&self.kubeconfig)
+    }
+
     /// The kube-apiserver's log file.
     pub fn log_path(&self) -> &Path {
         &self.log

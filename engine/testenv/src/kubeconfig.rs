@@ -58,3 +58,42 @@ pub(crate) fn write_kubeconfig(
     std::fs::write(path, text)
         .map_err(|err| TestEnvError::io(format!("writing {}", path.display()), err))
 }
+
+/// The kubeconfig at `path` with the files it names (CA, client certificate and key)
+/// embedded as `*-data`: what a kubeconfig Secret holds, since paths there point nowhere.
+pub(crate) fn embedded_kubeconfig(path: &Path) -> Result<String, TestEnvError> {
+    use base64::Engine as _;
+    let read = |file: &Path| {
+        std::fs::read(file)
+            .map_err(|err| TestEnvError::io(format!("reading {}", file.display()), err))
+    };
+    let mut config: serde_json::Value = serde_json::from_slice(&read(path)?)
+        .map_err(|err| TestEnvError::io("parsing a kubeconfig", err.into()))?;
+    let sections = [("clusters", "cluster"), ("users", "user")];
+    for (list, entry) in sections {
+        let Some(items) = config
+            .get_mut(list)
+            .and_then(serde_json::Value::as_array_mut)
+        else {
+            continue;
+        };
+        for item in items {
+            let Some(fields) = item
+                .get_mut(entry)
+                .and_then(serde_json::Value::as_object_mut)
+            else {
+                continue;
+            };
+            for field in ["certificate-authority", "client-certificate", "client-key"] {
+                if let Some(file) = fields.remove(field) {
+                    let file = file.as_str().unwrap_or_default();
+                    let data =
+                        base64::engine::general_purpose::STANDARD.encode(read(Path::new(file))?);
+                    fields.insert(format!("{field}-data"), json!(data));
+                }
+            }
+        }
+    }
+    serde_json::to_string_pretty(&config)
+        .map_err(|err| TestEnvError::io("serializing a kubeconfig", err.into()))
+}
