@@ -272,8 +272,8 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
 
     // The ServiceExport CRD's ClusterPropagationPolicy, kept in place without a trigger:
     // every Cluster, following them as they join; applied again when deleted.
-    let policy_clusters = || async {
-        let policy = karmada
+    let crd_policy = || async {
+        karmada
             .get(
                 POLICY,
                 "ClusterPropagationPolicy",
@@ -281,16 +281,16 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
                 "serviceexportpropagation-policy",
             )
             .await
-            .ok_or("no ClusterPropagationPolicy")?;
-        Ok::<Value, String>(policy["spec"]["placement"]["clusterAffinity"]["clusterNames"].clone())
+            .ok_or_else(|| "no ClusterPropagationPolicy".to_string())
     };
     let clusters_are = |want: Value| {
-        let policy_clusters = &policy_clusters;
+        let crd_policy = &crd_policy;
         move || {
             let want = want.clone();
             async move {
-                let have = policy_clusters().await?;
-                if have == want {
+                let policy = crd_policy().await?;
+                let have = &policy["spec"]["placement"]["clusterAffinity"]["clusterNames"];
+                if *have == want {
                     Ok(())
                 } else {
                     Err(format!("{have}"))
@@ -304,15 +304,7 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
         clusters_are(json!(["member1", "member2"])),
     )
     .await;
-    let policy = karmada
-        .get(
-            POLICY,
-            "ClusterPropagationPolicy",
-            None,
-            "serviceexportpropagation-policy",
-        )
-        .await
-        .unwrap();
+    let policy = crd_policy().await.unwrap();
     assert_eq!(
         policy["spec"]["placement"]["clusterTolerations"],
         json!([{"key": "cluster.karmada.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
