@@ -287,6 +287,25 @@ mod tests {
     }
 
     #[test]
+    fn an_orphaned_output_loses_the_pack_s_labels_and_creation_mark_only() {
+        let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "ns-1",
+                         "labels": {"switchyard.dev/pack": "p", "app.kubernetes.io/managed-by": "switchyard",
+                                    "tenant": "a"},
+                         "annotations": {"switchyard.dev/created": "uid-1",
+                                         "switchyard.dev/rule": "namespaces/namespace"}}});
+        let rules: BTreeSet<String> = ["namespaces".to_string()].into();
+        assert!(made_by_any(&namespace, &rules));
+        assert!(!made_by_any(&namespace, &["other".to_string()].into()));
+        orphan(&mut namespace);
+        assert_eq!(
+            namespace["metadata"],
+            json!({"name": "ns-1", "labels": {"tenant": "a"},
+                   "annotations": {"switchyard.dev/rule": "namespaces/namespace"}})
+        );
+    }
+
+    #[test]
     fn merge_replaces_leaves_and_joins_maps() {
         let mut object = json!({"a": {"b": 1, "c": [1]}, "d": 1});
         merge(&mut object, &json!({"a": {"c": [2], "e": true}}));
