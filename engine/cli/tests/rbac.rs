@@ -192,7 +192,7 @@ fn outputs_that_render_status_get_the_status_subresource() {
     let karmada = role("switchyard-datum-federation-karmada");
     assert_eq!(resources_with(&karmada, "patch"), ["instances/status"]);
     // The projects: their triggers' status and the projection's.
-    let source = role("switchyard-datum-federation-source");
+    let source = role("switchyard-datum-federation-project");
     assert_eq!(
         resources_with(&source, "patch"),
         [
@@ -321,6 +321,7 @@ fn a_folder_of_packs_merges_roles() {
             "karmada",
             "management",
             "mesh",
+            "project",
             "provider",
             "source"
         ]

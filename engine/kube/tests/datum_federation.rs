@@ -1,5 +1,5 @@
 //! The datum-federation pack under the broker, against real API servers: two project control
-//! planes (members `source/projects/p1` and `source/projects/p2`, named as datum's Milo
+//! planes (members `project/projects/p1` and `project/projects/p2`, named as datum's Milo
 //! provider names them), Karmada and a POP cell (`cell/dfw-1`). Karmada's scheduler and
 //! aggregation and the cell's WorkloadDeploymentReconciler are played by the test. The pack
 //! keeps the ResourceInterpreterCustomization from the start; a Workload gets one
@@ -162,8 +162,8 @@ async fn workloads_are_federated_projected_and_cleaned_up_across_projects() {
     let broker = Broker::start(
         &dir.path().join("packs"),
         &[
-            ("source/projects/p1", server("p1").kubeconfig_path()),
-            ("source/projects/p2", server("p2").kubeconfig_path()),
+            ("project/projects/p1", server("p1").kubeconfig_path()),
+            ("project/projects/p2", server("p2").kubeconfig_path()),
             ("karmada", server("karmada").kubeconfig_path()),
             ("cell/dfw-1", server("cell").kubeconfig_path()),
         ],
