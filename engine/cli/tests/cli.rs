@@ -42,6 +42,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     let shipped = switchyard(&[
         "check",
         "--strict",
+        "rules/datum-federation",
         "rules/kcp-karmada",
         "rules/multicluster-ingress",
         "rules/resource-broker",
@@ -51,6 +52,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         summaries,
         [
+            "rules/datum-federation: ok: pack datum-federation 0.1.0 (6 rules, 0 tables, 0 warnings)",
             "rules/kcp-karmada: ok: pack kcp-karmada 0.1.0 (2 rules, 3 tables, 0 warnings)",
             "rules/multicluster-ingress: ok: pack multicluster-ingress 0.1.0 (4 rules, 0 tables, 0 warnings)",
             "rules/resource-broker: ok: pack resource-broker 0.1.0 (2 rules, 0 tables, 0 warnings)"
@@ -61,6 +63,7 @@ fn check_strict_fails_on_warnings_and_the_shipped_packs_have_none() {
     assert_eq!(
         notes,
         [
+            "rules/datum-federation/rules/federation-namespace.yaml:22:13: note[cel::no-schema]: Namespace (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/kcp-karmada/rules/kubernetes-cluster.yaml:50:13: note[cel::no-schema]: Secret (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/multicluster-ingress/rules/multicluster-ingress.yaml:21:13: note[cel::no-schema]: IngressClass (networking.k8s.io/v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
             "rules/multicluster-ingress/rules/service-export.yaml:15:11: note[cel::no-schema]: Service (v1) has no CRD schema: its fields other than metadata are typed as dyn, so misspelled fields and wrong types in them are not caught",
@@ -259,6 +262,84 @@ fn multicluster_ingress_outputs_are_valid_karmada_objects() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The datum-federation pack's outputs are valid Karmada objects: its PropagationPolicies and
+/// its ResourceInterpreterCustomization against Karmada's own CRDs (kept beside the
+/// repository), its WorkloadDeployments and Instances against config/crds.
+#[test]
+fn datum_federation_outputs_are_valid_karmada_objects() {
+    let render = |pack: &str| {
+        switchyard(&[
+            "render",
+            "--pack",
+            pack,
+            "--partials",
+            &root().join("templates").to_string_lossy(),
+            "--crds",
+            &root().join("config/crds").to_string_lossy(),
+            "--input",
+            "rules/datum-federation/examples",
+            "--clock",
+            "2026-01-01T00:00:00Z",
+            "--validate-against",
+            "../shared/crds/karmada",
+            "-o",
+            "json",
+        ])
+    };
+    let out = render("rules/datum-federation");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut kinds: Vec<&str> = plan["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["object"]["kind"].as_str().unwrap())
+        .collect();
+    kinds.sort_unstable();
+    assert_eq!(
+        kinds,
+        [
+            "Instance",
+            "Instance",
+            "Namespace",
+            "PropagationPolicy",
+            "ResourceInterpreterCustomization",
+            "WorkloadDeployment",
+            "WorkloadDeployment",
+            "WorkloadDeployment",
+            "WorkloadDeployment"
+        ]
+    );
+
+    // Karmada's CRDs are really consulted: a misspelled field of each is refused.
+    for (template, from, to, error) in [
+        (
+            "templates/propagation-policy.yaml.hbs",
+            "    clusterAffinity:",
+            "    clusterAffinitee:",
+            "PropagationPolicy `ns-6f1d1e0c-5c43-4d0e-9d55-2f1c3f0a7b11/city-dfw` in cluster `karmada` is invalid: spec.placement.clusterAffinitee",
+        ),
+        (
+            "templates/resource-interpreter.yaml.hbs",
+            "    statusReflection:",
+            "    statusReflexion:",
+            "ResourceInterpreterCustomization `workloaddeployment` in cluster `karmada` is invalid: spec.customizations.statusReflexion",
+        ),
+    ] {
+        let dir = temp_dir("datum-invalid-output");
+        let pack = dir.join("datum-federation");
+        copy_pack("rules/datum-federation", &pack);
+        let path = pack.join(template);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{template}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let out = render(&pack.to_string_lossy());
+        assert_eq!(out.status.code(), Some(1), "{template}: {}", stdout(&out));
+        assert!(stderr(&out).contains(error), "{}", stderr(&out));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn render_json_lists_outputs_with_clusters_and_status() {
     let out = switchyard(&args(&[
@@ -436,7 +517,12 @@ fn diff_reports_changed_objects_and_exit_codes() {
 /// are compared without the engine's ownership metadata and version.
 #[test]
 fn a_version_bump_changes_no_expectation() {
-    for name in ["kcp-karmada", "multicluster-ingress", "resource-broker"] {
+    for name in [
+        "datum-federation",
+        "kcp-karmada",
+        "multicluster-ingress",
+        "resource-broker",
+    ] {
         let dir = temp_dir(&format!("bump-{name}"));
         let pack = dir.join(name);
         copy_pack(&format!("rules/{name}"), &pack);

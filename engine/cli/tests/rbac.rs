@@ -16,7 +16,7 @@ use support::{root, stderr, stdout, switchyard};
 fn crd_args(pack: &str) -> Vec<String> {
     let mut args = vec!["--crds".to_string(), "config/crds".to_string()];
     match pack {
-        "kcp-karmada" | "multicluster-ingress" => {
+        "datum-federation" | "kcp-karmada" | "multicluster-ingress" => {
             args.extend(["--crds".to_string(), "../shared/crds/karmada".to_string()]);
         }
         "cilium-mesh" => args.extend(["--crds".to_string(), "../shared/crds/cilium".to_string()]),
@@ -160,6 +160,52 @@ fn generated_rbac_parses_and_grants_what_the_broker_does() {
     assert!(text.contains("RBAC has no namespace"));
 }
 
+/// An output that renders a status (datum-federation's Instance write-back and projection) is
+/// applied through the status subresource: its role is granted `patch` on it, even without
+/// `writeStatus` access (that is for triggers).
+#[test]
+fn outputs_that_render_status_get_the_status_subresource() {
+    let text = generate("datum-federation", "yaml");
+    let docs: Vec<serde_json::Value> = switchyard_core::yaml::parse_documents(&text)
+        .unwrap()
+        .iter()
+        .map(|d| d.to_json())
+        .collect();
+    let role = |name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("ClusterRole {name}"))
+            .clone()
+    };
+    let resources_with = |role: &serde_json::Value, verb: &str| -> Vec<String> {
+        role["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["verbs"].as_array().unwrap().iter().any(|v| v == verb))
+            .flat_map(|r| r["resources"].as_array().unwrap().clone())
+            .map(|v| v.as_str().unwrap().to_string())
+            .filter(|r| r.ends_with("/status"))
+            .collect()
+    };
+    // Karmada: the write-back's status; no trigger status (its triggers write none).
+    let karmada = role("switchyard-datum-federation-karmada");
+    assert_eq!(resources_with(&karmada, "patch"), ["instances/status"]);
+    // The projects: their triggers' status and the projection's.
+    let source = role("switchyard-datum-federation-project");
+    assert_eq!(
+        resources_with(&source, "patch"),
+        [
+            "workloaddeployments/status",
+            "workloads/status",
+            "instances/status"
+        ]
+    );
+    // The cells: the finalizer only.
+    let cell = role("switchyard-datum-federation-cell");
+    assert!(resources_with(&cell, "patch").is_empty());
+}
+
 #[test]
 fn lease_namespace_and_service_account_are_flags() {
     let out = switchyard(&[
@@ -253,6 +299,7 @@ fn a_folder_of_packs_merges_roles() {
         rbac["packs"],
         serde_json::json!([
             "cilium-mesh",
+            "datum-federation",
             "kcp-karmada",
             "multicluster-ingress",
             "resource-broker"
@@ -267,12 +314,14 @@ fn a_folder_of_packs_merges_roles() {
     assert_eq!(
         roles,
         [
+            "cell",
             "compute",
             "consumer",
             "coordination",
             "karmada",
             "management",
             "mesh",
+            "project",
             "provider",
             "source"
         ]

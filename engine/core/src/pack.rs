@@ -388,9 +388,18 @@ pub struct ObservedOutput {
     pub owned: bool,
 }
 
+/// The line (from 0) of a template's top-level `status:`: the output renders a status,
+/// applied through the status subresource.
+pub(crate) fn template_status_line(template: &str) -> Option<usize> {
+    template.lines().position(|l| {
+        l.strip_prefix("status")
+            .is_some_and(|r| r.trim_start().starts_with(':'))
+    })
+}
+
 /// The apiVersion and kind a template writes, when it writes one document with both as
 /// literal top-level values.
-fn literal_kind(template: &str) -> Option<(String, String)> {
+pub(crate) fn literal_kind(template: &str) -> Option<(String, String)> {
     if template.lines().any(|l| l.trim_end() == "---") {
         return None;
     }

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 pub use crate::kinds::{KindInfo, group_of};
 use crate::model::Access;
-use crate::pack::Pack;
+use crate::pack::{Pack, literal_kind, template_status_line};
 
 /// Why RBAC cannot be computed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -190,6 +190,8 @@ struct Grants {
     finalizers: BTreeSet<Resource>,
     /// `<resource>/status` of triggers.
     status: BTreeSet<Resource>,
+    /// `<resource>/status` of outputs whose template renders a status.
+    output_status: BTreeSet<Resource>,
     /// Triggers live here: Events are recorded here.
     events: bool,
     /// The scope's kinds, watched (metadata) across all namespaces, with the verbs granted
@@ -210,6 +212,8 @@ struct OutputKinds {
     /// Kinds only patched (patch outputs).
     patched: BTreeSet<(String, String)>,
     patched_any: bool,
+    /// Owned kinds whose template renders `status`, applied through the status subresource.
+    status: BTreeSet<(String, String)>,
 }
 
 /// The kinds each role's outputs write, from the pack's rule files and templates: a
@@ -256,6 +260,11 @@ fn output_kinds(pack: &Pack) -> BTreeMap<String, OutputKinds> {
                     }
                     (crate::model::OutputMode::Patch, None) => kinds.patched_any = true,
                     (_, Some(kind)) => {
+                        if let Some(text) = files.get(&format!("templates/{}", output.template))
+                            && template_status_line(text).is_some()
+                        {
+                            kinds.status.insert(kind.clone());
+                        }
                         kinds.owned.insert(kind);
                     }
                     (_, None) => kinds.owned_any = true,
@@ -270,23 +279,6 @@ fn output_kinds(pack: &Pack) -> BTreeMap<String, OutputKinds> {
         }
     }
     by_role
-}
-
-/// The apiVersion and kind a template writes, when it writes one document with both as
-/// literal top-level values (as the broker decides what it reads back).
-fn literal_kind(template: &str) -> Option<(String, String)> {
-    if template.lines().any(|l| l.trim_end() == "---") {
-        return None;
-    }
-    let literal = |key: &str| -> Option<String> {
-        let mut found = template
-            .lines()
-            .filter_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-            .map(|v| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string());
-        let value = found.next()?;
-        (found.next().is_none() && !value.is_empty() && !value.contains("{{")).then_some(value)
-    };
-    Some((literal("apiVersion")?, literal("kind")?))
 }
 
 /// Computes the RBAC the broker needs to run `packs`, resolving kinds with `kinds`; the
@@ -435,6 +427,11 @@ fn add_pack(
             if writes && (written.patched_any || written.patched.contains(&this)) {
                 verbs.extend([Verb::Get, Verb::Patch]);
             }
+            if writes && info.status && written.status.contains(&this) {
+                grants
+                    .output_status
+                    .insert((info.group.clone(), format!("{}/status", info.resource)));
+            }
             // Every kind of the scope is watched (metadata) across all namespaces.
             let all = grants.scope_all.entry(key.clone()).or_default();
             if info.scope.is_cluster() || !patterns.is_empty() {
@@ -545,6 +542,11 @@ fn role_rules(role: String, g: Grants) -> RoleRbac {
     by_group(
         &with_verbs(&g.status, &[Verb::Patch]),
         "Triggers' status: server-side apply on the status subresource.",
+        &mut cluster_rules,
+    );
+    by_group(
+        &with_verbs(&g.output_status, &[Verb::Patch]),
+        "Outputs' rendered status: server-side apply on the status subresource, after the object.",
         &mut cluster_rules,
     );
     let mut why = String::from(

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Map, Value};
 
-use crate::model::OutputMode;
-use crate::names::LABEL_PACK;
+use crate::model::{DeletionPolicy, OutputMode};
+use crate::names::{ANNOTATION_CREATED, ANNOTATION_RULE, LABEL_MANAGED_BY, LABEL_PACK};
 use crate::object::{MemoryWorld, ObjectKey, World};
 use crate::pack::Pack;
 use crate::plan::{Plan, plan};
@@ -51,8 +51,9 @@ impl<'p> Simulation<'p> {
     /// Applies the last evaluation to the world, as the broker would: outputs created or
     /// replaced (their `status` stays, it is another controller's), patches merged into
     /// their targets and taken back when no longer desired, status written onto the
-    /// triggers, and the pack's objects that nothing desires removed. Like the broker, it
-    /// removes nothing while some trigger fails to evaluate.
+    /// triggers, and the pack's objects that nothing desires removed, or orphaned (the pack's
+    /// labels and creation mark taken off) when the rule that made them says `deletion:
+    /// Orphan`. Like the broker, it removes nothing while some trigger fails to evaluate.
     pub fn settle(&mut self) {
         let Some(last) = self.last.take() else {
             return;
@@ -137,11 +138,56 @@ impl<'p> Simulation<'p> {
                 })
                 .map(|(key, _)| key)
                 .collect();
+            let orphaning: BTreeSet<String> = self
+                .pack
+                .rule_kinds()
+                .into_iter()
+                .filter(|r| r.deletion == DeletionPolicy::Orphan)
+                .map(|r| r.name)
+                .collect();
             for key in undesired {
-                self.world.remove(&key);
+                match get(&self.world, &key) {
+                    Some(mut object) if made_by_any(&object, &orphaning) => {
+                        orphan(&mut object);
+                        let _ = self.world.insert(&key.cluster, object);
+                    }
+                    _ => {
+                        self.world.remove(&key);
+                    }
+                }
             }
         }
         self.last = Some(last);
+    }
+}
+
+/// Is the object an output of one of `rules` (its `switchyard.dev/rule` annotation, a list of
+/// `rule/output`)? The broker decides so which undesired objects it orphans.
+fn made_by_any(object: &Value, rules: &BTreeSet<String>) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(ANNOTATION_RULE))
+        .and_then(Value::as_str)
+        .is_some_and(|sources| {
+            sources
+                .split(',')
+                .any(|s| rules.contains(s.split('/').next().unwrap_or_default()))
+        })
+}
+
+/// What the broker's orphaning takes off an object: the pack's labels and its creation mark.
+fn orphan(object: &mut Value) {
+    for (field, key) in [
+        ("labels", LABEL_PACK),
+        ("labels", LABEL_MANAGED_BY),
+        ("annotations", ANNOTATION_CREATED),
+    ] {
+        if let Some(map) = object
+            .pointer_mut(&format!("/metadata/{field}"))
+            .and_then(Value::as_object_mut)
+        {
+            map.remove(key);
+        }
     }
 }
 
@@ -237,6 +283,25 @@ mod tests {
                 "metadata": {"name": "dns", "namespace": "kube-system",
                              "annotations": {"owner": "tenant"}},
                 "spec": {"ports": [53]}})
+        );
+    }
+
+    #[test]
+    fn an_orphaned_output_loses_the_pack_s_labels_and_creation_mark_only() {
+        let mut namespace = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "ns-1",
+                         "labels": {"switchyard.dev/pack": "p", "app.kubernetes.io/managed-by": "switchyard",
+                                    "tenant": "a"},
+                         "annotations": {"switchyard.dev/created": "uid-1",
+                                         "switchyard.dev/rule": "namespaces/namespace"}}});
+        let rules: BTreeSet<String> = ["namespaces".to_string()].into();
+        assert!(made_by_any(&namespace, &rules));
+        assert!(!made_by_any(&namespace, &["other".to_string()].into()));
+        orphan(&mut namespace);
+        assert_eq!(
+            namespace["metadata"],
+            json!({"name": "ns-1", "labels": {"tenant": "a"},
+                   "annotations": {"switchyard.dev/rule": "namespaces/namespace"}})
         );
     }
 

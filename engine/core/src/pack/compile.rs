@@ -1052,10 +1052,7 @@ impl Loader<'_> {
         let Some(text) = self.files.files.get(&path) else {
             return;
         };
-        let Some(line) = text.lines().position(|l| {
-            l.strip_prefix("status")
-                .is_some_and(|r| r.trim_start().starts_with(':'))
-        }) else {
+        let Some(line) = template_status_line(text) else {
             return;
         };
         let Some((api_version, kind)) = literal_kind(text) else {
