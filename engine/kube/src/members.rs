@@ -23,6 +23,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::{AccessProvider, ObjectsSource, SecretsSource};
 
+pub mod kcp;
+
 /// The label selecting a role's kubeconfig Secrets.
 pub const LABEL_CLUSTER_ROLE: &str = "switchyard.dev/cluster-role";
 /// The annotation naming the member a Secret holds (default: the Secret's name).
@@ -38,7 +40,7 @@ pub enum MemberEvent {
     Found {
         /// `ROLE/NAME`.
         cluster: String,
-        config: Box<kube::Config>,
+        connection: Connection,
         /// A hash of what the credentials were made from: the same one twice is no change.
         fingerprint: u64,
         /// Where it was found: `Secret switchyard-system/c1`.
@@ -58,6 +60,22 @@ pub enum MemberEvent {
     },
 }
 
+/// How a member is reached: a client configuration (a connection of its own), or a client
+/// made already (sharing one connection with other members: a kcp URL's workspaces).
+pub enum Connection {
+    Config(Box<kube::Config>),
+    Client(kube::Client),
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Connection::Config(config) => write!(f, "Config({})", config.cluster_url),
+            Connection::Client(_) => f.write_str("Client"),
+        }
+    }
+}
+
 /// A kubeconfig's text turned into a client configuration: its current context, and what
 /// it embeds (file paths in a Secret's kubeconfig point nowhere).
 pub async fn kubeconfig_config(text: &str) -> Result<kube::Config, String> {
@@ -67,7 +85,7 @@ pub async fn kubeconfig_config(text: &str) -> Result<kube::Config, String> {
         .map_err(|e| e.to_string())
 }
 
-fn fingerprint(member: &str, text: &str) -> u64 {
+pub(crate) fn fingerprint(member: &str, text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     member.hash(&mut hasher);
     text.hash(&mut hasher);
@@ -237,7 +255,7 @@ impl SecretMembers {
             && events
                 .send(MemberEvent::Found {
                     cluster: cluster_id(&self.role, &member),
-                    config: Box::new(config),
+                    connection: Connection::Config(Box::new(config)),
                     fingerprint: print,
                     from,
                 })
@@ -692,7 +710,7 @@ impl ObjectMembers {
                     self.known.insert(member.clone(), (print, from.clone()));
                     let found = MemberEvent::Found {
                         cluster: cluster_id(&self.role, &member),
-                        config: Box::new(config),
+                        connection: Connection::Config(Box::new(config)),
                         fingerprint: print,
                         from,
                     };

@@ -75,6 +75,7 @@ async fn members_from_cluster_profiles_through_an_access_provider() {
                     usable: None,
                     cluster: None,
                 }),
+                kcp: None,
             }];
         },
     )
