@@ -263,15 +263,25 @@ pub struct ClusterProfilesSource {
     pub cluster: Option<String>,
 }
 
-/// One access provider: its name in the profiles' status, and the kubeconfig `exec` entry
-/// (a client-go credentials plugin) that authenticates through it.
+/// One access provider: its name in the profiles' status, and how the broker authenticates
+/// through it: a kubeconfig `exec` entry (a client-go credentials plugin), or the kubeconfig
+/// Secret the profile names. Exactly one of `execConfig` and `kubeconfigSecret` is set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessProvider {
     pub name: String,
     /// As a kubeconfig's `users[].user.exec`: `apiVersion`, `command`, `args`, `env`,
     /// `provideClusterInfo`.
-    pub exec_config: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_config: Option<serde_json::Value>,
+    /// Read the kubeconfig Secret the profile's entry for this provider names, as the
+    /// Cluster Inventory API's `kubeconfig-secretreader` plugin does: the entry's
+    /// `cluster.extensions[]` item named `client.authentication.k8s.io/exec` holds
+    /// `{name, key, namespace, context}` (namespace default the profile's, context default
+    /// the kubeconfig's current one); that context's user authenticates, at the server and
+    /// CA the entry gives. The Secret must be in the profiles' namespace (the one watched).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kubeconfig_secret: bool,
 }
 
 /// Members from objects that name a kubeconfig Secret. Each expression reads the object as
@@ -973,13 +983,24 @@ impl BrokerConfig {
                 }
                 continue;
             }
-            if let Some(p) = &source.cluster_profiles
-                && p.providers.is_empty()
-            {
-                problems.push((
-                    i,
-                    format!("members of role `{role}`: `clusterProfiles.providers` is empty"),
-                ));
+            if let Some(p) = &source.cluster_profiles {
+                if p.providers.is_empty() {
+                    problems.push((
+                        i,
+                        format!("members of role `{role}`: `clusterProfiles.providers` is empty"),
+                    ));
+                }
+                for provider in &p.providers {
+                    if provider.exec_config.is_some() == provider.kubeconfig_secret {
+                        problems.push((
+                            i,
+                            format!(
+                                "members of role `{role}`: provider `{}` needs exactly one of `execConfig` and `kubeconfigSecret: true`",
+                                provider.name
+                            ),
+                        ));
+                    }
+                }
             }
             let (namespace, key) = match (
                 &source.secrets,
