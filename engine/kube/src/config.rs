@@ -1303,9 +1303,46 @@ spec:
         );
         assert_eq!(
             parse(&with("  members:\n    - role: mesh\n")).unwrap_err(),
-            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets`, `objects` or \
-             `clusterProfiles`"
+            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets`, `objects`, \
+             `clusterProfiles` or `kcp`"
         );
+        // A kcp source: the slice's name; the kind revealing workspaces defaults to the
+        // export's APIBindings.
+        let config = parse(&with(
+            "  members:\n    - role: tenants\n      kcp: {endpointSlice: shop}\n",
+        ))
+        .unwrap();
+        let kcp = config.members[0].kcp.as_ref().unwrap();
+        assert_eq!(
+            (kcp.endpoint_slice.as_str(), kcp.api_version.as_str(), kcp.kind.as_str()),
+            ("shop", "apis.kcp.io/v1alpha1", "APIBinding")
+        );
+        assert_eq!(
+            config.members[0].describe(),
+            "the URLs of APIExportEndpointSlice `shop`"
+        );
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: tenants\n      kcp: {endpointSlice: shop, cluster: nope}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: members of role `tenants`: cluster `nope` is not a configured cluster"
+        );
+        // An access provider authenticates one way.
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: mesh\n      clusterProfiles:\n        namespace: fleet\n        \
+                 providers: [{name: p, kubeconfigSecret: true, execConfig: {command: x}}]\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: members of role `mesh`: provider `p` needs exactly one of \
+             `execConfig` and `kubeconfigSecret: true`"
+        );
+        parse(&with(
+            "  members:\n    - role: mesh\n      clusterProfiles:\n        namespace: fleet\n        \
+             providers: [{name: p, kubeconfigSecret: true}]\n",
+        ))
+        .unwrap();
         assert_eq!(
             parse(&with(
                 "  members:\n    - role: mesh\n      secrets: {namespace: x, cluster: nope}\n"
