@@ -1314,7 +1314,11 @@ spec:
         .unwrap();
         let kcp = config.members[0].kcp.as_ref().unwrap();
         assert_eq!(
-            (kcp.endpoint_slice.as_str(), kcp.api_version.as_str(), kcp.kind.as_str()),
+            (
+                kcp.endpoint_slice.as_str(),
+                kcp.api_version.as_str(),
+                kcp.kind.as_str()
+            ),
             ("shop", "apis.kcp.io/v1alpha1", "APIBinding")
         );
         assert_eq!(
