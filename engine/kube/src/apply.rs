@@ -115,15 +115,15 @@ impl Clusters {
         if workspace.is_empty() {
             return None;
         }
-        let base = self.configs.get(role)?;
+        self.configs.get(role)?;
         let client = if self.shared.contains(role) {
             self.client(role).ok()?
         } else {
-            crate::instrument::client(
-                crate::clusters::workspace_config(base, workspace)?,
-                &self.metrics,
+            // Through the role's own connection, at `/clusters/<workspace>`.
+            crate::clusters::prefixed_client(
+                &self.client(role).ok()?,
+                &format!("/clusters/{workspace}"),
             )
-            .ok()?
         };
         self.keep(cluster, &client);
         Some(client)

@@ -33,40 +33,12 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use super::{Connection, MemberEvent, fingerprint};
+use crate::clusters::prefixed_client;
 use crate::config::KcpSource;
 use crate::metrics::Metrics;
 
 /// The annotation naming an object's logical cluster in kcp.
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// A client sharing `base`'s connection whose every request path gets `prefix` in front
-/// (`/clusters/<workspace>`, `/clusters/*`), below the base URL's own path.
-pub fn prefixed_client(base: &kube::Client, prefix: &str) -> kube::Client {
-    let inner = base.clone();
-    let prefix: Arc<str> = Arc::from(prefix.trim_end_matches('/'));
-    let service = tower::service_fn(move |mut request: http::Request<kube::client::Body>| {
-        let inner = inner.clone();
-        let prefix = Arc::clone(&prefix);
-        async move {
-            let rest = request
-                .uri()
-                .path_and_query()
-                .map_or("/", |p| p.as_str())
-                .to_string();
-            let uri: http::Uri = format!("{prefix}{rest}")
-                .parse()
-                .map_err(|e| Box::new(e) as BoxError)?;
-            *request.uri_mut() = uri;
-            inner
-                .send(request)
-                .await
-                .map_err(|e| Box::new(e) as BoxError)
-        }
-    });
-    kube::Client::new(service, base.default_namespace().to_string())
-}
 
 /// The APIExportEndpointSlice kind.
 fn slice_resource() -> ApiResource {
@@ -179,7 +151,7 @@ pub async fn watch_kcp(
                     if !state.urls.contains_key(&url) {
                         continue;
                     }
-                    events.send(MemberEvent::Unusable { from: state.from_url(&url), problem }).is_ok()
+                    events.send(MemberEvent::Unusable { from: state.where_url(&url), problem }).is_ok()
                 }
             },
             else => return,
@@ -206,7 +178,7 @@ struct KcpMembers {
 }
 
 impl KcpMembers {
-    fn from_url(&self, url: &str) -> String {
+    fn where_url(&self, url: &str) -> String {
         format!(
             "APIExportEndpointSlice {} URL {url}",
             self.source.endpoint_slice
@@ -234,7 +206,7 @@ impl KcpMembers {
             self.urls.remove(&url);
             // What its watch reported of itself goes with it.
             let cleared = MemberEvent::Unusable {
-                from: self.from_url(&url),
+                from: self.where_url(&url),
                 problem: None,
             };
             if events.send(cleared).is_err() {
@@ -284,7 +256,7 @@ impl KcpMembers {
                 continue;
             };
             for workspace in &known.workspaces {
-                let from = format!("{} workspace {workspace}", self.from_url(url));
+                let from = format!("{} workspace {workspace}", self.where_url(url));
                 if !is_member_name(workspace) {
                     problems.insert(
                         from,
@@ -303,7 +275,7 @@ impl KcpMembers {
             }
         }
         for (url, problem) in &self.url_problems {
-            problems.insert(self.from_url(url), problem.clone());
+            problems.insert(self.where_url(url), problem.clone());
         }
         let gone: Vec<(String, String)> = self
             .known
@@ -346,7 +318,7 @@ impl KcpMembers {
                 cluster: cluster_id(&self.role, &member),
                 connection: Connection::Client(client),
                 fingerprint: fingerprint(&member, &url),
-                from: format!("{} workspace {member}", self.from_url(&url)),
+                from: format!("{} workspace {member}", self.where_url(&url)),
             };
             if events.send(found).is_err() {
                 return false;
