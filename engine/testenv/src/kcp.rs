@@ -10,7 +10,8 @@
 //!   write on the way in, so each server holds its objects as it would without kcp.
 //! - **Wildcard reads.** Lists and watches without a workspace (`/api/...`, `/apis/...`) or
 //!   under kcp's wildcard `/clusters/*/...` span every workspace: a list merges the items of
-//!   every server (in the order the workspaces were given), a watch merges their event streams.
+//!   every server (in the order the workspaces were given; metadata-only lists too, whose
+//!   `items` a server with none sends as `null`), a watch merges their event streams.
 //!   Any other request there (a write, a get of one object) is refused with 400: a wildcard
 //!   only lists and watches.
 //! - **One workspace.** `/clusters/<workspace>/...` reaches that workspace's server alone:
