@@ -736,14 +736,22 @@ pub fn rbac(
         config,
     } = names;
     let mut member_secrets = member_secrets.clone();
+    let mut member_sources = Vec::new();
     if let Some(path) = config {
         let config = switchyard_kube::config::BrokerConfig::from_file(path)
             .map_err(|e| CliError::Input(e.to_string()))?;
         member_secrets.extend(config.members.iter().flat_map(|m| {
             let secrets = m.secrets.as_ref().map(|s| s.namespace.clone());
             let objects = m.objects.as_ref().map(|o| o.namespace.clone());
-            secrets.into_iter().chain(objects)
+            // Profiles whose credentials are a Secret they name.
+            let profiles = m
+                .cluster_profiles
+                .as_ref()
+                .filter(|p| p.providers.iter().any(|p| p.kubeconfig_secret))
+                .map(|p| p.namespace.clone());
+            secrets.into_iter().chain(objects).chain(profiles)
         }));
+        member_sources = config.members;
     }
     let dirs =
         switchyard_kube::packs::pack_dirs(packs_dir).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -773,6 +781,9 @@ pub fn rbac(
     for namespace in &member_secrets {
         rbac.add_member_secrets(namespace);
     }
+    for source in &member_sources {
+        add_member_source(&mut rbac, &kinds, source)?;
+    }
     match format {
         RenderFormat::Yaml => {
             let naming = switchyard_core::rbac::Naming::for_packs(&rbac, service_account);
@@ -784,6 +795,59 @@ pub fn rbac(
         ),
     }
     Ok(0)
+}
+
+/// The kinds one member source reads in the broker's own cluster, granted: an `objects`
+/// source's kind and ClusterProfiles in their namespace, a `kcp` source's
+/// APIExportEndpointSlice by name (the broker lists and watches it with a field selector on
+/// its name, which RBAC's `resourceNames` allows).
+fn add_member_source(
+    rbac: &mut switchyard_core::rbac::Rbac,
+    kinds: &switchyard_core::rbac::Kinds,
+    source: &switchyard_kube::config::MemberSource,
+) -> Result<(), CliError> {
+    let role = &source.role;
+    if let Some(objects) = &source.objects {
+        let Some(info) = kinds.get(&objects.api_version, &objects.kind) else {
+            return Err(CliError::Input(format!(
+                "members of role `{role}`: the objects source's kind {} {} is not a known kind: \
+                 give its CRD with --crds",
+                objects.api_version, objects.kind
+            )));
+        };
+        let namespace = (info.scope == switchyard_core::kinds::Scope::Namespaced)
+            .then_some(objects.namespace.as_str());
+        rbac.add_member_source(
+            namespace,
+            &info.group,
+            &info.resource,
+            &[],
+            &format!(
+                "Members of role `{role}` found at run time: the broker watches these objects."
+            ),
+        );
+    }
+    if let Some(profiles) = &source.cluster_profiles {
+        rbac.add_member_source(
+            Some(&profiles.namespace),
+            "multicluster.x-k8s.io",
+            "clusterprofiles",
+            &[],
+            &format!("Members of role `{role}` found at run time: the broker watches the ClusterProfiles here."),
+        );
+    }
+    if let Some(kcp) = &source.kcp {
+        rbac.add_member_source(
+            None,
+            "apis.kcp.io",
+            "apiexportendpointslices",
+            std::slice::from_ref(&kcp.endpoint_slice),
+            &format!(
+                "Members of role `{role}` found at run time: the broker watches the URLs of this APIExportEndpointSlice."
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// `switchyard cel --pack DIR --rule NAME --input PATH... EXPR`: the expression evaluated in

@@ -617,3 +617,152 @@ async fn chart_and_kustomize_render_and_pass_server_side_dry_run() {
     dry_run(&client, &rendered.resource_broker, "helm, resource-broker").await;
     dry_run(&client, &rendered.kustomize, "kustomize, kcp-karmada").await;
 }
+
+/// The chart's `members`: written into the broker's configuration as given (which the broker
+/// reads back as its member sources), with a Role per source for what it reads in the
+/// broker's cluster (Secrets, ClusterProfiles, the kcp slice by name) and, from
+/// `rbac.generated` (`switchyard rbac --config`), the `objects` source's own kind; every
+/// object passes a real API server's server-side dry-run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chart_members_configure_the_sources_and_grant_what_they_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let members = r#"
+members:
+  - role: mesh
+    secrets: {namespace: fleet-secrets}
+  - role: edge
+    objects: {apiVersion: fleet.example.dev/v1alpha1, kind: Cluster, namespace: fleet, secretRef: self.status.secretRef}
+  - role: inv
+    clusterProfiles:
+      namespace: inventory
+      providers: [{name: kubeconfig-secretreader, kubeconfigSecret: true}]
+  - role: tenants
+    kcp: {endpointSlice: mesh-export}
+"#;
+    let crds = dir.join("crds");
+    std::fs::create_dir_all(&crds).unwrap();
+    write(
+        &crds,
+        "clusters.yaml",
+        &json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "clusters.fleet.example.dev"},
+            "spec": {"group": "fleet.example.dev", "scope": "Namespaced",
+                "names": {"plural": "clusters", "singular": "cluster", "kind": "Cluster", "listKind": "ClusterList"},
+                "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+        .to_string(),
+    );
+    let broker_config = write(
+        dir,
+        "broker.yaml",
+        &format!(
+            "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  clusters:\n    - {{role: source, inCluster: true}}\n{}",
+            members
+                .replace("\nmembers:", "  members:")
+                .replace("\n  ", "\n    ")
+        ),
+    );
+    let out = switchyard(&[
+        "rbac",
+        "--packs",
+        "rules/resource-broker",
+        "--crds",
+        "config/crds",
+        "--crds",
+        &crds.to_string_lossy(),
+        "--config",
+        &broker_config,
+        "-o",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let generated = write(dir, "rbac.json", &stdout(&out));
+    let packs = pack_values(dir, "resource-broker", false);
+    let values = write(
+        dir,
+        "members.yaml",
+        &format!("clusters: [{{role: consumer, inCluster: true}}]\n{members}"),
+    );
+    let args = [
+        "-f",
+        packs.to_str().unwrap(),
+        "-f",
+        &values,
+        "--set-file",
+        &format!("rbac.generated={generated}"),
+    ];
+    let docs = tokio::task::block_in_place(|| {
+        let mut lint = vec!["lint", "--strict", CHART];
+        lint.extend(args);
+        ok("helm", &lint);
+        let mut template = vec!["template", "m", CHART, "--namespace", "switchyard-system"];
+        template.extend(args);
+        documents(&ok("helm", &template))
+    });
+
+    // The configuration the broker reads: the members as given.
+    let config = find(&docs, "ConfigMap", "m-switchyard-config");
+    let text = config["data"]["broker.yaml"].as_str().unwrap();
+    let config = switchyard_kube::config::BrokerConfig::from_yaml(text, "broker.yaml").unwrap();
+    let roles: Vec<&str> = config.members.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["mesh", "edge", "inv", "tenants"]);
+    assert_eq!(
+        config.members[3].kcp.as_ref().unwrap().endpoint_slice,
+        "mesh-export"
+    );
+    assert!(
+        config.members[2]
+            .cluster_profiles
+            .as_ref()
+            .unwrap()
+            .providers[0]
+            .kubeconfig_secret
+    );
+
+    // What each source reads.
+    let rules = |kind: &str, name: &str| strip_why(&find(&docs, kind, name)["rules"]);
+    let secrets =
+        json!({"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"]});
+    assert_eq!(rules("Role", "m-switchyard-members-mesh"), json!([secrets]));
+    assert_eq!(rules("Role", "m-switchyard-members-edge"), json!([secrets]));
+    assert_eq!(
+        rules("Role", "m-switchyard-members-inv"),
+        json!([{"apiGroups": ["multicluster.x-k8s.io"], "resources": ["clusterprofiles"],
+                "verbs": ["get", "list", "watch"]}, secrets])
+    );
+    assert_eq!(
+        find(&docs, "ClusterRole", "m-switchyard-members-tenants")["rules"],
+        json!([{"apiGroups": ["apis.kcp.io"], "resources": ["apiexportendpointslices"],
+                "resourceNames": ["mesh-export"], "verbs": ["get", "list", "watch"]}])
+    );
+    let generated = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "Role"
+                && d["metadata"]["name"] == "m-switchyard-member-sources"
+                && d["metadata"]["namespace"] == "fleet"
+        })
+        .expect("the objects source's kind, from rbac.generated");
+    assert!(
+        strip_why(&generated["rules"]).as_array().unwrap().contains(
+            &json!({"apiGroups": ["fleet.example.dev"], "resources": ["clusters"],
+                               "verbs": ["get", "list", "watch"]})
+        ),
+        "{}",
+        generated["rules"]
+    );
+    for (kind, name) in [
+        ("RoleBinding", "m-switchyard-members-mesh"),
+        ("ClusterRoleBinding", "m-switchyard-members-tenants"),
+    ] {
+        assert_eq!(
+            find(&docs, kind, name)["subjects"][0]["name"],
+            "m-switchyard"
+        );
+    }
+
+    let plane = ControlPlane::start(&["host"]).await.unwrap();
+    let client = plane.cluster("host").unwrap().client().await.unwrap();
+    dry_run(&client, &docs, "helm, members").await;
+}

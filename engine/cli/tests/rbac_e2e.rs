@@ -55,7 +55,6 @@ async fn apply_as_admin(client: &kube::Client, object: &Value) {
 /// The broker's identity in one cluster: the ServiceAccount, the generated RBAC of the role
 /// this cluster holds, and a kubeconfig with a token of that account.
 async fn broker_identity(cluster: &ApiServer, role: &str, dir: &Path) -> PathBuf {
-    let admin = cluster.client().await.unwrap();
     let mut args = vec![
         "rbac",
         "--packs",
@@ -70,6 +69,13 @@ async fn broker_identity(cluster: &ApiServer, role: &str, dir: &Path) -> PathBuf
     args.extend(["--lease-namespace", "switchyard-system"]);
     let out = switchyard(&args);
     assert!(out.status.success(), "{}", stderr(&out));
+    identity_with(cluster, &stdout(&out), dir).await
+}
+
+/// A ServiceAccount `switchyard-system/switchyard` bound to exactly `rbac` (generated YAML),
+/// and a kubeconfig with a token of it.
+async fn identity_with(cluster: &ApiServer, rbac: &str, dir: &Path) -> PathBuf {
+    let admin = cluster.client().await.unwrap();
     apply_as_admin(
         &admin,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "switchyard-system"}}),
@@ -81,7 +87,7 @@ async fn broker_identity(cluster: &ApiServer, role: &str, dir: &Path) -> PathBuf
             "metadata": {"name": "switchyard", "namespace": "switchyard-system"}}),
     )
     .await;
-    for doc in switchyard_core::yaml::parse_documents(&stdout(&out)).unwrap() {
+    for doc in switchyard_core::yaml::parse_documents(rbac).unwrap() {
         let doc = doc.to_json();
         if doc.is_object() {
             // Roles for namespaces the pack writes in (Karmada's `karmada-cluster`): the
@@ -640,5 +646,160 @@ async fn the_broker_needs_nothing_beyond_the_generated_rbac() {
     match secrets.list(&Default::default()).await {
         Err(kube::Error::Api(s)) => assert_eq!(s.code, 403),
         other => panic!("listing Secrets with the broker's token: {other:?}"),
+    }
+}
+
+/// A namespaced CRD of `group` whose spec and status keep any field.
+fn open_crd(group: &str, kind: &str, plural: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                      "listKind": format!("{kind}List")},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    })
+}
+
+/// The RBAC `switchyard rbac --config` generates for the member sources' own kinds (an
+/// `objects` source's Cluster kind, ClusterProfiles whose credentials are Secrets they name,
+/// a kcp source's APIExportEndpointSlice), applied to a real API server: the broker's
+/// account lists and watches each as its source does (the slice by a field selector on its
+/// name), and nothing wider (another namespace, another slice, every slice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn member_sources_read_their_kinds_with_the_generated_rbac() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return;
+    }
+    let plane = ControlPlane::start(&["home"]).await.unwrap();
+    let home = plane.cluster("home").unwrap();
+    let cluster_crd = open_crd("fleet.example.dev", "Cluster", "clusters");
+    let profile_crd = open_crd("multicluster.x-k8s.io", "ClusterProfile", "clusterprofiles");
+    home.install_crds(&[
+        cluster_crd.clone(),
+        profile_crd,
+        switchyard_testenv::endpoint_slice_crd(),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let crds = dir.path().join("crds");
+    std::fs::create_dir_all(&crds).unwrap();
+    std::fs::write(crds.join("clusters.yaml"), cluster_crd.to_string()).unwrap();
+    let config = dir.path().join("broker.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  clusters:\n    - {role: source, inCluster: true}\n  members:\n    - role: mesh\n      objects: {apiVersion: fleet.example.dev/v1alpha1, kind: Cluster, namespace: fleet, secretRef: self.status.secretRef}\n    - role: edge\n      clusterProfiles:\n        namespace: inventory\n        providers: [{name: kubeconfig-secretreader, kubeconfigSecret: true}]\n    - role: tenants\n      kcp: {endpointSlice: mesh-export}\n",
+    )
+    .unwrap();
+    let out = switchyard(&[
+        "rbac",
+        "--packs",
+        "rules/resource-broker",
+        "--crds",
+        "config/crds",
+        "--crds",
+        &crds.to_string_lossy(),
+        "--config",
+        &config.to_string_lossy(),
+        "--lease-namespace",
+        "switchyard-system",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rbac = stdout(&out);
+    assert!(
+        rbac.contains(
+            "  - apiGroups: [apis.kcp.io]\n    resources: [apiexportendpointslices]\n    resourceNames: [mesh-export]\n    verbs: [get, list, watch]\n"
+        ),
+        "{rbac}"
+    );
+    let kubeconfig = identity_with(home, &rbac, dir.path()).await;
+    let broker = switchyard_testenv::client_from_kubeconfig(&kubeconfig)
+        .await
+        .unwrap();
+
+    let reads = async |api: Api<DynamicObject>, params: kube::api::ListParams| {
+        let listed = api.list(&params).await.map(|_| ());
+        let watch = kube::api::WatchParams {
+            field_selector: params.field_selector.clone(),
+            timeout: Some(1),
+            ..Default::default()
+        };
+        let watched = api.watch(&watch, "0").await.map(|_| ());
+        listed.and(watched).map_err(|e| e.to_string())
+    };
+    let clusters = resource("fleet.example.dev", "v1alpha1", "Cluster", "clusters");
+    let profiles = resource(
+        "multicluster.x-k8s.io",
+        "v1alpha1",
+        "ClusterProfile",
+        "clusterprofiles",
+    );
+    let secrets = resource("", "v1", "Secret", "secrets");
+    let slices = resource(
+        "apis.kcp.io",
+        "v1alpha1",
+        "APIExportEndpointSlice",
+        "apiexportendpointslices",
+    );
+    let all = kube::api::ListParams::default();
+    let by_name =
+        |name: &str| kube::api::ListParams::default().fields(&format!("metadata.name={name}"));
+    for (what, api, params) in [
+        (
+            "Clusters in fleet",
+            Api::namespaced_with(broker.clone(), "fleet", &clusters),
+            all.clone(),
+        ),
+        (
+            "Secrets in fleet",
+            Api::namespaced_with(broker.clone(), "fleet", &secrets),
+            all.clone(),
+        ),
+        (
+            "ClusterProfiles in inventory",
+            Api::namespaced_with(broker.clone(), "inventory", &profiles),
+            all.clone(),
+        ),
+        (
+            "Secrets in inventory",
+            Api::namespaced_with(broker.clone(), "inventory", &secrets),
+            all.clone(),
+        ),
+        (
+            "the slice by name",
+            Api::all_with(broker.clone(), &slices),
+            by_name("mesh-export"),
+        ),
+    ] {
+        reads(api, params)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    for (what, api, params) in [
+        (
+            "Clusters elsewhere",
+            Api::namespaced_with(broker.clone(), "default", &clusters),
+            all.clone(),
+        ),
+        (
+            "another slice",
+            Api::all_with(broker.clone(), &slices),
+            by_name("other"),
+        ),
+        (
+            "every slice",
+            Api::all_with(broker.clone(), &slices),
+            all.clone(),
+        ),
+    ] {
+        let e = reads(api, params).await.expect_err(what);
+        assert!(e.contains("forbidden"), "{what}: {e}");
     }
 }

@@ -299,6 +299,46 @@ impl Pack {
             .collect()
     }
 
+    /// The rules whose evaluation may change when the members of `role` change: those that
+    /// watch, look up or write in the role, and those whose rule file or templates name
+    /// `clusters` (the members of every role). A rule whose file cannot be read back, whose
+    /// templates include partials, or whose pack's tables name `clusters` counts too: what
+    /// is not known to be unaffected is affected.
+    pub fn rules_reading_members(&self, role: &str) -> BTreeSet<String> {
+        let text = |key: &str| self.files.files.get(key).map(String::as_str);
+        let tables_read = self
+            .files
+            .files
+            .iter()
+            .any(|(key, text)| key.starts_with("tables/") && names_clusters(text));
+        self.rules
+            .iter()
+            .filter(|r| {
+                let outputs = r.outputs.iter().chain(
+                    r.stages
+                        .iter()
+                        .flat_map(|s| s.stages.iter().flat_map(|stage| &stage.outputs)),
+                );
+                let mut templates = outputs
+                    .clone()
+                    .map(|o| text(&format!("templates/{}", o.template)));
+                tables_read
+                    || r.stages.is_some()
+                    || r.watch.cluster == role
+                    || r.lookups.iter().any(|l| l.cluster == role)
+                    || outputs.clone().any(|o| o.cluster == role)
+                    || self
+                        .files
+                        .files
+                        .iter()
+                        .find(|(key, _)| self.files.display(key) == r.file)
+                        .is_none_or(|(_, text)| names_clusters(text))
+                    || templates.any(|t| t.is_none_or(|t| names_clusters(t) || t.contains("{{>")))
+            })
+            .map(|r| r.name.clone())
+            .collect()
+    }
+
     /// The pack's own trigger, when a rule has no `watch`: its cluster (the source role) and
     /// the object `self` is in those rules. It lives in no cluster.
     pub fn pack_trigger(&self) -> Option<(ObjectKey, Arc<serde_json::Value>)> {
@@ -412,6 +452,16 @@ pub(crate) fn literal_kind(template: &str) -> Option<(String, String)> {
         (found.next().is_none() && !value.is_empty() && !value.contains("{{")).then_some(value)
     };
     Some((literal("apiVersion")?, literal("kind")?))
+}
+
+/// Whether a text names `clusters` as a word of its own (not `allClusters`, `clustersX`).
+fn names_clusters(text: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices("clusters").any(|(at, found)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + found.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
 }
 
 /// The kinds one rule reads and the clusters it writes to ([`Pack::rule_kinds`]).
@@ -737,4 +787,29 @@ pub(crate) fn in_scope(
                     }
             })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_clusters;
+
+    #[test]
+    fn clusters_is_named_only_as_a_word() {
+        for named in [
+            "forEach: clusters.mesh",
+            "size(clusters)",
+            "{{#each clusters.mesh}}",
+            "clusters",
+        ] {
+            assert!(names_clusters(named), "{named}");
+        }
+        for not in [
+            "allClusters: true",
+            "my_clusters",
+            "clustersOf",
+            "cluster: mesh",
+        ] {
+            assert!(!names_clusters(not), "{not}");
+        }
+    }
 }

@@ -109,6 +109,9 @@ pub struct PolicyRule {
     pub api_groups: Vec<String>,
     pub resources: Vec<String>,
     pub verbs: Vec<Verb>,
+    /// Only the objects of these names (empty: every object).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_names: Vec<String>,
     /// Shown as a comment above the rule; not part of the Kubernetes object.
     pub why: String,
 }
@@ -153,6 +156,14 @@ pub struct Rbac {
     /// found at run time (`members[].secrets` of its configuration), and what it does there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub member_secrets: Vec<LeaderElection>,
+    /// Namespaces of the broker's own cluster holding the objects member sources read (an
+    /// `objects` source's kind, ClusterProfiles), and what it does there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub member_sources: Vec<LeaderElection>,
+    /// Cluster-scoped objects member sources read in the broker's own cluster (a `kcp`
+    /// source's APIExportEndpointSlice).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub member_sources_cluster: Vec<PolicyRule>,
 }
 
 impl Rbac {
@@ -167,12 +178,65 @@ impl Rbac {
                 api_groups: vec![String::new()],
                 resources: vec!["secrets".into()],
                 verbs: vec![Verb::Get, Verb::List, Verb::Watch],
+                resource_names: Vec::new(),
                 why: "Members found at run time: the broker watches the kubeconfig Secrets here."
                     .into(),
             }],
         });
         self.member_secrets
             .sort_by(|a, b| a.namespace.cmp(&b.namespace));
+    }
+}
+
+impl Rbac {
+    /// Adds reading `resource` of `group` (only the objects `names`, when given) for a member
+    /// source: in `namespace`, or cluster-wide.
+    pub fn add_member_source(
+        &mut self,
+        namespace: Option<&str>,
+        group: &str,
+        resource: &str,
+        names: &[String],
+        why: &str,
+    ) {
+        let rule = PolicyRule {
+            api_groups: vec![group.to_string()],
+            resources: vec![resource.to_string()],
+            verbs: READ.to_vec(),
+            resource_names: names.to_vec(),
+            why: why.to_string(),
+        };
+        let rules = match namespace {
+            None => &mut self.member_sources_cluster,
+            Some(namespace) => {
+                let index = match self
+                    .member_sources
+                    .iter()
+                    .position(|m| m.namespace == namespace)
+                {
+                    Some(index) => index,
+                    None => {
+                        self.member_sources.push(LeaderElection {
+                            namespace: namespace.to_string(),
+                            rules: Vec::new(),
+                        });
+                        self.member_sources
+                            .sort_by(|a, b| a.namespace.cmp(&b.namespace));
+                        self.member_sources
+                            .iter()
+                            .position(|m| m.namespace == namespace)
+                            .unwrap_or_default()
+                    }
+                };
+                match self.member_sources.get_mut(index) {
+                    Some(entry) => &mut entry.rules,
+                    None => return,
+                }
+            }
+        };
+        if !rules.contains(&rule) {
+            rules.push(rule);
+        }
     }
 }
 
@@ -307,10 +371,13 @@ pub fn compute(packs: &[&Pack], kinds: &Kinds, lease_namespace: &str) -> Result<
                 api_groups: vec!["coordination.k8s.io".into()],
                 resources: vec!["leases".into()],
                 verbs: vec![Verb::Get, Verb::List, Verb::Watch, Verb::Create, Verb::Update, Verb::Patch],
+                resource_names: Vec::new(),
                 why: "Leader election: the replicas hold one Lease; only its holder writes; the others watch it.".into(),
             }],
         },
         member_secrets: Vec::new(),
+        member_sources: Vec::new(),
+        member_sources_cluster: Vec::new(),
     })
 }
 
@@ -486,6 +553,7 @@ fn by_group(resources: &BTreeMap<Resource, BTreeSet<Verb>>, why: &str, out: &mut
             api_groups: vec![group.to_string()],
             resources,
             verbs,
+            resource_names: Vec::new(),
             why: why.to_string(),
         });
     }
@@ -563,6 +631,7 @@ fn role_rules(role: String, g: Grants) -> RoleRbac {
             api_groups: vec!["events.k8s.io".into()],
             resources: vec!["events".into()],
             verbs: vec![Verb::Create, Verb::Patch],
+            resource_names: Vec::new(),
             why: "Warning Events on triggers whose rules fail, in the trigger's namespace.".into(),
         });
     }
@@ -697,6 +766,42 @@ pub fn to_yaml(rbac: &Rbac, naming: &Naming) -> String {
             naming,
         );
     }
+    for sources in &rbac.member_sources {
+        push_own_role(
+            &mut out,
+            &format!(
+                "the objects member sources read, in namespace `{}`",
+                sources.namespace
+            ),
+            &format!("{}-member-sources", naming.prefix),
+            &sources.namespace,
+            &sources.rules,
+            naming,
+        );
+    }
+    if !rbac.member_sources_cluster.is_empty() {
+        let name = format!("{}-member-sources", naming.prefix);
+        out.push_str("---\n");
+        out.push_str(
+            "# The broker's own cluster (where it runs): the cluster-scoped objects member sources read.\n",
+        );
+        push_role(
+            &mut out,
+            "ClusterRole",
+            &name,
+            None,
+            &rbac.member_sources_cluster,
+        );
+        out.push_str("---\n");
+        push_binding(
+            &mut out,
+            "ClusterRoleBinding",
+            "ClusterRole",
+            &name,
+            None,
+            naming,
+        );
+    }
     out
 }
 
@@ -795,6 +900,12 @@ fn push_role(
         let verbs: Vec<String> = rule.verbs.iter().map(|v| v.as_str().to_string()).collect();
         out.push_str(&format!("  - apiGroups: {}\n", flow(&rule.api_groups)));
         out.push_str(&format!("    resources: {}\n", flow(&rule.resources)));
+        if !rule.resource_names.is_empty() {
+            out.push_str(&format!(
+                "    resourceNames: {}\n",
+                flow(&rule.resource_names)
+            ));
+        }
         out.push_str(&format!("    verbs: {}\n", flow(&verbs)));
     }
 }

@@ -115,15 +115,15 @@ impl Clusters {
         if workspace.is_empty() {
             return None;
         }
-        let base = self.configs.get(role)?;
+        self.configs.get(role)?;
         let client = if self.shared.contains(role) {
             self.client(role).ok()?
         } else {
-            crate::instrument::client(
-                crate::clusters::workspace_config(base, workspace)?,
-                &self.metrics,
+            // Through the role's own connection, at `/clusters/<workspace>`.
+            crate::clusters::prefixed_client(
+                &self.client(role).ok()?,
+                &format!("/clusters/{workspace}"),
             )
-            .ok()?
         };
         self.keep(cluster, &client);
         Some(client)
@@ -173,6 +173,11 @@ impl Clusters {
     /// discovered there (a new kubeconfig may point elsewhere).
     pub fn set_member(&self, cluster: &str, config: kube::Config) -> Result<Client, KubeError> {
         let client = crate::instrument::client(config, &self.metrics)?;
+        Ok(self.set_member_client(cluster, client))
+    }
+
+    /// As [`Clusters::set_member`], with a client made already (one sharing a connection).
+    pub fn set_member_client(&self, cluster: &str, client: Client) -> Client {
         self.members
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -183,7 +188,12 @@ impl Clusters {
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|(c, _, _), _| c != cluster);
         self.reachability.forget(cluster);
-        Ok(client)
+        client
+    }
+
+    /// The client configuration of a configured cluster (`ROLE` or `ROLE/NAME`).
+    pub fn config(&self, cluster: &str) -> Option<kube::Config> {
+        self.configs.get(cluster).cloned()
     }
 
     /// A member that is gone: its client is dropped, so nothing more is sent there.

@@ -570,6 +570,19 @@ fn start_member_sources(
         let role = source.role.clone();
         let events = events.clone();
         let task = match (&source.secrets, &source.objects, &source.cluster_profiles) {
+            (None, None, None) if source.kcp.is_some() => {
+                let (Some(kcp), Some(base)) = (&source.kcp, clusters.config(&own)) else {
+                    continue;
+                };
+                tokio::spawn(crate::members::kcp::watch_kcp(
+                    client,
+                    base,
+                    clusters.metrics().clone(),
+                    role,
+                    kcp.clone(),
+                    events,
+                ))
+            }
             (Some(secrets), _, _) => tokio::spawn(crate::members::watch_secrets(
                 client,
                 role,
@@ -684,7 +697,7 @@ async fn apply_config(
                     watches,
                     MemberEvent::Found {
                         cluster: id,
-                        config: Box::new(config),
+                        connection: crate::members::Connection::Config(Box::new(config)),
                         fingerprint: print,
                         from: FROM_CONFIGURATION.into(),
                     },
@@ -743,14 +756,22 @@ fn on_member_event(wiring: &Wiring, watches: &mut Watches, event: MemberEvent) {
     match event {
         MemberEvent::Found {
             cluster,
-            config,
+            connection,
             fingerprint,
             from,
         } => {
             if watches.members.found.get(&cluster).map(|(f, _)| *f) == Some(fingerprint) {
                 return;
             }
-            let client = match wiring.clusters.set_member(&cluster, *config) {
+            let set = match connection {
+                crate::members::Connection::Config(config) => {
+                    wiring.clusters.set_member(&cluster, *config)
+                }
+                crate::members::Connection::Client(client) => {
+                    Ok(wiring.clusters.set_member_client(&cluster, client))
+                }
+            };
+            let client = match set {
                 Ok(client) => client,
                 Err(e) => {
                     tracing::warn!(%cluster, %from, error = %e, "member cannot be used");

@@ -47,8 +47,7 @@ pub async fn connect(cluster: &ClusterConfig) -> Result<kube::Client, ConfigErro
         .map(|(client, _)| client)
 }
 
-/// A client for the cluster, and its configuration (from which the clients of the
-/// workspaces behind a kcp virtual workspace are made).
+/// A client for the cluster, and its configuration.
 pub async fn connect_with_config(
     cluster: &ClusterConfig,
     metrics: &Arc<Metrics>,
@@ -69,16 +68,34 @@ pub async fn connect_with_config(
     Ok((client, kept))
 }
 
-/// The configuration of one workspace behind a kcp virtual workspace: the same connection
-/// and credentials, the URL's path extended by `/clusters/<workspace>`, as kcp routes a
-/// request to one workspace.
-pub fn workspace_config(base: &kube::Config, workspace: &str) -> Option<kube::Config> {
-    let mut config = base.clone();
-    let url = base.cluster_url.to_string();
-    config.cluster_url = format!("{}/clusters/{workspace}", url.trim_end_matches('/'))
-        .parse()
-        .ok()?;
-    Some(config)
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A client sharing `base`'s connection (one connection pool for every workspace behind a
+/// kcp virtual workspace URL) whose every request path gets `prefix` in front
+/// (`/clusters/<workspace>`, `/clusters/*`), below the base URL's own path.
+pub fn prefixed_client(base: &kube::Client, prefix: &str) -> kube::Client {
+    let inner = base.clone();
+    let prefix: Arc<str> = Arc::from(prefix.trim_end_matches('/'));
+    let service = tower::service_fn(move |mut request: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        let prefix = Arc::clone(&prefix);
+        async move {
+            let rest = request
+                .uri()
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
+                .to_string();
+            let uri: http::Uri = format!("{prefix}{rest}")
+                .parse()
+                .map_err(|e| Box::new(e) as BoxError)?;
+            *request.uri_mut() = uri;
+            inner
+                .send(request)
+                .await
+                .map_err(|e| Box::new(e) as BoxError)
+        }
+    });
+    kube::Client::new(service, base.default_namespace().to_string())
 }
 
 /// Clients for every configured cluster, by id; the first failure stops.

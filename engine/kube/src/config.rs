@@ -202,6 +202,43 @@ pub struct MemberSource {
     /// at the server the status gives, with the provider's credentials plugin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_profiles: Option<ClusterProfilesSource>,
+    /// The workspaces behind a kcp APIExportEndpointSlice's URLs: each workspace seen
+    /// through a URL is a member named by its logical cluster (`kcp.io/cluster`), reached at
+    /// `<url>/clusters/<name>`, every member of a URL sharing that URL's one connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kcp: Option<KcpSource>,
+}
+
+/// Members from a kcp APIExportEndpointSlice (`apis.kcp.io/v1alpha1`): its
+/// `status.endpoints[].url` are virtual workspace URLs; through each one's wildcard
+/// (`<url>/clusters/*`) the objects of `kind` are listed and watched, and every logical
+/// cluster (`kcp.io/cluster`) that has one of them is a member, until it has none or the URL
+/// leaves the slice. The URLs are reached with the credentials of the cluster holding the
+/// slice, as kcp's front proxy serves both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KcpSource {
+    /// The APIExportEndpointSlice's name (the kind is cluster-scoped).
+    pub endpoint_slice: String,
+    /// The apiVersion of the kind whose objects reveal the workspaces.
+    #[serde(default = "default_kcp_api_version")]
+    pub api_version: String,
+    /// The kind whose objects reveal the workspaces: by default the APIBindings the
+    /// APIExport's virtual workspace shows, one per workspace that binds the export (as
+    /// kcp's multicluster-runtime provider finds them).
+    #[serde(default = "default_kcp_kind")]
+    pub kind: String,
+    /// The configured cluster holding the slice; default the broker's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+}
+
+fn default_kcp_api_version() -> String {
+    "apis.kcp.io/v1alpha1".to_string()
+}
+
+fn default_kcp_kind() -> String {
+    "APIBinding".to_string()
 }
 
 /// Members from ClusterProfiles (sigs.k8s.io/cluster-inventory-api), with credentials
@@ -226,15 +263,25 @@ pub struct ClusterProfilesSource {
     pub cluster: Option<String>,
 }
 
-/// One access provider: its name in the profiles' status, and the kubeconfig `exec` entry
-/// (a client-go credentials plugin) that authenticates through it.
+/// One access provider: its name in the profiles' status, and how the broker authenticates
+/// through it: a kubeconfig `exec` entry (a client-go credentials plugin), or the kubeconfig
+/// Secret the profile names. Exactly one of `execConfig` and `kubeconfigSecret` is set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AccessProvider {
     pub name: String,
     /// As a kubeconfig's `users[].user.exec`: `apiVersion`, `command`, `args`, `env`,
     /// `provideClusterInfo`.
-    pub exec_config: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_config: Option<serde_json::Value>,
+    /// Read the kubeconfig Secret the profile's entry for this provider names, as the
+    /// Cluster Inventory API's `kubeconfig-secretreader` plugin does: the entry's
+    /// `cluster.extensions[]` item named `client.authentication.k8s.io/exec` holds
+    /// `{name, key, namespace, context}` (namespace default the profile's, context default
+    /// the kubeconfig's current one); that context's user authenticates, at the server and
+    /// CA the entry gives. The Secret must be in the profiles' namespace (the one watched).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kubeconfig_secret: bool,
 }
 
 /// Members from objects that name a kubeconfig Secret. Each expression reads the object as
@@ -296,26 +343,42 @@ fn default_kubeconfig_key() -> String {
 impl MemberSource {
     /// What the source is, for messages: `Secrets in switchyard-system`.
     pub fn describe(&self) -> String {
-        match (&self.secrets, &self.objects, &self.cluster_profiles) {
-            (Some(s), _, _) => format!("Secrets in namespace `{}`", s.namespace),
-            (None, Some(o), _) => {
+        match (
+            &self.secrets,
+            &self.objects,
+            &self.cluster_profiles,
+            &self.kcp,
+        ) {
+            (Some(s), _, _, _) => format!("Secrets in namespace `{}`", s.namespace),
+            (None, Some(o), _, _) => {
                 format!(
                     "{} {} in namespace `{}`",
                     o.api_version, o.kind, o.namespace
                 )
             }
-            (None, None, Some(p)) => format!("ClusterProfiles in namespace `{}`", p.namespace),
-            (None, None, None) => "no source".to_string(),
+            (None, None, Some(p), _) => {
+                format!("ClusterProfiles in namespace `{}`", p.namespace)
+            }
+            (None, None, None, Some(k)) => {
+                format!("the URLs of APIExportEndpointSlice `{}`", k.endpoint_slice)
+            }
+            (None, None, None, None) => "no source".to_string(),
         }
     }
 
     /// The configured cluster holding the source's objects, when named.
     pub fn cluster(&self) -> Option<&str> {
-        match (&self.secrets, &self.objects, &self.cluster_profiles) {
-            (Some(s), _, _) => s.cluster.as_deref(),
-            (None, Some(o), _) => o.cluster.as_deref(),
-            (None, None, Some(p)) => p.cluster.as_deref(),
-            (None, None, None) => None,
+        match (
+            &self.secrets,
+            &self.objects,
+            &self.cluster_profiles,
+            &self.kcp,
+        ) {
+            (Some(s), _, _, _) => s.cluster.as_deref(),
+            (None, Some(o), _, _) => o.cluster.as_deref(),
+            (None, None, Some(p), _) => p.cluster.as_deref(),
+            (None, None, None, Some(k)) => k.cluster.as_deref(),
+            (None, None, None, None) => None,
         }
     }
 
@@ -889,23 +952,55 @@ impl BrokerConfig {
                 source.secrets.is_some(),
                 source.objects.is_some(),
                 profiles.is_some(),
+                source.kcp.is_some(),
             ];
             if sources.iter().filter(|s| **s).count() != 1 {
                 problems.push((
                     i,
                     format!(
-                        "members of role `{role}` need exactly one source: `secrets`, `objects` or `clusterProfiles`"
+                        "members of role `{role}` need exactly one source: `secrets`, `objects`, `clusterProfiles` or `kcp`"
                     ),
                 ));
                 continue;
             }
-            if let Some(p) = &source.cluster_profiles
-                && p.providers.is_empty()
-            {
-                problems.push((
-                    i,
-                    format!("members of role `{role}`: `clusterProfiles.providers` is empty"),
-                ));
+            if let Some(kcp) = &source.kcp {
+                if kcp.endpoint_slice.is_empty() || kcp.kind.is_empty() {
+                    problems.push((
+                        i,
+                        format!(
+                            "members of role `{role}`: `kcp.endpointSlice` and `kcp.kind` may not be empty"
+                        ),
+                    ));
+                }
+                if !self.clusters.is_empty() && self.own_cluster(source.cluster()).is_none() {
+                    problems.push((
+                        i,
+                        format!(
+                            "members of role `{role}`: cluster `{}` is not a configured cluster",
+                            source.cluster().unwrap_or_default()
+                        ),
+                    ));
+                }
+                continue;
+            }
+            if let Some(p) = &source.cluster_profiles {
+                if p.providers.is_empty() {
+                    problems.push((
+                        i,
+                        format!("members of role `{role}`: `clusterProfiles.providers` is empty"),
+                    ));
+                }
+                for provider in &p.providers {
+                    if provider.exec_config.is_some() == provider.kubeconfig_secret {
+                        problems.push((
+                            i,
+                            format!(
+                                "members of role `{role}`: provider `{}` needs exactly one of `execConfig` and `kubeconfigSecret: true`",
+                                provider.name
+                            ),
+                        ));
+                    }
+                }
             }
             let (namespace, key) = match (
                 &source.secrets,
@@ -1208,9 +1303,50 @@ spec:
         );
         assert_eq!(
             parse(&with("  members:\n    - role: mesh\n")).unwrap_err(),
-            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets`, `objects` or \
-             `clusterProfiles`"
+            "broker.yaml:13:7: members of role `mesh` need exactly one source: `secrets`, `objects`, \
+             `clusterProfiles` or `kcp`"
         );
+        // A kcp source: the slice's name; the kind revealing workspaces defaults to the
+        // export's APIBindings.
+        let config = parse(&with(
+            "  members:\n    - role: tenants\n      kcp: {endpointSlice: shop}\n",
+        ))
+        .unwrap();
+        let kcp = config.members[0].kcp.as_ref().unwrap();
+        assert_eq!(
+            (
+                kcp.endpoint_slice.as_str(),
+                kcp.api_version.as_str(),
+                kcp.kind.as_str()
+            ),
+            ("shop", "apis.kcp.io/v1alpha1", "APIBinding")
+        );
+        assert_eq!(
+            config.members[0].describe(),
+            "the URLs of APIExportEndpointSlice `shop`"
+        );
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: tenants\n      kcp: {endpointSlice: shop, cluster: nope}\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: members of role `tenants`: cluster `nope` is not a configured cluster"
+        );
+        // An access provider authenticates one way.
+        assert_eq!(
+            parse(&with(
+                "  members:\n    - role: mesh\n      clusterProfiles:\n        namespace: fleet\n        \
+                 providers: [{name: p, kubeconfigSecret: true, execConfig: {command: x}}]\n"
+            ))
+            .unwrap_err(),
+            "broker.yaml:13:7: members of role `mesh`: provider `p` needs exactly one of \
+             `execConfig` and `kubeconfigSecret: true`"
+        );
+        parse(&with(
+            "  members:\n    - role: mesh\n      clusterProfiles:\n        namespace: fleet\n        \
+             providers: [{name: p, kubeconfigSecret: true}]\n",
+        ))
+        .unwrap();
         assert_eq!(
             parse(&with(
                 "  members:\n    - role: mesh\n      secrets: {namespace: x, cluster: nope}\n"

@@ -23,6 +23,8 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::{AccessProvider, ObjectsSource, SecretsSource};
 
+pub mod kcp;
+
 /// The label selecting a role's kubeconfig Secrets.
 pub const LABEL_CLUSTER_ROLE: &str = "switchyard.dev/cluster-role";
 /// The annotation naming the member a Secret holds (default: the Secret's name).
@@ -38,7 +40,7 @@ pub enum MemberEvent {
     Found {
         /// `ROLE/NAME`.
         cluster: String,
-        config: Box<kube::Config>,
+        connection: Connection,
         /// A hash of what the credentials were made from: the same one twice is no change.
         fingerprint: u64,
         /// Where it was found: `Secret switchyard-system/c1`.
@@ -58,6 +60,22 @@ pub enum MemberEvent {
     },
 }
 
+/// How a member is reached: a client configuration (a connection of its own), or a client
+/// made already (sharing one connection with other members: a kcp URL's workspaces).
+pub enum Connection {
+    Config(Box<kube::Config>),
+    Client(kube::Client),
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Connection::Config(config) => write!(f, "Config({})", config.cluster_url),
+            Connection::Client(_) => f.write_str("Client"),
+        }
+    }
+}
+
 /// A kubeconfig's text turned into a client configuration: its current context, and what
 /// it embeds (file paths in a Secret's kubeconfig point nowhere).
 pub async fn kubeconfig_config(text: &str) -> Result<kube::Config, String> {
@@ -67,7 +85,7 @@ pub async fn kubeconfig_config(text: &str) -> Result<kube::Config, String> {
         .map_err(|e| e.to_string())
 }
 
-fn fingerprint(member: &str, text: &str) -> u64 {
+pub(crate) fn fingerprint(member: &str, text: &str) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     member.hash(&mut hasher);
     text.hash(&mut hasher);
@@ -237,7 +255,7 @@ impl SecretMembers {
             && events
                 .send(MemberEvent::Found {
                     cluster: cluster_id(&self.role, &member),
-                    config: Box::new(config),
+                    connection: Connection::Config(Box::new(config)),
                     fingerprint: print,
                     from,
                 })
@@ -320,12 +338,19 @@ enum ObjectMember {
     Problem(String),
 }
 
+/// The name of the `cluster.extensions[]` item holding what a credentials plugin is given
+/// (client-go's `ExecCredential.spec.cluster.config`).
+const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
+
 /// A ClusterProfile's kubeconfig through the first configured access provider its status
 /// lists (`status.accessProviders`, or `status.credentialProviders` of earlier versions of
-/// the API): the cluster as the status gives it, the user the provider's exec plugin.
+/// the API): the cluster as the status gives it, the user the provider's exec plugin, or the
+/// user of the kubeconfig Secret the entry names (a provider with `kubeconfigSecret`).
 fn profile_kubeconfig(
     profile: &serde_json::Value,
     providers: &[AccessProvider],
+    secrets: &Listed<Secret>,
+    namespace: &str,
 ) -> Result<String, String> {
     let listed: Vec<&serde_json::Value> = ["accessProviders", "credentialProviders"]
         .iter()
@@ -356,15 +381,96 @@ fn profile_kubeconfig(
         .pointer("/metadata/name")
         .and_then(serde_json::Value::as_str)
         .unwrap_or("member");
+    let user = match &provider.exec_config {
+        Some(exec) => serde_json::json!({"exec": exec}),
+        None => secret_user(&provider.name, cluster, secrets, namespace)?,
+    };
     let kubeconfig = serde_json::json!({
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": cluster}],
-        "users": [{"name": provider.name, "user": {"exec": provider.exec_config}}],
+        "users": [{"name": provider.name, "user": user}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": provider.name}}],
         "current-context": name,
     });
     serde_json::to_string(&kubeconfig).map_err(|e| e.to_string())
+}
+
+/// The user of the kubeconfig Secret an access provider's cluster entry names in its exec
+/// extension (`{name, key, namespace, context}`, as the kubeconfig-secretreader plugin reads
+/// it): the context's user, else the current context's.
+fn secret_user(
+    provider: &str,
+    cluster: &serde_json::Value,
+    secrets: &Listed<Secret>,
+    namespace: &str,
+) -> Result<serde_json::Value, String> {
+    let reference = cluster
+        .get("extensions")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|e| e.get("name").and_then(serde_json::Value::as_str) == Some(EXEC_EXTENSION))
+        .and_then(|e| e.get("extension"))
+        .ok_or_else(|| {
+            format!(
+                "its access provider `{provider}` names no Secret (no `cluster.extensions[]` item `{EXEC_EXTENSION}`)"
+            )
+        })?;
+    let field = |key: &str| reference.get(key).and_then(serde_json::Value::as_str);
+    let (Some(secret_name), Some(key)) = (field("name"), field("key")) else {
+        return Err(format!(
+            "its access provider `{provider}`: the `{EXEC_EXTENSION}` extension needs `name` and `key`"
+        ));
+    };
+    let secret_namespace = field("namespace").unwrap_or(namespace);
+    if secret_namespace != namespace {
+        return Err(format!(
+            "the Secret {secret_namespace}/{secret_name} it names is outside namespace `{namespace}`, the only one watched"
+        ));
+    }
+    let Some(secret) = secrets.items.get(secret_name) else {
+        return Err(format!(
+            "the Secret {namespace}/{secret_name} it names does not exist"
+        ));
+    };
+    let Some(bytes) = secret.data.as_ref().and_then(|d| d.get(key)) else {
+        return Err(format!(
+            "the Secret {namespace}/{secret_name} it names has no key `{key}`"
+        ));
+    };
+    let text = String::from_utf8_lossy(&bytes.0);
+    let bad = |why: &str| format!("the Secret {namespace}/{secret_name}'s kubeconfig: {why}");
+    let documents = switchyard_core::yaml::parse_documents(&text).map_err(|e| bad(&e.message))?;
+    let kubeconfig = documents
+        .first()
+        .map(switchyard_core::yaml::Node::to_json)
+        .ok_or_else(|| bad("empty"))?;
+    let context = field("context")
+        .map(str::to_string)
+        .or_else(|| {
+            kubeconfig
+                .get("current-context")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+        })
+        .ok_or_else(|| bad("no context given and no current-context"))?;
+    let named = |list: &str, name: &str| {
+        kubeconfig
+            .get(list)
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|item| item.get("name").and_then(serde_json::Value::as_str) == Some(name))
+            .cloned()
+    };
+    let user_name = named("contexts", &context)
+        .and_then(|c| c.pointer("/context/user").cloned())
+        .and_then(|u| u.as_str().map(str::to_string))
+        .ok_or_else(|| bad(&format!("no context `{context}` naming a user")))?;
+    named("users", &user_name)
+        .and_then(|u| u.get("user").cloned())
+        .ok_or_else(|| bad(&format!("no user `{user_name}`")))
 }
 
 /// Watches the objects of an `objects` source and the Secrets of their namespace until the
@@ -423,12 +529,15 @@ pub async fn watch_objects(
     let mut objects_stream = std::pin::pin!(objects_stream);
     let mut secrets_stream = std::pin::pin!(secrets_stream);
     let mut objects: Listed<serde_json::Value> = Listed::default();
-    // Profiles name no Secret: the Secrets' list is complete (and empty) from the start.
+    // Profiles whose providers all run a plugin name no Secret: the Secrets' list is
+    // complete (and empty) from the start.
+    let watch_secrets = providers
+        .as_ref()
+        .is_none_or(|providers| providers.iter().any(|p| p.kubeconfig_secret));
     let mut secrets: Listed<Secret> = Listed {
-        listed: providers.is_some(),
+        listed: !watch_secrets,
         ..Listed::default()
     };
-    let watch_secrets = providers.is_none();
     let mut state = ObjectMembers {
         role,
         source,
@@ -580,7 +689,7 @@ impl ObjectMembers {
             }
         }
         if let Some(providers) = &self.providers {
-            return match profile_kubeconfig(object, providers) {
+            return match profile_kubeconfig(object, providers, secrets, &self.source.namespace) {
                 Ok(kubeconfig) => ObjectMember::Usable { member, kubeconfig },
                 Err(why) => ObjectMember::NotUsable { member, why },
             };
@@ -692,7 +801,7 @@ impl ObjectMembers {
                     self.known.insert(member.clone(), (print, from.clone()));
                     let found = MemberEvent::Found {
                         cluster: cluster_id(&self.role, &member),
-                        config: Box::new(config),
+                        connection: Connection::Config(Box::new(config)),
                         fingerprint: print,
                         from,
                     };

@@ -92,6 +92,7 @@ async fn members_from_objects_follow_their_ready_condition() {
                     cluster: None,
                 }),
                 cluster_profiles: None,
+                kcp: None,
             }];
         },
     )

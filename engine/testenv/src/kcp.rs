@@ -10,7 +10,8 @@
 //!   write on the way in, so each server holds its objects as it would without kcp.
 //! - **Wildcard reads.** Lists and watches without a workspace (`/api/...`, `/apis/...`) or
 //!   under kcp's wildcard `/clusters/*/...` span every workspace: a list merges the items of
-//!   every server (in the order the workspaces were given), a watch merges their event streams.
+//!   every server (in the order the workspaces were given; metadata-only lists too, whose
+//!   `items` a server with none sends as `null`), a watch merges their event streams.
 //!   Any other request there (a write, a get of one object) is refused with 400: a wildcard
 //!   only lists and watches.
 //! - **One workspace.** `/clusters/<workspace>/...` reaches that workspace's server alone:
@@ -35,6 +36,15 @@
 //!   the first workspace's server without a workspace, and from the workspace's own under
 //!   `/clusters/<workspace>`: every workspace serves the same kinds, as the workspaces bound to
 //!   one APIExport do.
+//!
+//! - **Endpoint slices and bindings.** For the broker's `kcp` member source: kcp's
+//!   `apis.kcp.io/v1alpha1` kinds are served as CRDs of real API servers
+//!   ([`endpoint_slice_crd`] in the cluster holding the slice, [`api_binding_crd`] in each
+//!   workspace's server), both cluster-scoped with a status the test writes. A test lists its
+//!   proxies' URLs in a slice's `status.endpoints[].url`, as kcp's controller does for each
+//!   shard, and creates an APIBinding in a workspace's server to make the workspace bind the
+//!   export: through the proxy's wildcard it is then seen with its `kcp.io/cluster`, as in
+//!   kcp's APIExport virtual workspace. Nothing checks that a binding names a real export.
 //!
 //! Not emulated: workspace paths (`root:org:ws`; workspaces are named like clusters),
 //! APIExports, permission claims and identity hashes, shards, pagination of wildcard lists
@@ -68,6 +78,42 @@ use crate::kubeconfig::{client_from_kubeconfig, write_kubeconfig};
 
 /// The annotation kcp puts on every object: its logical cluster (here, its workspace).
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
+
+/// The APIExportEndpointSlice kind (`apis.kcp.io/v1alpha1`, cluster-scoped) as a CRD whose
+/// spec and status keep any field: what the `kcp` member source reads its URLs from.
+pub fn endpoint_slice_crd() -> Value {
+    kcp_crd("APIExportEndpointSlice", "apiexportendpointslices")
+}
+
+/// The APIBinding kind (`apis.kcp.io/v1alpha1`, cluster-scoped) as a CRD whose spec and
+/// status keep any field: one in a workspace's server makes it a workspace bound to the
+/// export, seen through the proxy's wildcard.
+pub fn api_binding_crd() -> Value {
+    kcp_crd("APIBinding", "apibindings")
+}
+
+fn kcp_crd(kind: &str, plural: &str) -> Value {
+    let open = serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.apis.kcp.io")},
+        "spec": {
+            "group": "apis.kcp.io",
+            "scope": "Cluster",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                      "listKind": format!("{kind}List")},
+            "versions": [{
+                "name": "v1alpha1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": open, "status": open},
+                }},
+            }],
+        },
+    })
+}
 
 /// Marks the resource versions this proxy encodes.
 const VERSION_PREFIX: &str = "kcp.";
@@ -679,14 +725,21 @@ fn rewrite_event(event: &mut Value, workspace: &str, progress: &mut BTreeMap<Str
     }
 }
 
+/// A list, a Table, or a list of object metadata (whose `items` an API server writes as
+/// `null` when there are none).
 fn is_list(value: &Value) -> bool {
-    value.get("items").is_some_and(Value::is_array)
+    value
+        .get("items")
+        .is_some_and(|items| items.is_array() || items.is_null())
         || value.get("rows").is_some_and(Value::is_array)
 }
 
 /// A list of one workspace's server on its way out: every item (or Table row's object)
 /// rewritten, the list's version encoded.
 fn rewrite_list(list: &mut Value, workspace: &str) {
+    if let Some(items) = list.get_mut("items").filter(|items| items.is_null()) {
+        *items = Value::Array(Vec::new());
+    }
     if let Some(items) = list.get_mut("items").and_then(Value::as_array_mut) {
         for item in items {
             rewrite_object(item, workspace);

@@ -20,7 +20,7 @@ pub fn external_kubeconfig() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-pub(crate) async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, TestEnvError> {
+pub async fn client_from_kubeconfig(path: &Path) -> Result<kube::Client, TestEnvError> {
     // kube's rustls client uses the process-wide crypto provider; pick ring if none is set
     // (an error only means one is installed already).
     let _ = rustls::crypto::ring::default_provider().install_default();

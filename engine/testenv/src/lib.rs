@@ -69,6 +69,6 @@ pub use control_plane::{ApiServer, ControlPlane};
 pub use crds::{install_crds, read_crds};
 pub use error::TestEnvError;
 pub use http_server::ProxyCounts;
-pub use kcp::{CLUSTER_ANNOTATION, WorkspaceProxy};
-pub use kubeconfig::{E2E_KUBECONFIG_ENV, external_kubeconfig};
+pub use kcp::{CLUSTER_ANNOTATION, WorkspaceProxy, api_binding_crd, endpoint_slice_crd};
+pub use kubeconfig::{E2E_KUBECONFIG_ENV, client_from_kubeconfig, external_kubeconfig};
 pub use proxy::FaultProxy;

@@ -99,6 +99,48 @@ The generated RBAC sources: the chart's files for the packs of `rbac.packs`, and
 {{- end }}
 - apiGroups: {{ toJson .apiGroups }}
   resources: {{ toJson .resources }}
+  {{- with .resourceNames }}
+  resourceNames: {{ toJson . }}
+  {{- end }}
   verbs: {{ toJson .verbs }}
 {{- end }}
+{{- end }}
+
+{{/*
+A Role (namespace given) or ClusterRole and its binding to the broker's ServiceAccount:
+dict with root, name, namespace, rules, comment.
+*/}}
+{{- define "switchyard.ownRole" -}}
+{{- $root := .root }}
+---
+# {{ .comment }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {{ if .namespace }}Role{{ else }}ClusterRole{{ end }}
+metadata:
+  name: {{ .name }}
+  {{- with .namespace }}
+  namespace: {{ . }}
+  {{- end }}
+  labels:
+    {{- include "switchyard.labels" $root | nindent 4 }}
+rules:
+  {{- include "switchyard.policyRules" .rules | trim | nindent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {{ if .namespace }}RoleBinding{{ else }}ClusterRoleBinding{{ end }}
+metadata:
+  name: {{ .name }}
+  {{- with .namespace }}
+  namespace: {{ . }}
+  {{- end }}
+  labels:
+    {{- include "switchyard.labels" $root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: {{ if .namespace }}Role{{ else }}ClusterRole{{ end }}
+  name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "switchyard.serviceAccountName" $root }}
+    namespace: {{ $root.Release.Namespace }}
 {{- end }}

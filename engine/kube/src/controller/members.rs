@@ -46,10 +46,11 @@ impl Controller {
     }
 
     /// A member of `role` became live or is gone (`gone`: the member and why): every pack
-    /// naming the role watches the new member set and evaluates each of its triggers again
-    /// in a new first round, so nothing is pruned before every trigger has seen the change
-    /// (a trigger that reads `clusters`, looks up `allClusters` or writes to the role). A
-    /// pack still waiting for its watches starts its round when they list, as it would.
+    /// naming the role watches the new member set and evaluates again, in a new first
+    /// round, the triggers of its rules that read `clusters`, watch, look up (`allClusters`
+    /// or by name) or write in the role, so nothing is pruned before each of them has seen
+    /// the change; the other rules' triggers cannot see it and are not evaluated. A pack
+    /// still waiting for its watches starts its round when they list, as it would.
     pub fn members_changed(&self, role: &str, joined: Option<&str>, gone: Option<(&str, &str)>) {
         let mut work = Vec::new();
         {
@@ -88,8 +89,13 @@ impl Controller {
                 if matches!(p.initial, Initial::Waiting(_)) {
                     continue;
                 }
-                let triggers = p.cached_triggers(&self.store, None);
-                tracing::info!(pack = %name, %role, triggers = triggers.len(), "members changed; evaluating every trigger");
+                // Only the rules a member change can affect (see
+                // `Pack::rules_reading_members`); all of them, known triggers included,
+                // when that is every rule.
+                let affected = p.pack.rules_reading_members(role);
+                let every = p.pack.rule_names().all(|r| affected.contains(r));
+                let triggers = p.cached_triggers(&self.store, (!every).then_some(&affected));
+                tracing::info!(pack = %name, %role, rules = affected.len(), triggers = triggers.len(), "members changed; evaluating the triggers of the rules reading them");
                 p.begin_round(name, triggers, &mut work);
             }
         }

@@ -646,6 +646,7 @@ pub fn mesh_from_secrets(namespace: &str) -> switchyard_kube::config::MemberSour
         }),
         objects: None,
         cluster_profiles: None,
+        kcp: None,
     }
 }
 
