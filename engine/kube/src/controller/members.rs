@@ -9,7 +9,7 @@ use switchyard_core::object::split_cluster;
 use switchyard_core::{ObjectKey, Outcome};
 
 use super::index::{output_kinds, role_plan, watch_plan};
-use super::state::{Controller, Initial};
+use super::state::Controller;
 use crate::store::KindKey;
 use crate::watch::WatchMode;
 
@@ -75,7 +75,7 @@ impl Controller {
                 }
                 if let Some((cluster, _)) = gone {
                     // Patches there are not taken back: the member is written to no more.
-                    p.patched.retain(|k| k.cluster != cluster);
+                    p.patched.retain(|k, _| k.cluster != cluster);
                     for (trigger, desired) in &p.contributions {
                         if desired.iter().any(|d| d.key.cluster == cluster) {
                             p.gone
@@ -85,12 +85,8 @@ impl Controller {
                         }
                     }
                 }
-                if matches!(p.initial, Initial::Waiting(_)) {
-                    continue;
-                }
-                let triggers = p.cached_triggers(&self.store, None);
-                tracing::info!(pack = %name, %role, triggers = triggers.len(), "members changed; evaluating every trigger");
-                p.begin_round(name, triggers, &mut work);
+                let triggers = p.begin_rounds(name, &self.store, &mut work);
+                tracing::info!(pack = %name, %role, triggers, "members changed; evaluating every trigger");
             }
         }
         for w in work {

@@ -45,7 +45,7 @@ pub(crate) async fn create_source(
 /// first page is served: convergence is the time that list started. Returns that time, the
 /// number of polls and the time the polls took.
 pub(crate) async fn wait_converged(
-    broker: &mut BrokerProcess,
+    brokers: &mut [BrokerProcess],
     source: &Cluster,
     karmada: &Cluster,
     kinds: &BTreeMap<(String, String), usize>,
@@ -77,7 +77,15 @@ pub(crate) async fn wait_converged(
             complete &= have >= *want;
             counts.push(format!("{kind} {}/{}", int(have as u64), int(*want as u64)));
         }
-        let writes = broker.writes().await?;
+        // Every broker's writes together (several replicas share the work).
+        let mut writes = switchyard_kube::controller::Writes::default();
+        for broker in brokers.iter_mut() {
+            let w = broker.writes().await?;
+            writes.applies += w.applies;
+            writes.status += w.status;
+            writes.deletes += w.deletes;
+            writes.finalizers += w.finalizers;
+        }
         if complete
             && (writes.status >= n as u64
                 || last_full.is_none_or(|t| t.elapsed() >= Duration::from_secs(2)))
