@@ -129,9 +129,9 @@ fn shard(name: &str) -> u32 {
 /// or `solo` for a few of [`SOLO_SHARD`].
 fn group(i: usize) -> Option<String> {
     let name = format!("t{i}");
-    if shard(&name) == SOLO_SHARD && i % 7 == 0 {
+    if shard(&name) == SOLO_SHARD && i.is_multiple_of(7) {
         Some("solo".into())
-    } else if i % 10 == 0 {
+    } else if i.is_multiple_of(10) {
         Some((i / 10 % GROUPS).to_string())
     } else {
         None

@@ -1277,7 +1277,7 @@ spec:
             "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
              `crds`, `clusters`, `members`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
-             `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
+             `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `shards`, `reloadDebounceMillis`, \
              `logFormat`, `values` at `spec.workerz`"
         );
         let wrong_type = FILE.replace("workers: 4", "workers: many");
@@ -1386,6 +1386,21 @@ spec:
                 ..with(&["source=/kc"])
             }),
             "workers must be at least 1"
+        );
+        assert_eq!(
+            error(Flags {
+                shards: Some(3),
+                ..with(&["source=/kc"])
+            }),
+            "shards (3) needs leaderElect (--leader-elect): each shard is held through a Lease"
+        );
+        assert_eq!(
+            error(Flags {
+                shards: Some(0),
+                leader_elect: true,
+                ..with(&["source=/kc"])
+            }),
+            "shards must be at least 1"
         );
         let twice = "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  \
                      clusters:\n    - {role: a, inCluster: true}\n    - {role: a, inCluster: true}\n";

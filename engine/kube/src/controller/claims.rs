@@ -60,7 +60,7 @@ impl Controller {
             let policies: HashMap<String, DeletionPolicy> = p
                 .rules
                 .iter()
-                .map(|r| (r.name.clone(), r.deletion.clone()))
+                .map(|r| (r.name.clone(), r.deletion))
                 .collect();
             for kind in &p.output_kinds {
                 let Some(cache) = self.store.cache(kind) else {

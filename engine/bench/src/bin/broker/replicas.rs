@@ -24,9 +24,18 @@ use crate::pack::{PackCopy, by_kind, check_plan, karmada_crds, source_crds};
 struct Run {
     replicas: usize,
     converge: std::time::Duration,
-    /// Per broker: CPU ticks, peak RSS in KiB, writes in all, shards held.
-    brokers: Vec<(u64, u64, u64, String)>,
+    brokers: Vec<Figures>,
     all_cpu: u64,
+}
+
+/// One broker's figures at convergence.
+struct Figures {
+    /// CPU ticks (1/100 s) since its start.
+    cpu: u64,
+    peak_rss_kib: u64,
+    writes: u64,
+    /// The shards it held, as `[0, 3]`.
+    held: String,
 }
 
 pub(crate) async fn replicas(args: &Args, counts: &[usize]) -> Res<()> {
@@ -62,18 +71,18 @@ pub(crate) async fn replicas(args: &Args, counts: &[usize]) -> Res<()> {
     );
     println!("|---|---|---|---|---|---|---|---|");
     for run in &runs {
-        let per = |f: &dyn Fn(&(u64, u64, u64, String)) -> String| {
+        let per = |f: &dyn Fn(&Figures) -> String| {
             run.brokers.iter().map(f).collect::<Vec<_>>().join(" / ")
         };
         println!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
             run.replicas,
             secs(run.converge),
-            per(&|b| cpu_secs(b.0)),
-            cpu_secs(run.brokers.iter().map(|b| b.0).sum()),
-            per(&|b| format!("{:.0} MiB", b.1 as f64 * 1024.0 / MIB)),
-            per(&|b| int(b.2)),
-            per(&|b| b.3.clone()),
+            per(&|b| cpu_secs(b.cpu)),
+            cpu_secs(run.brokers.iter().map(|b| b.cpu).sum()),
+            per(&|b| format!("{:.0} MiB", b.peak_rss_kib as f64 * 1024.0 / MIB)),
+            per(&|b| int(b.writes)),
+            per(&|b| b.held.clone()),
             cpu_secs(run.all_cpu),
         );
     }
@@ -158,12 +167,12 @@ async fn one(
     let mut figures = Vec::new();
     for (broker, port) in brokers.iter_mut().zip(&ports) {
         let held = shards_held(*port).unwrap_or_else(|| "?".into());
-        figures.push((
-            broker.cpu_ticks()?,
-            broker.peak_rss_kib()?,
-            total(&broker.writes().await?),
+        figures.push(Figures {
+            cpu: broker.cpu_ticks()?,
+            peak_rss_kib: broker.peak_rss_kib()?,
+            writes: total(&broker.writes().await?),
             held,
-        ));
+        });
     }
     println!(
         "    converged in {} (load average {}); per broker: CPU {}, writes {}, shards {}",
@@ -171,17 +180,17 @@ async fn one(
         load_average(),
         figures
             .iter()
-            .map(|f| cpu_secs(f.0))
+            .map(|f| cpu_secs(f.cpu))
             .collect::<Vec<_>>()
             .join(" / "),
         figures
             .iter()
-            .map(|f| int(f.2))
+            .map(|f| int(f.writes))
             .collect::<Vec<_>>()
             .join(" / "),
         figures
             .iter()
-            .map(|f| f.3.clone())
+            .map(|f| f.held.clone())
             .collect::<Vec<_>>()
             .join(" / "),
     );
