@@ -160,7 +160,8 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
             kubeconfig: Some(kubeconfig.to_path_buf()),
             context: None,
             in_cluster: false,
-            workspace_paths: true,
+            // One API server holds every workspace's objects (no kcp in front).
+            workspace_paths: false,
         })
         .collect(),
         // No periodic resync during the run: step 4 triggers one.

@@ -128,7 +128,8 @@ async fn one(
                 kubeconfig: Some(kubeconfig.to_path_buf()),
                 context: None,
                 in_cluster: false,
-                workspace_paths: true,
+                // One API server holds every workspace's objects (no kcp in front).
+                workspace_paths: false,
             })
             .collect(),
             resync_seconds: 3600,
