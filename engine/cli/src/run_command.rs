@@ -60,6 +60,15 @@ pub struct RunArgs {
     /// Seconds a lease lasts without renewal (default 15): the longest a dead leader holds it.
     #[arg(long)]
     leader_elect_lease_seconds: Option<u64>,
+    /// Seconds before the lease ends that its holder renews it (default 5): the slack a
+    /// holder has for a slow API server before it loses the lease.
+    #[arg(long)]
+    leader_elect_renew_before_seconds: Option<u64>,
+    /// Split the triggers by a stable hash of their key into this many shards, each held
+    /// through a Lease of its own (<lease>-shard-<i>) by one replica (default 1: no
+    /// sharding, one leader). More than 1 needs --leader-elect.
+    #[arg(long)]
+    shards: Option<u32>,
     /// Quiet time after a change under --packs before the packs are reloaded (default 500).
     #[arg(long)]
     reload_debounce_millis: Option<u64>,
@@ -98,6 +107,8 @@ pub fn run(args: RunArgs) -> Result<u8, CliError> {
         leader_elect_namespace: args.leader_elect_namespace,
         leader_elect_cluster: args.leader_elect_cluster,
         leader_elect_lease_seconds: args.leader_elect_lease_seconds,
+        leader_elect_renew_before_seconds: args.leader_elect_renew_before_seconds,
+        shards: args.shards,
         reload_debounce_millis: args.reload_debounce_millis,
         log_format: args.log_format.map(|f| match f {
             LogFormatArg::Text => LogFormat::Text,

@@ -154,7 +154,9 @@ fn generated_rbac_parses_and_grants_what_the_broker_does() {
     );
     assert_eq!(
         verbs(&lease, "leases"),
-        ["get", "list", "watch", "create", "update", "patch"]
+        [
+            "get", "list", "watch", "create", "update", "patch", "delete"
+        ]
     );
     // A pattern is a ClusterRole, and the output says why.
     assert!(text.contains("RBAC has no namespace"));

@@ -370,9 +370,9 @@ pub fn compute(packs: &[&Pack], kinds: &Kinds, lease_namespace: &str) -> Result<
             rules: vec![PolicyRule {
                 api_groups: vec!["coordination.k8s.io".into()],
                 resources: vec!["leases".into()],
-                verbs: vec![Verb::Get, Verb::List, Verb::Watch, Verb::Create, Verb::Update, Verb::Patch],
+                verbs: vec![Verb::Get, Verb::List, Verb::Watch, Verb::Create, Verb::Update, Verb::Patch, Verb::Delete],
                 resource_names: Vec::new(),
-                why: "Leader election: the replicas hold one Lease; only its holder writes; the others watch it.".into(),
+                why: "Leader election: the replicas hold one Lease (with --shards, one per shard and one each to count the replicas); only its holder writes; the others watch them; a replica deletes its own when it stops.".into(),
             }],
         },
         member_secrets: Vec::new(),

@@ -361,7 +361,7 @@ impl Clusters {
     /// [`Clusters::mark_created`] then hands its fields to the pack's applies.
     pub async fn create(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         object: &Value,
     ) -> Result<DynamicObject, ApplyError> {
@@ -378,7 +378,7 @@ impl Clusters {
             }
         };
         let params = PostParams {
-            field_manager: Some(field_manager(pack)),
+            field_manager: Some(manager.to_string()),
             ..PostParams::default()
         };
         let created = api.create(&params, &body).await;
@@ -395,13 +395,13 @@ impl Clusters {
     /// stops writing is removed by the next apply rather than kept by the create.
     pub async fn mark_created(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         live: &DynamicObject,
         created: bool,
     ) -> Result<DynamicObject, ApplyError> {
         let api = self.api(key).await?;
-        let manager = field_manager(pack);
+        let manager = manager.to_string();
         let uid = live.metadata.uid.clone().unwrap_or_default();
         let mut metadata = serde_json::Map::new();
         metadata.insert("uid".into(), Value::String(uid.clone()));
@@ -426,15 +426,16 @@ impl Clusters {
         self.answered(key, "mark", marked)
     }
 
-    /// Server-side applies an output; returns what the API server stored.
+    /// Server-side applies an output by a field manager (the pack's, or one of its shards');
+    /// returns what the API server stored.
     pub async fn apply(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         object: &Value,
     ) -> Result<DynamicObject, ApplyError> {
         let api = self.api(key).await?;
-        let params = PatchParams::apply(&field_manager(pack)).force();
+        let params = PatchParams::apply(manager).force();
         let applied = api.patch(&key.name, &params, &Patch::Apply(object)).await;
         self.answered(key, "apply", applied)
     }
@@ -446,7 +447,7 @@ impl Clusters {
     /// went with the object, as part of it).
     pub async fn apply_output_status(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         object: &Value,
         stored: DynamicObject,
@@ -455,7 +456,7 @@ impl Clusters {
             return Ok(stored);
         };
         Ok(self
-            .status_subresource_apply(pack, key, status)
+            .status_subresource_apply(manager, key, status)
             .await?
             .unwrap_or(stored))
     }
@@ -464,7 +465,7 @@ impl Clusters {
     /// forced; `None` when its kind has no such subresource (as discovery says).
     async fn status_subresource_apply(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         status: &Value,
     ) -> Result<Option<DynamicObject>, ApplyError> {
@@ -481,7 +482,7 @@ impl Clusters {
             "metadata": identity_metadata(key),
             "status": status,
         });
-        let params = PatchParams::apply(&field_manager(pack)).force();
+        let params = PatchParams::apply(manager).force();
         let written = api
             .patch_status(&key.name, &params, &Patch::Apply(&body))
             .await;
@@ -493,7 +494,7 @@ impl Clusters {
     /// API server refuses to create the object or to patch a new one of the same name.
     pub async fn apply_patch(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         object: &Value,
         uid: Option<&str>,
@@ -504,14 +505,14 @@ impl Clusters {
         {
             metadata.insert("uid".into(), Value::String(uid.to_string()));
         }
-        self.apply(pack, key, &body).await
+        self.apply(manager, key, &body).await
     }
 
     /// Takes a patch back: an apply of no fields by the pack's field manager removes every
     /// field it owned and nothing else. An object already gone needs nothing.
     pub async fn take_back(
         &self,
-        pack: &str,
+        manager: &str,
         key: &ObjectKey,
         uid: Option<&str>,
     ) -> Result<(), ApplyError> {
@@ -528,7 +529,7 @@ impl Clusters {
             "kind": key.kind,
             "metadata": metadata,
         });
-        match self.apply(pack, key, &body).await {
+        match self.apply(manager, key, &body).await {
             Ok(_) => Ok(()),
             Err(e) if e.is_not_found() || e.is_conflict() => Ok(()),
             Err(e) => Err(e),
@@ -543,6 +544,31 @@ impl Clusters {
             preconditions: uid.map(|uid| Preconditions {
                 uid: Some(uid.to_string()),
                 resource_version: None,
+            }),
+            propagation_policy: Some(kube::api::PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        match api.delete(&key.name, &params).await {
+            Ok(_) => self.answered(key, "delete", Ok(true)),
+            Err(KubeError::Api(s)) if s.code == 404 => Ok(false),
+            Err(source) => self.answered(key, "delete", Err(source)),
+        }
+    }
+
+    /// Deletes an output only as the cache saw it: that incarnation (`uid`) at that
+    /// `resourceVersion`, so a claim written on it meanwhile keeps it (the API server refuses
+    /// with a conflict). `Ok(false)` when it was gone already.
+    pub async fn delete_version(
+        &self,
+        key: &ObjectKey,
+        uid: &str,
+        version: &str,
+    ) -> Result<bool, ApplyError> {
+        let api = self.api(key).await?;
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: Some(version.to_string()).filter(|v| !v.is_empty()),
             }),
             propagation_policy: Some(kube::api::PropagationPolicy::Background),
             ..DeleteParams::default()

@@ -81,6 +81,7 @@ pub async fn run(
     let queue: Arc<Queue<Work>> =
         Queue::observed(Backoff::default(), Backoff::permanent(), Some(observer));
     let controller = Controller::new(store.clone(), clusters.clone(), queue.clone());
+    controller.set_shard_count(config.shards.max(1));
     let health = Health::with_metrics(metrics.clone());
     on_start(Handle {
         controller: controller.clone(),
@@ -174,9 +175,13 @@ pub async fn run(
     health.set_reachability(clusters.reachability().clone());
 
     // Leader election: with it, the workers write only while this broker leads; without it,
-    // always (the sender stays here so the channel never closes).
-    let (always, mut leading) = tokio::sync::watch::channel(true);
-    let elector = if config.leader_elect {
+    // always (the sender stays here so the channel never closes). With shards, each is
+    // held through a Lease of its own, and the workers write for the shards held.
+    let (held_sender, mut held) = tokio::sync::watch::channel(BTreeSet::from([0u32]));
+    let mut always = None;
+    let mut elector = None;
+    let mut coordinator = None;
+    if config.leader_elect {
         let cluster = config.lease_cluster()?.to_string();
         let client = clusters
             .client(&cluster)
@@ -188,14 +193,29 @@ pub async fn run(
             lease_seconds: config.leader_elect_lease_seconds,
             renew_before_seconds: config.leader_elect_renew_before_seconds,
         };
-        tracing::info!(lease = %election.lease_name, namespace = %election.namespace, %cluster, identity = %election.identity, "leader election");
-        let (elected, elector) = crate::leader::elect(client, election, metrics.clone());
-        leading = elected;
-        Some(elector)
+        if config.shards > 1 {
+            tracing::info!(shards = config.shards, lease = %election.lease_name, namespace = %election.namespace, %cluster, identity = %election.identity, "sharding");
+            let sharding = crate::shards::Sharding {
+                count: config.shards,
+                election,
+            };
+            let (shards_held, started) = crate::shards::start(client, sharding, metrics.clone());
+            held = shards_held;
+            coordinator = Some(started);
+            always = Some(held_sender);
+        } else {
+            tracing::info!(lease = %election.lease_name, namespace = %election.namespace, %cluster, identity = %election.identity, "leader election");
+            let (elected, started) = crate::leader::elect(client, election, metrics.clone());
+            held_sender.send_replace(BTreeSet::new());
+            tokio::spawn(forward_leading(elected, held_sender));
+            elector = Some(started);
+        }
     } else {
-        None
-    };
-    let workers = crate::workers::start(config.workers.max(1), &queue, &controller, &leading);
+        always = Some(held_sender);
+    }
+    let mut holding = held.borrow().clone();
+    health.set_shards(config.shards, &holding);
+    let workers = crate::workers::start(config.workers.max(1), &queue, &controller, &held);
     // A cluster that answers again: every item waiting out a backoff is retried now.
     let mut recoveries = clusters.reachability().recoveries();
 
@@ -278,12 +298,24 @@ pub async fn run(
                 let retried = queue.retry_now();
                 tracing::info!(retried, "a cluster answers again: retrying the work that waited");
             }
-            Ok(()) = leading.changed() => {
-                if *leading.borrow_and_update() {
-                    // A new leader's first round, on the caches it has kept warm: nothing is
-                    // pruned before every trigger is evaluated by this broker.
-                    controller.lead();
+            Ok(()) = held.changed() => {
+                let now = held.borrow_and_update().clone();
+                // Lost first (their writes stop), then gained: a new holder's first round,
+                // on the caches it has kept warm: nothing of a shard is pruned before every
+                // trigger of it is evaluated by this broker.
+                for shard in holding.difference(&now) {
+                    tracing::info!(shard, "shard lost: its triggers are left to its next holder");
+                    controller.lose(*shard);
                 }
+                for shard in now.difference(&holding) {
+                    if config.shards > 1 {
+                        tracing::info!(shard, "shard held: evaluating every trigger of it");
+                    }
+                    controller.gain(*shard);
+                }
+                holding = now;
+                health.set_shards(config.shards, &holding);
+                metrics.set_shards(config.shards, holding.len());
             }
             _ = resync.tick() => controller.resync(),
             _ = metrics_tick.tick() => publish_metrics(&metrics, &store, &clusters, &queue),
@@ -304,6 +336,9 @@ pub async fn run(
     if let Some(elector) = elector {
         elector.release().await;
     }
+    if let Some(coordinator) = coordinator {
+        coordinator.release().await;
+    }
     drop(always);
     for (_, (_, task)) in sources {
         task.abort();
@@ -318,6 +353,29 @@ pub async fn run(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Whether this broker leads, as the set of shards it holds (the one shard, or none).
+async fn forward_leading(
+    mut leading: tokio::sync::watch::Receiver<bool>,
+    held: tokio::sync::watch::Sender<BTreeSet<u32>>,
+) {
+    loop {
+        let now = *leading.borrow_and_update();
+        held.send_if_modified(|h| {
+            let changed = h.contains(&0) != now;
+            *h = if now {
+                BTreeSet::from([0])
+            } else {
+                BTreeSet::new()
+            };
+            changed
+        });
+        if leading.changed().await.is_err() {
+            held.send_replace(BTreeSet::new());
+            return;
+        }
+    }
 }
 
 /// The gauges read from state rather than counted as things happen: the queue's depth and
@@ -738,10 +796,11 @@ async fn apply_config(
         || old.leader_elect_cluster != new.leader_elect_cluster
         || old.leader_elect_lease_seconds != new.leader_elect_lease_seconds
         || old.leader_elect_renew_before_seconds != new.leader_elect_renew_before_seconds
+        || old.shards != new.shards
         || old.log_format != new.log_format;
     if restart_only {
         tracing::warn!(
-            "the configuration changed settings that take effect at the next start (resync, workers, addresses, leader election, log format)"
+            "the configuration changed settings that take effect at the next start (resync, workers, addresses, leader election, shards, log format)"
         );
     }
     publish_inventory(wiring, watches);

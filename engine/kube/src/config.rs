@@ -101,6 +101,11 @@ pub struct BrokerConfig {
     /// How long before the lease expires the leader renews it, in seconds.
     #[serde(default = "default_renew_before_seconds")]
     pub leader_elect_renew_before_seconds: u64,
+    /// How many shards the triggers are split into (by a stable hash of their key), each
+    /// held through a Lease of its own (`<lease>-shard-<i>`) by one of the replicas; 1 (the
+    /// default): no sharding, one leader. More than 1 needs `leaderElect`.
+    #[serde(default = "default_shards")]
+    pub shards: u32,
     /// How long the packs folder must be quiet after a change before packs are reloaded, in
     /// milliseconds.
     #[serde(default = "default_reload_debounce_millis")]
@@ -440,6 +445,10 @@ fn default_renew_before_seconds() -> u64 {
     5
 }
 
+fn default_shards() -> u32 {
+    1
+}
+
 fn default_reload_debounce_millis() -> u64 {
     500
 }
@@ -462,6 +471,7 @@ impl Default for BrokerConfig {
             leader_elect_cluster: None,
             leader_elect_lease_seconds: default_lease_seconds(),
             leader_elect_renew_before_seconds: default_renew_before_seconds(),
+            shards: default_shards(),
             reload_debounce_millis: default_reload_debounce_millis(),
             log_format: LogFormat::default(),
             origin: None,
@@ -526,6 +536,8 @@ pub struct Flags {
     pub leader_elect_namespace: Option<String>,
     pub leader_elect_cluster: Option<String>,
     pub leader_elect_lease_seconds: Option<u64>,
+    pub leader_elect_renew_before_seconds: Option<u64>,
+    pub shards: Option<u32>,
     pub reload_debounce_millis: Option<u64>,
     pub log_format: Option<LogFormat>,
 }
@@ -779,9 +791,17 @@ impl BrokerConfig {
             leader_elect_namespace,
             leader_elect_cluster,
             leader_elect_lease_seconds,
+            leader_elect_renew_before_seconds,
+            shards,
             reload_debounce_millis,
             log_format,
         } = flags;
+        if let Some(v) = leader_elect_renew_before_seconds {
+            self.leader_elect_renew_before_seconds = v;
+        }
+        if let Some(v) = shards {
+            self.shards = v;
+        }
         self.leader_elect |= leader_elect;
         if let Some(v) = leader_elect_lease_name {
             self.leader_elect_lease_name = v;
@@ -876,6 +896,15 @@ impl BrokerConfig {
         }
         self.health_socket_addr()?;
         self.metrics_socket_addr()?;
+        if self.shards == 0 {
+            return Err(ConfigError::Invalid("shards must be at least 1".into()));
+        }
+        if self.shards > 1 && !self.leader_elect {
+            return Err(ConfigError::Invalid(format!(
+                "shards ({}) needs leaderElect (--leader-elect): each shard is held through a Lease",
+                self.shards
+            )));
+        }
         if self.leader_elect {
             if self.leader_elect_renew_before_seconds == 0
                 || self.leader_elect_lease_seconds <= self.leader_elect_renew_before_seconds
@@ -1384,7 +1413,7 @@ spec:
             "broker.yaml:11:3: unknown field `workerz`, expected one of `packs`, `partials`, \
              `crds`, `clusters`, `members`, `resyncSeconds`, `workers`, `healthAddr`, `metricsAddr`, \
              `leaderElect`, `leaderElectLeaseName`, `leaderElectNamespace`, `leaderElectCluster`, \
-             `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `reloadDebounceMillis`, \
+             `leaderElectLeaseSeconds`, `leaderElectRenewBeforeSeconds`, `shards`, `reloadDebounceMillis`, \
              `logFormat`, `values` at `spec.workerz`"
         );
         let wrong_type = FILE.replace("workers: 4", "workers: many");
@@ -1493,6 +1522,21 @@ spec:
                 ..with(&["source=/kc"])
             }),
             "workers must be at least 1"
+        );
+        assert_eq!(
+            error(Flags {
+                shards: Some(3),
+                ..with(&["source=/kc"])
+            }),
+            "shards (3) needs leaderElect (--leader-elect): each shard is held through a Lease"
+        );
+        assert_eq!(
+            error(Flags {
+                shards: Some(0),
+                leader_elect: true,
+                ..with(&["source=/kc"])
+            }),
+            "shards must be at least 1"
         );
         let twice = "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  \
                      clusters:\n    - {role: a, inCluster: true}\n    - {role: a, inCluster: true}\n";

@@ -15,8 +15,10 @@
 //! The rooms: `state` (the controller and what it remembers), `index` (what to watch, who
 //! read what), `work` (events into work items, and running one), `members` (members joining and leaving), `reconcile` (one trigger's
 //! evaluation and its consequences), `contributions` (each trigger's desired objects and the
-//! merge of shared outputs), `outputs` (apply and prune), `status` (status and finalizers).
+//! merge of shared outputs), `outputs` (apply and prune), `claims` (prune with sharding: each shard's claim on an
+//! output), `status` (status and finalizers).
 
+mod claims;
 mod contributions;
 mod index;
 mod members;

@@ -63,6 +63,8 @@ struct State {
     inventory: (Vec<String>, Vec<String>),
     /// The configuration file's last reload, when it failed: when, and why.
     config_error: Option<(DateTime<Utc>, String)>,
+    /// With sharding: the number of shards and those this broker holds.
+    shards: Option<(u32, Vec<u32>)>,
     shutting_down: bool,
 }
 
@@ -165,6 +167,11 @@ impl Health {
         self.state().config_error = error.map(|e| (Utc::now(), e));
     }
 
+    /// The shards this broker holds, reported when there are several.
+    pub fn set_shards(&self, count: u32, held: &std::collections::BTreeSet<u32>) {
+        self.state().shards = (count > 1).then(|| (count, held.iter().copied().collect()));
+    }
+
     /// The broker is stopping: it reports unready so traffic and leadership move on.
     pub fn set_shutting_down(&self) {
         self.state().shutting_down = true;
@@ -259,6 +266,20 @@ impl Health {
         }
         for line in &state.inventory.0 {
             let _ = writeln!(body, "[+]{line}");
+        }
+        // Holding no shard is no failure: the broker is a warm standby.
+        if let Some((count, held)) = &state.shards {
+            let list: Vec<String> = held.iter().map(ToString::to_string).collect();
+            let _ = writeln!(
+                body,
+                "[+]shards: {} of {count} held{}",
+                held.len(),
+                if list.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", list.join(", "))
+                }
+            );
         }
         for line in &state.inventory.1 {
             let _ = writeln!(body, "[!]{line}");

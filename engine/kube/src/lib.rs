@@ -22,6 +22,7 @@ pub mod queue;
 pub mod reachability;
 pub mod reload;
 pub mod serve;
+pub mod shards;
 pub mod store;
 pub mod watch;
 pub mod workers;

@@ -130,6 +130,9 @@ pub struct Metrics {
     /// Members found at run time whose watches are still listing, per role.
     pub cluster_members_joining: Family<RoleLabels, Gauge>,
     pub unreachable_clusters: Gauge,
+    /// The number of shards the triggers are split into, and how many this broker holds.
+    pub shards: Gauge,
+    pub shards_held: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -185,6 +188,8 @@ impl Metrics {
             cluster_members: Family::default(),
             cluster_members_joining: Family::default(),
             unreachable_clusters: Gauge::default(),
+            shards: Gauge::default(),
+            shards_held: Gauge::default(),
             registry: Registry::default(),
         };
         // Counter names leave out `_total`: the encoder appends it.
@@ -323,6 +328,16 @@ impl Metrics {
             "Clusters that do not answer now",
             metrics.unreachable_clusters.clone(),
         );
+        registry.register(
+            "switchyard_shards",
+            "Number of shards the triggers are split into",
+            metrics.shards.clone(),
+        );
+        registry.register(
+            "switchyard_shards_held",
+            "Number of shards this broker holds (evaluates and writes for)",
+            metrics.shards_held.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -414,6 +429,12 @@ impl Metrics {
         };
         set("synced", synced);
         set("not-synced", total.saturating_sub(synced));
+    }
+
+    /// The shards: their number and how many this broker holds.
+    pub fn set_shards(&self, count: u32, held: usize) {
+        self.shards.set(i64::from(count));
+        self.shards_held.set(held as i64);
     }
 
     /// This process leads (`true`) or waits (`false`) for the lease `name`.

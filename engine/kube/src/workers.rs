@@ -1,9 +1,12 @@
 //! The workers: each takes work from the queue, runs it, and puts it back on failure with
-//! the backoff its kind of failure calls for. They work only while this broker leads (always,
-//! without leader election); losing the lease stops them at once, the item in hand returned
-//! to the queue unfinished.
+//! the backoff its kind of failure calls for. They work only while this broker holds a shard
+//! (leads, without sharding; always, without leader election), and only on the work of the
+//! shards it holds; losing a shard's lease stops the work of that shard at once (a prune,
+//! which acts for every shard held, stops when any is lost), the item in hand returned to the
+//! queue unfinished without sharding, dropped with it (the shard's next holder evaluates
+//! every trigger of it anyway).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
@@ -18,7 +21,7 @@ pub fn start(
     count: usize,
     queue: &Arc<Queue<Work>>,
     controller: &Arc<Controller>,
-    leading: &watch::Receiver<bool>,
+    held: &watch::Receiver<BTreeSet<u32>>,
 ) -> Vec<JoinHandle<()>> {
     // The last error of each work item: a failure that repeats is logged once, at warn,
     // and again only when the error changes.
@@ -29,7 +32,7 @@ pub fn start(
                 Arc::clone(queue),
                 Arc::clone(controller),
                 Arc::clone(&last_errors),
-                leading.clone(),
+                held.clone(),
             ))
         })
         .collect()
@@ -39,10 +42,10 @@ async fn work(
     queue: Arc<Queue<Work>>,
     controller: Arc<Controller>,
     last_errors: Arc<Mutex<HashMap<Work, String>>>,
-    mut leading: watch::Receiver<bool>,
+    mut held: watch::Receiver<BTreeSet<u32>>,
 ) {
     loop {
-        if !*leading.borrow() && leading.wait_for(|l| *l).await.is_err() {
+        if held.borrow().is_empty() && held.wait_for(|h| !h.is_empty()).await.is_err() {
             return;
         }
         let work = tokio::select! {
@@ -50,15 +53,32 @@ async fn work(
                 Some(work) => work,
                 None => return,
             },
-            _ = leading.wait_for(|l| !*l) => continue,
+            _ = held.wait_for(BTreeSet::is_empty) => continue,
         };
+        // The shards this item writes for: its trigger's, or (a prune) every one held now.
+        let needed: BTreeSet<u32> = match &work {
+            Work::Trigger(_, trigger) | Work::Release(_, trigger) => {
+                BTreeSet::from([controller.shard_of(trigger)])
+            }
+            Work::Prune(_) => held.borrow().clone(),
+        };
+        if !needed.is_subset(&held.borrow()) {
+            queue.done(&work);
+            if controller.shard_count() <= 1 {
+                queue.add(work);
+            }
+            continue;
+        }
         let started = std::time::Instant::now();
         let result = tokio::select! {
             result = controller.process(&work) => result,
-            // The lease is lost: no further write; the item goes back for the next leader.
-            _ = leading.wait_for(|l| !*l) => {
+            // A shard's lease is lost: no further write for it; without sharding the item
+            // goes back for the next leader.
+            _ = held.wait_for(|h| !needed.is_subset(h)) => {
                 queue.done(&work);
-                queue.add(work);
+                if controller.shard_count() <= 1 {
+                    queue.add(work);
+                }
                 continue;
             }
         };

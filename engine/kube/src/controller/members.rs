@@ -9,7 +9,7 @@ use switchyard_core::object::split_cluster;
 use switchyard_core::{ObjectKey, Outcome};
 
 use super::index::{output_kinds, role_plan, watch_plan};
-use super::state::{Controller, Initial};
+use super::state::Controller;
 use crate::store::KindKey;
 use crate::watch::WatchMode;
 
@@ -76,7 +76,7 @@ impl Controller {
                 }
                 if let Some((cluster, _)) = gone {
                     // Patches there are not taken back: the member is written to no more.
-                    p.patched.retain(|k| k.cluster != cluster);
+                    p.patched.retain(|k, _| k.cluster != cluster);
                     for (trigger, desired) in &p.contributions {
                         if desired.iter().any(|d| d.key.cluster == cluster) {
                             p.gone
@@ -86,17 +86,14 @@ impl Controller {
                         }
                     }
                 }
-                if matches!(p.initial, Initial::Waiting(_)) {
-                    continue;
-                }
                 // Only the rules a member change can affect (see
                 // `Pack::rules_reading_members`); all of them, known triggers included,
                 // when that is every rule.
                 let affected = p.pack.rules_reading_members(role);
                 let every = p.pack.rule_names().all(|r| affected.contains(r));
-                let triggers = p.cached_triggers(&self.store, (!every).then_some(&affected));
-                tracing::info!(pack = %name, %role, rules = affected.len(), triggers = triggers.len(), "members changed; evaluating the triggers of the rules reading them");
-                p.begin_round(name, triggers, &mut work);
+                let triggers =
+                    p.begin_rounds(name, &self.store, (!every).then_some(&affected), &mut work);
+                tracing::info!(pack = %name, %role, rules = affected.len(), triggers, "members changed; evaluating the triggers of the rules reading them");
             }
         }
         for w in work {

@@ -3,7 +3,7 @@
 //! date (a patch only onto the object as it exists, and taken back when no trigger patches
 //! it any more), and prune what the pack created and no trigger desires, when that is safe.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -13,10 +13,11 @@ use switchyard_core::names::{
     ANNOTATION_APPLIED, ANNOTATION_CREATED, ANNOTATION_OWNERS, ANNOTATION_RULE, LABEL_PACK,
 };
 use switchyard_core::object::World;
-use switchyard_core::plan::OWNERS_MORE;
+use switchyard_core::plan::{OWNERS_MORE, owners_annotation};
 
-use super::state::{Applied, Controller, Initial, Merged, PackState, ReconcileError};
+use super::state::{Applied, Controller, Merged, PackState, ReconcileError};
 use crate::apply::{ApplyError, field_manager};
+use crate::shards;
 use crate::store::{KindKey, Store};
 
 impl PackState {
@@ -43,11 +44,76 @@ impl PackState {
     }
 }
 
+/// One claim written on an output: the shard's field manager, and the object as that shard
+/// applies it (its owners annotation its own; `None`: the merged object as it is).
+pub(super) struct Writer {
+    pub(super) shard: u32,
+    pub(super) manager: String,
+    pub(super) object: Option<Value>,
+}
+
+impl Writer {
+    /// What this writer applies, given the merged object.
+    fn object<'a>(&'a self, merged: &'a Merged) -> &'a Value {
+        self.object.as_ref().unwrap_or(&merged.desired.object)
+    }
+}
+
+impl PackState {
+    /// Who writes an output the merge desires: without sharding, the pack's field manager
+    /// with the object as merged; with sharding, each held shard one of whose triggers
+    /// desires it, under its own field manager and owners annotation (so one shard's apply
+    /// never removes another's claim).
+    pub(super) fn writers(&self, key: &ObjectKey, object: &Value) -> Vec<Writer> {
+        let name = self.pack.name();
+        if self.shard_count <= 1 {
+            return vec![Writer {
+                shard: 0,
+                manager: field_manager(name),
+                object: None,
+            }];
+        }
+        let mut per_shard: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+        for trigger in self.by_output.get(key).into_iter().flatten() {
+            let shard = self.shard_of(trigger);
+            if self.rounds.contains_key(&shard) {
+                per_shard
+                    .entry(shard)
+                    .or_default()
+                    .insert(trigger.to_string());
+            }
+        }
+        per_shard
+            .into_iter()
+            .map(|(shard, owners)| {
+                let mut object = object.clone();
+                if let Some(annotations) = object
+                    .pointer_mut("/metadata/annotations")
+                    .and_then(Value::as_object_mut)
+                    && annotations.remove(ANNOTATION_OWNERS).is_some()
+                {
+                    annotations.insert(
+                        shards::owners_key(shard, self.shard_count),
+                        Value::String(owners_annotation(&owners)),
+                    );
+                }
+                Writer {
+                    shard,
+                    manager: shards::shard_manager(name, shard, self.shard_count),
+                    object: Some(object),
+                }
+            })
+            .collect()
+    }
+}
+
 /// What became of one output in a sync.
 enum Synced {
     Done,
     /// It exists and is not the pack's: nothing was written.
     NotOurs(String),
+    /// Another shard of the pack created it and has not marked it yet: looked at again soon.
+    Wait(String),
 }
 
 impl Controller {
@@ -60,6 +126,7 @@ impl Controller {
     ) -> Result<(), ReconcileError> {
         let mut first_error = None;
         let mut not_ours = Vec::new();
+        let mut waiting = Vec::new();
         // Cluster-scoped outputs (Namespaces) first: the namespaced ones live in them.
         let ordered = keys
             .iter()
@@ -84,27 +151,43 @@ impl Controller {
                 }
                 continue;
             };
-            let live = self.store.get_key(key);
-            let result = if merged.desired.mode == OutputMode::Patch {
-                self.patch(pack_name, key, &merged.desired.object, live)
-                    .await
-                    .map(|()| Synced::Done)
-            } else {
-                self.sync_owned(pack_name, key, &merged, live).await
+            let writers = {
+                let state = self.lock();
+                match state.packs.get(pack_name) {
+                    Some(p) => p.writers(key, &merged.desired.object),
+                    None => return Ok(()),
+                }
             };
-            match result {
-                Ok(Synced::Done) => {}
-                Ok(Synced::NotOurs(message)) => not_ours.push(message),
-                Err(e) => {
-                    tracing::warn!(object = %key, error = %e, "write failed");
-                    first_error.get_or_insert(e);
+            for writer in writers {
+                // A shard lost meanwhile is written for no more.
+                if !self.lock().shards.held.contains(&writer.shard) {
+                    continue;
+                }
+                let live = self.store.get_key(key);
+                let result = if merged.desired.mode == OutputMode::Patch {
+                    self.patch(pack_name, key, &writer, writer.object(&merged), live)
+                        .await
+                        .map(|()| Synced::Done)
+                } else {
+                    self.sync_owned(pack_name, key, &merged, &writer, live)
+                        .await
+                };
+                match result {
+                    Ok(Synced::Done) => {}
+                    Ok(Synced::NotOurs(message)) => not_ours.push(message),
+                    Ok(Synced::Wait(message)) => waiting.push(message),
+                    Err(e) => {
+                        tracing::warn!(object = %key, error = %e, "write failed");
+                        first_error.get_or_insert(e);
+                    }
                 }
             }
         }
-        match (first_error, not_ours.first()) {
-            (Some(e), _) => Err(e.into()),
-            (None, Some(message)) => Err(ReconcileError::NotOurs(message.clone())),
-            (None, None) => Ok(()),
+        match (first_error, not_ours.first(), waiting.first()) {
+            (Some(e), _, _) => Err(e.into()),
+            (None, Some(message), _) => Err(ReconcileError::NotOurs(message.clone())),
+            (None, None, Some(message)) => Err(ReconcileError::Pending(message.clone())),
+            (None, None, None) => Ok(()),
         }
     }
 
@@ -115,11 +198,13 @@ impl Controller {
         pack_name: &Arc<str>,
         key: &ObjectKey,
         merged: &Merged,
+        writer: &Writer,
         live: Option<Arc<Value>>,
     ) -> Result<Synced, ApplyError> {
         let desired = &merged.desired;
+        let manager = writer.manager.as_str();
         let Some(live) = live else {
-            return self.create(pack_name, key, merged).await;
+            return self.create(pack_name, key, merged, writer).await;
         };
         let uid = live
             .pointer("/metadata/uid")
@@ -131,13 +216,25 @@ impl Controller {
         if !created_by(&live, pack_name) && !known {
             // Our own creation whose mark did not land yet: mark it now.
             let unmarked = self.lock().unmarked.get(key) == Some(&uid);
+            match shard_creation(&live, pack_name, manager) {
+                Some(Creation::Sibling) => return Ok(Synced::Wait(wait_message(key))),
+                // This shard's creation, whose holder died before marking it.
+                Some(Creation::Own) if !unmarked => {
+                    if let Some(live) = self.clusters.get(key).await? {
+                        self.mark(pack_name, key, &live, true, manager).await?;
+                    }
+                }
+                _ => {}
+            }
             if unmarked {
                 // The create's mark failed: read the object whole and mark it now.
                 if let Some(live) = self.clusters.get(key).await? {
-                    self.mark(pack_name, key, &live, true).await?;
+                    self.mark(pack_name, key, &live, true, manager).await?;
                 }
+            } else if shard_creation(&live, pack_name, manager).is_some() {
+                // Marked just now.
             } else if desired.adopt {
-                return self.adopt(pack_name, key, merged, &uid).await;
+                return self.adopt(pack_name, key, merged, writer, &uid).await;
             } else {
                 return Ok(Synced::NotOurs(not_ours_message(key, &live)));
             }
@@ -147,12 +244,12 @@ impl Controller {
             return Ok(Synced::Done);
         }
         match up_to_date(
-            &desired.object,
+            writer.object(merged),
             &live,
             &merged.hash,
             record.as_ref(),
             self.store.is_metadata_only(key),
-            &field_manager(pack_name),
+            manager,
         ) {
             Freshness::Recorded => return Ok(Synced::Done),
             Freshness::FromLive => {
@@ -163,11 +260,11 @@ impl Controller {
             }
             Freshness::Stale => {}
         }
-        let object = with_hash(&desired.object, &merged.hash);
-        let stored = self.clusters.apply(pack_name, key, &object).await?;
+        let object = with_hash(writer.object(merged), &merged.hash);
+        let stored = self.clusters.apply(manager, key, &object).await?;
         let stored = self
             .clusters
-            .apply_output_status(pack_name, key, &object, stored)
+            .apply_output_status(manager, key, &object, stored)
             .await?;
         self.count_apply(pack_name, key);
         self.record_stored(key, &merged.hash, &stored);
@@ -181,17 +278,19 @@ impl Controller {
         pack_name: &Arc<str>,
         key: &ObjectKey,
         merged: &Merged,
+        writer: &Writer,
     ) -> Result<Synced, ApplyError> {
-        let object = with_hash(&merged.desired.object, &merged.hash);
-        match self.clusters.create(pack_name, key, &object).await {
+        let manager = writer.manager.as_str();
+        let object = with_hash(writer.object(merged), &merged.hash);
+        match self.clusters.create(manager, key, &object).await {
             Ok(created) => {
                 self.count_apply(pack_name, key);
                 let uid = created.metadata.uid.clone().unwrap_or_default();
                 self.lock().unmarked.insert(key.clone(), uid);
-                let marked = self.mark(pack_name, key, &created, true).await?;
+                let marked = self.mark(pack_name, key, &created, true, manager).await?;
                 let marked = self
                     .clusters
-                    .apply_output_status(pack_name, key, &object, marked)
+                    .apply_output_status(manager, key, &object, marked)
                     .await?;
                 self.record_stored(key, &merged.hash, &marked);
                 tracing::debug!(object = %key, "created");
@@ -209,17 +308,22 @@ impl Controller {
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_string();
+                if !created_by(&live, pack_name)
+                    && shard_creation(&live, pack_name, manager) == Some(Creation::Sibling)
+                {
+                    return Ok(Synced::Wait(wait_message(key)));
+                }
                 if created_by(&live, pack_name) {
-                    let stored = self.clusters.apply(pack_name, key, &object).await?;
+                    let stored = self.clusters.apply(manager, key, &object).await?;
                     let stored = self
                         .clusters
-                        .apply_output_status(pack_name, key, &object, stored)
+                        .apply_output_status(manager, key, &object, stored)
                         .await?;
                     self.count_apply(pack_name, key);
                     self.record_stored(key, &merged.hash, &stored);
                     Ok(Synced::Done)
                 } else if merged.desired.adopt {
-                    self.adopt(pack_name, key, merged, &uid).await
+                    self.adopt(pack_name, key, merged, writer, &uid).await
                 } else {
                     Ok(Synced::NotOurs(not_ours_message(key, &live)))
                 }
@@ -235,19 +339,21 @@ impl Controller {
         pack_name: &Arc<str>,
         key: &ObjectKey,
         merged: &Merged,
+        writer: &Writer,
         uid: &str,
     ) -> Result<Synced, ApplyError> {
-        let mut object = with_hash(&merged.desired.object, &merged.hash);
+        let manager = writer.manager.as_str();
+        let mut object = with_hash(writer.object(merged), &merged.hash);
         if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             // Only that object: a successor of the same name is not adopted by accident.
             metadata.insert("uid".into(), Value::String(uid.to_string()));
         }
-        let applied = self.clusters.apply(pack_name, key, &object).await?;
+        let applied = self.clusters.apply(manager, key, &object).await?;
         self.count_apply(pack_name, key);
-        let marked = self.mark(pack_name, key, &applied, false).await?;
+        let marked = self.mark(pack_name, key, &applied, false, manager).await?;
         let marked = self
             .clusters
-            .apply_output_status(pack_name, key, &object, marked)
+            .apply_output_status(manager, key, &object, marked)
             .await?;
         self.record_stored(key, &merged.hash, &marked);
         tracing::info!(object = %key, "adopted an existing object (adopt: true)");
@@ -260,10 +366,11 @@ impl Controller {
         key: &ObjectKey,
         live: &kube::api::DynamicObject,
         created: bool,
+        manager: &str,
     ) -> Result<kube::api::DynamicObject, ApplyError> {
         let marked = self
             .clusters
-            .mark_created(pack_name, key, live, created)
+            .mark_created(manager, key, live, created)
             .await?;
         self.count_apply(pack_name, key);
         self.lock().unmarked.remove(key);
@@ -303,6 +410,7 @@ impl Controller {
         &self,
         pack_name: &Arc<str>,
         key: &ObjectKey,
+        writer: &Writer,
         object: &Value,
         live: Option<Arc<Value>>,
     ) -> Result<(), ApplyError> {
@@ -312,13 +420,16 @@ impl Controller {
         };
         let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
         if let Some(p) = self.lock().packs.get_mut(pack_name) {
-            p.patched.insert(key.clone());
+            p.patched
+                .entry(key.clone())
+                .or_default()
+                .insert(writer.shard);
         }
         if is_subset(object, &live) {
             return Ok(());
         }
         self.clusters
-            .apply_patch(pack_name, key, object, uid)
+            .apply_patch(&writer.manager, key, object, uid)
             .await?;
         self.count_apply(pack_name, key);
         tracing::debug!(object = %key, "patched");
@@ -332,22 +443,37 @@ impl Controller {
         pack_name: &Arc<str>,
         key: &ObjectKey,
     ) -> Result<(), ApplyError> {
-        let patched = self
-            .lock()
-            .packs
-            .get(pack_name)
-            .is_some_and(|p| p.patched.contains(key));
-        if !patched {
+        let shards: Vec<(u32, String)> = {
+            let state = self.lock();
+            let Some(p) = state.packs.get(pack_name) else {
+                return Ok(());
+            };
+            p.patched
+                .get(key)
+                .into_iter()
+                .flatten()
+                .filter(|s| state.shards.held.contains(s))
+                .map(|s| (*s, shards::shard_manager(pack_name, *s, p.shard_count)))
+                .collect()
+        };
+        if shards.is_empty() {
             return Ok(());
         }
         if let Some(live) = self.store.get_key(key) {
             let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
-            self.clusters.take_back(pack_name, key, uid).await?;
-            self.count_apply(pack_name, key);
+            for (_, manager) in &shards {
+                self.clusters.take_back(manager, key, uid).await?;
+                self.count_apply(pack_name, key);
+            }
             tracing::info!(object = %key, "patch taken back: the pack's fields removed");
         }
         if let Some(p) = self.lock().packs.get_mut(pack_name) {
-            p.patched.remove(key);
+            if let Some(patched) = p.patched.get_mut(key) {
+                for (shard, _) in &shards {
+                    patched.remove(shard);
+                }
+            }
+            p.patched.retain(|_, s| !s.is_empty());
         }
         Ok(())
     }
@@ -358,13 +484,16 @@ impl Controller {
     /// is deleted once: a prune that sees it again before the watch reports it gone (or
     /// while it terminates) leaves it.
     pub(super) async fn prune(&self, pack_name: &Arc<str>) -> Result<(), ReconcileError> {
+        if self.lock().shards.count > 1 {
+            return self.prune_shards(pack_name).await;
+        }
         let mut doomed: Vec<(ObjectKey, String, DeletionPolicy)> = Vec::new();
         {
             let mut state = self.lock();
             let Some(p) = state.packs.get(pack_name) else {
                 return Ok(());
             };
-            if !matches!(p.initial, Initial::Done) {
+            if p.rounds.is_empty() || !p.all_done() {
                 return Ok(());
             }
             let unknown: HashSet<String> = p.unknown.iter().map(ToString::to_string).collect();
@@ -476,6 +605,47 @@ pub(super) fn created_by(object: &Value, pack: &str) -> bool {
         && uid.is_some_and(|uid| !uid.is_empty() && annotation(object, ANNOTATION_CREATED) == uid)
 }
 
+/// Who of the pack's shards created an object not marked yet (the create's `Update` entry
+/// in its managed fields names the field manager): with sharding only.
+#[derive(Debug, PartialEq, Eq)]
+enum Creation {
+    Own,
+    Sibling,
+}
+
+fn shard_creation(live: &Value, pack: &str, manager: &str) -> Option<Creation> {
+    if !manager.contains("-of-")
+        || live
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(LABEL_PACK))
+            .and_then(Value::as_str)
+            != Some(pack)
+    {
+        return None;
+    }
+    let prefix = format!("{}/", field_manager(pack));
+    let creators: Vec<&str> = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("operation").and_then(Value::as_str) == Some("Update"))
+        .filter_map(|e| e.get("manager").and_then(Value::as_str))
+        .filter(|m| m.starts_with(&prefix) && m.contains("-of-"))
+        .collect();
+    if creators.contains(&manager) {
+        Some(Creation::Own)
+    } else if creators.is_empty() {
+        None
+    } else {
+        Some(Creation::Sibling)
+    }
+}
+
+fn wait_message(key: &ObjectKey) -> String {
+    format!("{key}: another shard of the pack created it and has not marked it yet")
+}
+
 fn not_ours_message(key: &ObjectKey, live: &Value) -> String {
     let whose = match live
         .pointer("/metadata/labels")
@@ -554,7 +724,7 @@ fn up_to_date(
         .is_none_or(|want| {
             want.iter().all(|(k, v)| {
                 let have = live.pointer("/metadata/annotations").and_then(|a| a.get(k));
-                if k == ANNOTATION_OWNERS {
+                if shards::is_owners_key(k) {
                     owners_covered(v.as_str().unwrap_or_default(), have.and_then(Value::as_str))
                 } else {
                     have.is_some_and(|h| is_subset(v, h))
@@ -611,7 +781,7 @@ fn without_owners(desired: &Value) -> Value {
         .pointer_mut("/metadata/annotations")
         .and_then(Value::as_object_mut)
     {
-        annotations.remove(ANNOTATION_OWNERS);
+        annotations.retain(|k, _| !shards::is_owners_key(k));
     }
     copy
 }
@@ -640,9 +810,25 @@ fn untouched_since_applied(live: &Value, manager: &str) -> bool {
     let Some(ours) = ours else {
         return false;
     };
+    // The other shards of the pack apply the same content: their writes are no drift.
+    let pack = manager.rsplit_once('/').map_or(manager, |(pack, shard)| {
+        if shard.contains("-of-") {
+            pack
+        } else {
+            manager
+        }
+    });
+    let sibling = |m: &str| {
+        m.strip_prefix(pack)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|rest| rest.contains("-of-"))
+    };
     entries
         .iter()
-        .filter(|e| field(e, "manager") != manager && field(e, "subresource") != "status")
+        .filter(|e| {
+            let m = field(e, "manager");
+            m != manager && !sibling(&m) && field(e, "subresource") != "status"
+        })
         .all(|e| field(e, "time") < ours)
 }
 

@@ -34,10 +34,14 @@ impl Controller {
             let Some(p) = state.packs.get(pack_name) else {
                 return Ok(());
             };
-            if matches!(p.initial, Initial::Waiting(_)) {
+            // Nor for a trigger of a shard this broker does not hold (any more).
+            let Some(round) = p.round_of(trigger) else {
+                return Ok(());
+            };
+            if matches!(round.initial, Initial::Waiting(_)) {
                 return Ok(());
             }
-            (p.pack.clone(), p.round)
+            (p.pack.clone(), round.round)
         };
         // The pack's own trigger (rules without `watch`) is no cluster's object.
         let object = match pack.pack_trigger() {

@@ -70,23 +70,46 @@ pub(super) struct PackState {
     pub(super) deleting: HashSet<ObjectKey>,
     /// Triggers that had outputs in members that are gone, and those members.
     pub(super) gone: HashMap<ObjectKey, BTreeSet<String>>,
-    /// Objects this pack patched since start: a patch no trigger desires any more is taken
-    /// back (its fields removed), since patched objects carry no label prune could find.
-    pub(super) patched: HashSet<ObjectKey>,
+    /// Objects this pack patched since start, with the shards that patched them: a patch no
+    /// trigger desires any more is taken back (its fields removed), since patched objects
+    /// carry no label prune could find.
+    pub(super) patched: HashMap<ObjectKey, BTreeSet<u32>>,
+    /// Per shard this broker holds, where its first round stands (one shard, `0`, without
+    /// sharding).
+    pub(super) rounds: BTreeMap<u32, Round>,
+    /// The number of the next first round: an evaluation that began in an earlier round
+    /// counts for none (it may have read caches that had not listed yet). One counter for
+    /// every shard, so a shard lost and held again never matches an old round.
+    pub(super) next_round: u64,
+    /// How many shards the triggers are split into.
+    pub(super) shard_count: u32,
+}
+
+/// A shard's first round of evaluations, of one pack.
+#[derive(Debug)]
+pub(super) struct Round {
     pub(super) initial: Initial,
-    /// Bumped each time a first round starts: an evaluation that began before counts for
-    /// no round (it may have read caches that had not listed yet).
     pub(super) round: u64,
-    /// When the current first round began (the log says how long it took).
-    pub(super) round_started: std::time::Instant,
+    /// When the round began (the log says how long it took).
+    pub(super) started: std::time::Instant,
+}
+
+impl Round {
+    pub(super) fn waiting(rules: Option<BTreeSet<String>>) -> Self {
+        Round {
+            initial: Initial::Waiting(rules),
+            round: 0,
+            started: std::time::Instant::now(),
+        }
+    }
 }
 
 impl PackState {
-    pub(super) fn new(pack: Arc<Pack>, world: &Store) -> Self {
+    pub(super) fn new(pack: Arc<Pack>, world: &Store, shards: &Shards) -> Self {
         PackState {
             kinds: watch_plan(&pack, world),
             output_kinds: output_kinds(&pack, world),
-            patched: HashSet::new(),
+            patched: HashMap::new(),
             gone: HashMap::new(),
             merged: HashMap::new(),
             rules: pack.rule_kinds(),
@@ -98,9 +121,47 @@ impl PackState {
             restate: BTreeSet::new(),
             unknown: HashSet::new(),
             deleting: HashSet::new(),
-            initial: Initial::Waiting(None),
-            round: 0,
-            round_started: std::time::Instant::now(),
+            rounds: shards
+                .held
+                .iter()
+                .map(|s| (*s, Round::waiting(None)))
+                .collect(),
+            next_round: 1,
+            shard_count: shards.count,
+        }
+    }
+
+    /// The shard of a trigger.
+    pub(super) fn shard_of(&self, trigger: &ObjectKey) -> u32 {
+        crate::shards::shard_of(trigger, self.shard_count)
+    }
+
+    /// The round of the trigger's shard, when this broker holds it.
+    pub(super) fn round_of(&self, trigger: &ObjectKey) -> Option<&Round> {
+        self.rounds.get(&self.shard_of(trigger))
+    }
+
+    /// Every held shard's first round is complete.
+    pub(super) fn all_done(&self) -> bool {
+        self.rounds
+            .values()
+            .all(|r| matches!(r.initial, Initial::Done))
+    }
+}
+
+/// How the triggers are split, and which shards this broker holds.
+#[derive(Debug, Clone)]
+pub(super) struct Shards {
+    pub(super) count: u32,
+    pub(super) held: BTreeSet<u32>,
+}
+
+impl Default for Shards {
+    /// No sharding: the one shard, always held (leader election gates the workers).
+    fn default() -> Self {
+        Shards {
+            count: 1,
+            held: BTreeSet::from([0]),
         }
     }
 }
@@ -140,6 +201,18 @@ pub(super) struct State {
     pub(super) unmarked: HashMap<ObjectKey, String>,
     /// Members that are gone (`ROLE/NAME`), and why.
     pub(super) gone: BTreeMap<String, String>,
+    pub(super) shards: Shards,
+}
+
+impl State {
+    /// This broker holds the trigger's shard.
+    pub(super) fn holds(&self, trigger: &ObjectKey) -> bool {
+        self.shards.count <= 1
+            || self
+                .shards
+                .held
+                .contains(&crate::shards::shard_of(trigger, self.shards.count))
+    }
 }
 
 /// Counters of the writes made, for metrics and tests.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchyard_core::evaluate::{ANNOTATION_OWNERS, CONDITION_SYNCED};
+use switchyard_core::evaluate::CONDITION_SYNCED;
 use switchyard_core::plan::OWNERS_MORE;
 use switchyard_core::{ObjectKey, Pack};
 
@@ -156,13 +156,20 @@ impl Controller {
         let state = self.lock();
         let p = state.packs.get(pack_name)?;
         let owner = trigger.to_string();
+        // With sharding: the claim of the trigger's shard (other shards' claims keep an
+        // output, and this trigger does not wait for it).
+        let shard = p.shard_of(trigger);
+        let claim = crate::shards::owners_key(shard, p.shard_count);
         p.undesired(&self.store, pack_name)
             .into_iter()
             // Terminating: its deletion is the API server's now (and other controllers'
             // finalizers may hold it long after this trigger has any say).
             .filter(|(_, o)| o.pointer("/metadata/deletionTimestamp").is_none())
+            .filter(|(_, o)| {
+                p.shard_count <= 1 || crate::shards::claims(o, p.shard_count).0.contains(&shard)
+            })
             .find(|(key, o)| {
-                let owners = annotation(o, ANNOTATION_OWNERS);
+                let owners = annotation(o, &claim);
                 previous.contains(key) || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)
             })
             .map(|(key, _)| key.to_string())

@@ -16,32 +16,71 @@ use super::status::has_finalizer;
 use crate::store::KindKey;
 use crate::watch::Change;
 
+/// With sharding, an output only this broker's shards may prune: one claimed by a shard
+/// it holds, or by another layout. Without, every output of the pack.
+fn claimed_here(object: &Value, shards: &super::state::Shards) -> bool {
+    if shards.count <= 1 {
+        return true;
+    }
+    let (claims, foreign) = crate::shards::claims(object, shards.count);
+    foreign || claims.iter().any(|s| shards.held.contains(s))
+}
+
 impl PackState {
-    /// A trigger of the first round was evaluated in `round` (the round current when its
-    /// evaluation began); true when it was the last one. An evaluation that began in an
-    /// earlier round, on caches that may not have listed, does not count.
+    /// A trigger of the first round was evaluated in `round` (the round of its shard current
+    /// when its evaluation began); true when it was the last one of its shard. An evaluation
+    /// that began in an earlier round, on caches that may not have listed, does not count.
     pub(super) fn mark_evaluated(&mut self, trigger: &ObjectKey, round: u64) -> bool {
-        if round != self.round {
+        let shard = self.shard_of(trigger);
+        let count = self.shard_count;
+        let name = self.pack.name().to_string();
+        let Some(r) = self.rounds.get_mut(&shard) else {
+            return false;
+        };
+        if round != r.round {
             return false;
         }
-        if let Initial::Pending(pending) = &mut self.initial {
+        if let Initial::Pending(pending) = &mut r.initial {
             pending.remove(trigger);
             if pending.is_empty() {
-                self.initial = Initial::Done;
-                tracing::info!(
-                    pack = %self.pack.name(),
-                    took = ?self.round_started.elapsed(),
-                    "first round complete: every trigger evaluated; prune may run"
-                );
+                r.initial = Initial::Done;
+                if count > 1 {
+                    tracing::info!(
+                        pack = %name,
+                        shard,
+                        took = ?r.started.elapsed(),
+                        "first round complete: every trigger of the shard evaluated; prune may run"
+                    );
+                } else {
+                    tracing::info!(
+                        pack = %name,
+                        took = ?r.started.elapsed(),
+                        "first round complete: every trigger evaluated; prune may run"
+                    );
+                }
                 return true;
             }
         }
         false
     }
 
+    /// The triggers of [`PackState::cached_triggers`] of one shard.
+    pub(super) fn shard_triggers(
+        &self,
+        store: &crate::store::Store,
+        rules: Option<&BTreeSet<String>>,
+        shard: u32,
+    ) -> HashSet<ObjectKey> {
+        let mut triggers = self.cached_triggers(store, rules);
+        if self.shard_count > 1 {
+            triggers.retain(|t| self.shard_of(t) == shard);
+        }
+        triggers
+    }
+
     /// The triggers of these rules (all: `None`) the caches hold; for all rules, also the
     /// triggers known from before that are gone now (they must be cleaned up too).
-    pub(super) fn cached_triggers(
+    fn cached_triggers(
         &self,
         store: &crate::store::Store,
         rules: Option<&BTreeSet<String>>,
@@ -86,10 +125,11 @@ impl PackState {
         triggers
     }
 
-    /// A first round begins: these triggers are evaluated, and prune waits for each.
+    /// A shard's first round begins: these triggers are evaluated, and prune waits for each.
     pub(super) fn begin_round(
         &mut self,
         name: &Arc<str>,
+        shard: u32,
         triggers: HashSet<ObjectKey>,
         work: &mut Vec<Work>,
     ) {
@@ -98,14 +138,46 @@ impl PackState {
                 .iter()
                 .map(|t| Work::Trigger(name.clone(), t.clone())),
         );
-        self.round += 1;
-        self.round_started = std::time::Instant::now();
-        self.initial = if triggers.is_empty() {
+        let round = self.next_round;
+        self.next_round += 1;
+        let initial = if triggers.is_empty() {
             work.push(Work::Prune(name.clone()));
             Initial::Done
         } else {
             Initial::Pending(triggers)
         };
+        self.rounds.insert(
+            shard,
+            super::state::Round {
+                initial,
+                round,
+                started: std::time::Instant::now(),
+            },
+        );
+    }
+
+    /// Every held shard whose round is under way starts again (members changed): the
+    /// triggers of each of these rules (all: `None`) are evaluated.
+    pub(super) fn begin_rounds(
+        &mut self,
+        name: &Arc<str>,
+        store: &crate::store::Store,
+        rules: Option<&BTreeSet<String>>,
+        work: &mut Vec<Work>,
+    ) -> usize {
+        let shards: Vec<u32> = self
+            .rounds
+            .iter()
+            .filter(|(_, r)| !matches!(r.initial, Initial::Waiting(_)))
+            .map(|(s, _)| *s)
+            .collect();
+        let mut count = 0;
+        for shard in shards {
+            let triggers = self.shard_triggers(store, rules, shard);
+            count += triggers.len();
+            self.begin_round(name, shard, triggers, work);
+        }
+        count
     }
 
     /// Rules of this pack watch objects of this kind, and the object matches one's selector.
@@ -168,14 +240,15 @@ impl Controller {
                         Some(rules) if rules.is_empty() => {}
                         changed => {
                             tracing::info!(pack = %name, rules = ?changed, "pack reloaded");
-                            existing.initial = Initial::Waiting(changed);
+                            for round in existing.rounds.values_mut() {
+                                round.initial = Initial::Waiting(changed.clone());
+                            }
                         }
                     }
                 }
                 None => {
-                    state
-                        .packs
-                        .insert(name.clone(), PackState::new(pack, &self.store));
+                    let p = PackState::new(pack, &self.store, &state.shards);
+                    state.packs.insert(name.clone(), p);
                 }
             }
         }
@@ -229,13 +302,90 @@ impl Controller {
     /// This broker has become the leader: every pack starts a first round (on the caches it
     /// kept while following), so nothing is pruned before it has evaluated every trigger.
     pub fn lead(&self) {
+        self.gain(0);
+    }
+
+    /// How many shards the triggers are split into (before any pack is installed): with
+    /// more than one, this broker holds none until [`Controller::gain`].
+    pub fn set_shard_count(&self, count: u32) {
+        let mut state = self.lock();
+        state.shards.count = count.max(1);
+        if count > 1 {
+            state.shards.held.clear();
+        }
+        let held = state.shards.held.clone();
+        for p in state.packs.values_mut() {
+            p.shard_count = count.max(1);
+            p.rounds.retain(|s, _| held.contains(s));
+        }
+    }
+
+    /// The shard of a trigger.
+    pub fn shard_of(&self, trigger: &ObjectKey) -> u32 {
+        crate::shards::shard_of(trigger, self.lock().shards.count)
+    }
+
+    /// How many shards the triggers are split into.
+    pub fn shard_count(&self) -> u32 {
+        self.lock().shards.count
+    }
+
+    /// The shards this broker holds.
+    pub fn held_shards(&self) -> BTreeSet<u32> {
+        self.lock().shards.held.clone()
+    }
+
+    /// This broker holds a shard (again): every pack starts a first round of the shard's
+    /// triggers (on the caches it kept), and nothing of the shard is pruned before it ends.
+    pub fn gain(&self, shard: u32) {
         {
             let mut state = self.lock();
+            state.shards.held.insert(shard);
             for p in state.packs.values_mut() {
-                p.initial = Initial::Waiting(None);
+                p.rounds.insert(shard, super::state::Round::waiting(None));
             }
         }
         self.start_ready_packs();
+    }
+
+    /// This broker lost a shard: what its triggers contributed is forgotten (the shard's
+    /// next holder evaluates them again), so no apply names them and no merge holds them.
+    /// Without sharding, nothing is forgotten: the next `lead` starts a round anyway.
+    pub fn lose(&self, shard: u32) {
+        let mut state = self.lock();
+        if state.shards.count <= 1 {
+            return;
+        }
+        state.shards.held.remove(&shard);
+        let mut forgotten = Vec::new();
+        for (name, p) in state.packs.iter_mut() {
+            p.rounds.remove(&shard);
+            let triggers: Vec<ObjectKey> = p
+                .contributions
+                .keys()
+                .chain(p.unknown.iter())
+                .chain(p.deleting.iter())
+                .filter(|t| p.shard_of(t) == shard)
+                .cloned()
+                .collect();
+            for trigger in &triggers {
+                p.set_contribution(trigger, Vec::new(), None);
+                p.unknown.remove(trigger);
+                p.deleting.remove(trigger);
+                p.gone.remove(trigger);
+                forgotten.push((name.clone(), trigger.clone()));
+            }
+            let count = p.shard_count;
+            p.restate
+                .retain(|t| crate::shards::shard_of(t, count) != shard);
+            for shards in p.patched.values_mut() {
+                shards.remove(&shard);
+            }
+            p.patched.retain(|_, shards| !shards.is_empty());
+        }
+        for (name, trigger) in forgotten {
+            state.reads.record(&name, &trigger, BTreeSet::new());
+        }
     }
 
     /// A watch delivered a complete list.
@@ -249,23 +399,34 @@ impl Controller {
         self.lock().synced.remove(kind);
     }
 
-    /// Every watch synced, per pack: packs waiting for theirs start their first round.
+    /// Every watch synced, per pack: the shards of packs waiting for theirs start their first
+    /// round.
     pub(super) fn start_ready_packs(&self) {
         let mut work = Vec::new();
         {
             let mut state = self.lock();
             let synced = state.synced.clone();
             for (name, p) in state.packs.iter_mut() {
-                let Initial::Waiting(rules) = &p.initial else {
-                    continue;
-                };
-                let rules = rules.clone();
                 if !p.kinds.keys().all(|k| synced.contains(k)) {
                     continue;
                 }
-                let triggers = p.cached_triggers(&self.store, rules.as_ref());
-                tracing::info!(pack = %name, triggers = triggers.len(), "watches synced; evaluating every trigger");
-                p.begin_round(name, triggers, &mut work);
+                let waiting: Vec<(u32, Option<BTreeSet<String>>)> = p
+                    .rounds
+                    .iter()
+                    .filter_map(|(s, r)| match &r.initial {
+                        Initial::Waiting(rules) => Some((*s, rules.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                for (shard, rules) in waiting {
+                    let triggers = p.shard_triggers(&self.store, rules.as_ref(), shard);
+                    if p.shard_count > 1 {
+                        tracing::info!(pack = %name, shard, triggers = triggers.len(), "watches synced; evaluating every trigger of the shard");
+                    } else {
+                        tracing::info!(pack = %name, triggers = triggers.len(), "watches synced; evaluating every trigger");
+                    }
+                    p.begin_round(name, shard, triggers, &mut work);
+                }
             }
         }
         for w in work {
@@ -278,17 +439,26 @@ impl Controller {
         let state = self.lock();
         let mut out = Vec::new();
         for (name, p) in &state.packs {
-            match &p.initial {
-                Initial::Waiting(_) => {
-                    for k in p.kinds.keys().filter(|k| !state.synced.contains(*k)) {
-                        out.push(format!("pack {name}: watch {k} not synced"));
-                    }
+            let mut waits = false;
+            for (shard, round) in &p.rounds {
+                let of = if p.shard_count > 1 {
+                    format!("shard {shard}: ")
+                } else {
+                    String::new()
+                };
+                match &round.initial {
+                    Initial::Waiting(_) => waits = true,
+                    Initial::Pending(t) => out.push(format!(
+                        "pack {name}: {of}{} triggers not evaluated yet",
+                        t.len()
+                    )),
+                    Initial::Done => {}
                 }
-                Initial::Pending(t) => out.push(format!(
-                    "pack {name}: {} triggers not evaluated yet",
-                    t.len()
-                )),
-                Initial::Done => {}
+            }
+            if waits {
+                for k in p.kinds.keys().filter(|k| !state.synced.contains(*k)) {
+                    out.push(format!("pack {name}: watch {k} not synced"));
+                }
             }
         }
         out
@@ -307,13 +477,17 @@ impl Controller {
                             continue;
                         };
                         for object in cache.all() {
-                            if let Some(key) = self.store.key_of(&kind, &object) {
+                            if let Some(key) = self.store.key_of(&kind, &object)
+                                && state.holds(&key)
+                            {
                                 work.push(Work::Trigger(name.clone(), key));
                             }
                         }
                     }
                 }
-                if let Some((key, _)) = p.pack.pack_trigger() {
+                if let Some((key, _)) = p.pack.pack_trigger()
+                    && state.holds(&key)
+                {
                     work.push(Work::Trigger(name.clone(), key));
                 }
                 work.push(Work::Prune(name.clone()));
@@ -343,7 +517,7 @@ impl Controller {
             let state = self.lock();
             let object = change.current.as_deref().or(change.previous.as_deref());
             for (name, p) in &state.packs {
-                if p.watches(&key, object) {
+                if p.watches(&key, object) && state.holds(&key) {
                     work.push(Work::Trigger(name.clone(), key.clone()));
                 }
                 if let Some(triggers) = p.by_output.get(&key) {
@@ -372,6 +546,7 @@ impl Controller {
                         .and_then(|l| l.get(LABEL_PACK))
                         .and_then(Value::as_str)
                         == Some(name)
+                        && claimed_here(o, &state.shards)
                 }) {
                     work.push(Work::Prune(name.clone()));
                 }
@@ -380,6 +555,7 @@ impl Controller {
                     work.extend(
                         p.deleting
                             .iter()
+                            .filter(|t| state.holds(t))
                             .map(|t| Work::Trigger(name.clone(), t.clone())),
                     );
                 }
@@ -388,6 +564,7 @@ impl Controller {
                 state
                     .reads
                     .readers_of(&key)
+                    .filter(|(_, t)| state.holds(t))
                     .map(|(p, t)| Work::Trigger(p.clone(), t.clone())),
             );
         }

@@ -15,13 +15,19 @@ pub(crate) struct Args {
     pub(crate) versus_kro: Option<Vec<usize>>,
     /// How long each controller is left alone after converging, counting its writes.
     pub(crate) idle: Duration,
+    /// Sharding: the world converged by this many broker replicas in turn, instead of the
+    /// broker benchmark.
+    pub(crate) replicas: Option<Vec<usize>>,
+    /// How many shards the replicas split the triggers into.
+    pub(crate) shards: u32,
     /// Internal: run only the broker, with this configuration file (JSON `BrokerConfig`).
     pub(crate) child: Option<PathBuf>,
 }
 
 pub(crate) const USAGE: &str = "usage: broker [--triggers N (10000)] [--workers N (16)] \
 [--concurrency N (16)] [--timeout-minutes N (15)] [--reload-debounce-ms N (500)]
-       broker --versus-kro N[,N...] [--workers N] [--idle-seconds N (30)] [--timeout-minutes N]";
+       broker --versus-kro N[,N...] [--workers N] [--idle-seconds N (30)] [--timeout-minutes N]
+       broker --replicas N[,N...] [--shards N (6)] [--triggers N] [--workers N] [--timeout-minutes N]";
 
 impl Args {
     pub(crate) fn parse() -> Res<Args> {
@@ -32,6 +38,8 @@ impl Args {
             timeout: Duration::from_secs(15 * 60),
             reload_debounce_ms: 500,
             versus_kro: None,
+            replicas: None,
+            shards: 6,
             idle: Duration::from_secs(30),
             child: None,
         };
@@ -66,6 +74,18 @@ impl Args {
                         return Err("--versus-kro needs sizes of at least 1".into());
                     }
                     args.versus_kro = Some(sizes);
+                }
+                "--shards" => args.shards = u32::try_from(number()?)?.max(1),
+                "--replicas" => {
+                    let counts = value
+                        .split(',')
+                        .map(|n| n.trim().parse::<usize>())
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| format!("--replicas {value}: {e}"))?;
+                    if counts.is_empty() || counts.contains(&0) {
+                        return Err("--replicas needs counts of at least 1".into());
+                    }
+                    args.replicas = Some(counts);
                 }
                 "--broker-child" => args.child = Some(PathBuf::from(&value)),
                 _ => return Err(format!("unknown flag {flag}\n{USAGE}").into()),

@@ -160,7 +160,8 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
             kubeconfig: Some(kubeconfig.to_path_buf()),
             context: None,
             in_cluster: false,
-            workspace_paths: true,
+            // One API server holds every workspace's objects (no kcp in front).
+            workspace_paths: false,
         })
         .collect(),
         // No periodic resync during the run: step 4 triggers one.
@@ -178,8 +179,16 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
     let started = Instant::now();
     let cpu_before = tree_cpu_ticks()?;
     let mut broker = BrokerProcess::start(&config_path).await?;
-    let (converge, polls, polling) =
-        wait_converged(&mut broker, &source, &karmada, &kinds, n, started, deadline).await?;
+    let (converge, polls, polling) = wait_converged(
+        std::slice::from_mut(&mut broker),
+        &source,
+        &karmada,
+        &kinds,
+        n,
+        started,
+        deadline,
+    )
+    .await?;
     let converge_cpu = tree_cpu_ticks()? - cpu_before;
     let broker_cpu = broker.cpu_ticks()?;
     report.converge_cpu = Some(converge_cpu);

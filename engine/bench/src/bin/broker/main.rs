@@ -27,7 +27,8 @@
 //! 7. the summary.
 //!
 //! With `--versus-kro 1000,5000` it runs instead the side-by-side comparison with kro
-//! (`versus_kro.rs`, the work in `engine/bench/versus-kro`).
+//! (`versus_kro.rs`, the work in `engine/bench/versus-kro`); with `--replicas 1,2,3`, the
+//! world converged by that many sharded broker replicas in turn (`replicas.rs`).
 //!
 //! Everything runs on 127.0.0.1; every wait has a deadline and the whole run stops after
 //! `--timeout-minutes` (default 15); the control planes and the broker process are killed
@@ -43,6 +44,7 @@ mod figures;
 mod floor;
 mod pack;
 mod reload;
+mod replicas;
 mod report;
 mod versus_kro;
 
@@ -59,9 +61,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         .build()?;
     let result = match &args.child {
         Some(config) => runtime.block_on(child_main(config)),
-        None => match &args.versus_kro {
-            Some(sizes) => runtime.block_on(versus_kro::versus_kro(&args, sizes)),
-            None => runtime.block_on(bench(&args)),
+        None => match (&args.versus_kro, &args.replicas) {
+            (Some(sizes), _) => runtime.block_on(versus_kro::versus_kro(&args, sizes)),
+            (None, Some(counts)) => runtime.block_on(replicas::replicas(&args, counts)),
+            (None, None) => runtime.block_on(bench(&args)),
         },
     };
     result.map_err(|e| e as Box<dyn Error>)
