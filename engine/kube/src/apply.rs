@@ -539,20 +539,11 @@ impl Clusters {
     /// Deletes an output, only the incarnation the cache saw (`uid`). `Ok(true)` when this
     /// call deleted it, `Ok(false)` when it was gone already.
     pub async fn delete(&self, key: &ObjectKey, uid: Option<&str>) -> Result<bool, ApplyError> {
-        let api = self.api(key).await?;
-        let params = DeleteParams {
-            preconditions: uid.map(|uid| Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: None,
-            }),
-            propagation_policy: Some(kube::api::PropagationPolicy::Background),
-            ..DeleteParams::default()
-        };
-        match api.delete(&key.name, &params).await {
-            Ok(_) => self.answered(key, "delete", Ok(true)),
-            Err(KubeError::Api(s)) if s.code == 404 => Ok(false),
-            Err(source) => self.answered(key, "delete", Err(source)),
-        }
+        let preconditions = uid.map(|uid| Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        });
+        self.delete_if(key, preconditions).await
     }
 
     /// Deletes an output only as the cache saw it: that incarnation (`uid`) at that
@@ -564,12 +555,23 @@ impl Clusters {
         uid: &str,
         version: &str,
     ) -> Result<bool, ApplyError> {
+        let preconditions = Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: Some(version.to_string()).filter(|v| !v.is_empty()),
+        };
+        self.delete_if(key, Some(preconditions)).await
+    }
+
+    /// One DELETE (background propagation) under these preconditions; `Ok(false)` when the
+    /// object was gone already.
+    async fn delete_if(
+        &self,
+        key: &ObjectKey,
+        preconditions: Option<Preconditions>,
+    ) -> Result<bool, ApplyError> {
         let api = self.api(key).await?;
         let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: Some(version.to_string()).filter(|v| !v.is_empty()),
-            }),
+            preconditions,
             propagation_policy: Some(kube::api::PropagationPolicy::Background),
             ..DeleteParams::default()
         };

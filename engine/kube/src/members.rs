@@ -815,31 +815,35 @@ impl ObjectMembers {
             }
         }
         // Problems reported as they change.
-        for from in self.problems.keys() {
-            if !problems.contains_key(from) {
-                let cleared = MemberEvent::Unusable {
-                    from: from.clone(),
-                    problem: None,
-                };
-                if events.send(cleared).is_err() {
-                    return false;
-                }
-            }
-        }
-        for (from, problem) in &problems {
-            if self.problems.get(from) != Some(problem) {
-                let event = MemberEvent::Unusable {
-                    from: from.clone(),
-                    problem: Some(problem.clone()),
-                };
-                if events.send(event).is_err() {
-                    return false;
-                }
-            }
-        }
+        let sent = report_problems(&self.problems, &problems, events);
         self.problems = problems;
-        true
+        sent
     }
+}
+
+/// Sends what changed between the problems reported before and now: cleared ones, then new
+/// or changed ones. False when the receiver is gone.
+pub(crate) fn report_problems(
+    before: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+    events: &UnboundedSender<MemberEvent>,
+) -> bool {
+    let cleared = before
+        .keys()
+        .filter(|from| !now.contains_key(*from))
+        .map(|from| (from, None));
+    let changed = now
+        .iter()
+        .filter(|(from, problem)| before.get(*from) != Some(problem))
+        .map(|(from, problem)| (from, Some(problem.clone())));
+    cleared.chain(changed).all(|(from, problem)| {
+        events
+            .send(MemberEvent::Unusable {
+                from: from.clone(),
+                problem,
+            })
+            .is_ok()
+    })
 }
 
 /// The members found at run time and where each stands, as the broker tracks them.

@@ -325,30 +325,9 @@ impl KcpMembers {
             }
             self.known.insert(member, url);
         }
-        for from in self.problems.keys() {
-            if !problems.contains_key(from) {
-                let cleared = MemberEvent::Unusable {
-                    from: from.clone(),
-                    problem: None,
-                };
-                if events.send(cleared).is_err() {
-                    return false;
-                }
-            }
-        }
-        for (from, problem) in &problems {
-            if self.problems.get(from) != Some(problem) {
-                let event = MemberEvent::Unusable {
-                    from: from.clone(),
-                    problem: Some(problem.clone()),
-                };
-                if events.send(event).is_err() {
-                    return false;
-                }
-            }
-        }
+        let sent = super::report_problems(&self.problems, &problems, events);
         self.problems = problems;
-        true
+        sent
     }
 }
 
