@@ -7,12 +7,12 @@ use switchyard_bench::broker_world::{
     PLACED_TEMPLATE, RULE_FILE,
 };
 use switchyard_core::plan::{self, Plan};
-use switchyard_kube::config::{BrokerConfig, ClusterConfig};
+use switchyard_kube::config::BrokerConfig;
 use switchyard_testenv::ControlPlane;
 
 use crate::args::Args;
 use crate::child::BrokerProcess;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, broker_clusters};
 use crate::converge::{POLL, create_source, verify_outputs, wait_converged};
 use crate::error::Res;
 use crate::figures::{
@@ -147,23 +147,10 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
     let health_port = free_port()?;
     let config = BrokerConfig {
         packs: Some(packs.packs()),
-        clusters: [
-            ("source", source_server.kubeconfig_path()),
-            ("karmada", karmada_server.kubeconfig_path()),
-            // The pack's management plane (KubernetesClusters, none here).
-            ("management", karmada_server.kubeconfig_path()),
-        ]
-        .iter()
-        .map(|(role, kubeconfig)| ClusterConfig {
-            role: (*role).to_string(),
-            name: None,
-            kubeconfig: Some(kubeconfig.to_path_buf()),
-            context: None,
-            in_cluster: false,
-            // One API server holds every workspace's objects (no kcp in front).
-            workspace_paths: false,
-        })
-        .collect(),
+        clusters: broker_clusters(
+            source_server.kubeconfig_path(),
+            karmada_server.kubeconfig_path(),
+        ),
         // No periodic resync during the run: step 4 triggers one.
         resync_seconds: 3600,
         workers: args.workers,

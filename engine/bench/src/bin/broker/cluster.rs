@@ -1,8 +1,10 @@
 //! Kubernetes access for the benchmark itself: discovered resources, retried requests, and
-//! the creates, applies, lists and status writes of a bare client.
+//! the creates, applies, lists and status writes of a bare client; the clusters its broker
+//! connects to.
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use switchyard_core::ObjectKey;
+use switchyard_kube::config::ClusterConfig;
 
 use crate::error::Res;
 
@@ -272,4 +275,25 @@ impl Cluster {
         // Counter values are whole numbers.
         Ok(total.round().max(0.0) as u64)
     }
+}
+
+/// The clusters of the benchmark's broker: the source API server, and the Karmada one also
+/// standing in for the pack's management plane (KubernetesClusters, none here). One API
+/// server holds every workspace's objects (no kcp in front).
+pub fn broker_clusters(source: &Path, karmada: &Path) -> Vec<ClusterConfig> {
+    [
+        ("source", source),
+        ("karmada", karmada),
+        ("management", karmada),
+    ]
+    .iter()
+    .map(|(role, kubeconfig)| ClusterConfig {
+        role: (*role).to_string(),
+        name: None,
+        kubeconfig: Some(kubeconfig.to_path_buf()),
+        context: None,
+        in_cluster: false,
+        workspace_paths: false,
+    })
+    .collect()
 }

@@ -9,12 +9,12 @@ use std::time::Instant;
 
 use switchyard_bench::broker_world;
 use switchyard_core::plan;
-use switchyard_kube::config::{BrokerConfig, ClusterConfig};
+use switchyard_kube::config::BrokerConfig;
 use switchyard_testenv::ControlPlane;
 
 use crate::args::Args;
 use crate::child::BrokerProcess;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, broker_clusters};
 use crate::converge::{create_source, verify_outputs, wait_converged};
 use crate::error::Res;
 use crate::figures::{MIB, cpu_secs, free_port, int, load_average, secs, total, tree_cpu_ticks};
@@ -116,22 +116,10 @@ async fn one(
         let port = free_port()?;
         let config = BrokerConfig {
             packs: Some(packs.packs()),
-            clusters: [
-                ("source", source_server.kubeconfig_path()),
-                ("karmada", karmada_server.kubeconfig_path()),
-                ("management", karmada_server.kubeconfig_path()),
-            ]
-            .iter()
-            .map(|(role, kubeconfig)| ClusterConfig {
-                role: (*role).to_string(),
-                name: None,
-                kubeconfig: Some(kubeconfig.to_path_buf()),
-                context: None,
-                in_cluster: false,
-                // One API server holds every workspace's objects (no kcp in front).
-                workspace_paths: false,
-            })
-            .collect(),
+            clusters: broker_clusters(
+                source_server.kubeconfig_path(),
+                karmada_server.kubeconfig_path(),
+            ),
             resync_seconds: 3600,
             workers: args.workers,
             health_addr: format!("127.0.0.1:{port}"),
