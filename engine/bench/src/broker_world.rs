@@ -124,7 +124,8 @@ pub fn fleet_workloads(n: usize) -> Vec<Value> {
 
 /// The source objects the pack reads (Fleets, PlacementPolicies, FleetWorkloads) as the API
 /// server stores them for the pack's purposes: with `metadata.generation: 1`, which a create
-/// sets and the status's `observedGeneration` reports.
+/// sets and the status's `observedGeneration` reports; each in the workspace its
+/// `kcp.io/cluster` annotation names (`source/wsK`), as the broker sees them.
 ///
 /// # Errors
 /// An object without apiVersion, kind or name (not expected).
@@ -133,7 +134,11 @@ pub fn memory_world(objects: &[Value]) -> Result<MemoryWorld, String> {
     for object in objects {
         let mut stored = object.clone();
         stored["metadata"]["generation"] = json!(1);
-        world.insert("source", stored)?;
+        let cluster = match stored["metadata"]["annotations"]["kcp.io/cluster"].as_str() {
+            Some(workspace) => format!("source/{workspace}"),
+            None => "source".to_string(),
+        };
+        world.insert(&cluster, stored)?;
     }
     Ok(world)
 }

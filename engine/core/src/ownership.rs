@@ -76,6 +76,17 @@ pub fn owners_annotation(owners: &BTreeSet<String>) -> String {
     listed.join(",")
 }
 
+/// Whether an output's `switchyard.dev/owners` annotation `have` (`None`: absent) says what
+/// `want` says: it names every trigger of `want`, or says there are more than it lists. A
+/// change of owners alone is then no reason to write the object again.
+pub fn owners_covered(want: &str, have: Option<&str>) -> bool {
+    let Some(have) = have else {
+        return want.is_empty();
+    };
+    let listed: BTreeSet<&str> = have.split(',').collect();
+    listed.contains(OWNERS_MORE) || want.split(',').all(|o| o.is_empty() || listed.contains(o))
+}
+
 /// Adds another trigger's version of an object to the merged one: the same contents (ownership
 /// aside) join its sources and owners; different contents are a conflict and leave it as it
 /// was.

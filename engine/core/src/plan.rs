@@ -20,7 +20,7 @@ use crate::yaml;
 
 // How one object's versions join is the ownership module's; the broker's merge uses it too.
 pub use crate::ownership::{
-    Conflict, OWNERS_LISTED, OWNERS_MORE, absorb, owners_annotation, stamp_merged,
+    Conflict, OWNERS_LISTED, OWNERS_MORE, absorb, owners_annotation, owners_covered, stamp_merged,
 };
 
 mod compact;

@@ -28,19 +28,49 @@ impl std::fmt::Display for KindKey {
     }
 }
 
-/// An object of a role of workspaces that names no workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("the object names no workspace")]
-pub struct Unplaced;
-
 /// (workspace, namespace, name): the workspace only in a cache of workspaces.
-type CacheKey = (Option<Arc<str>>, Option<String>, String);
+pub type CacheKey = (Option<Arc<str>>, Option<String>, String);
+
+/// A cached object in compact form: its JSON text, decoded whenever it is read. A
+/// `serde_json::Value` gives every JSON object a B-tree node of eleven slots however few
+/// fields it has, about five to ten times the size of the text; a broker caches every
+/// trigger and every output, and reads a small share of them at a time.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Cached {
+    text: Box<str>,
+    resource_version: Option<Box<str>>,
+}
+
+impl Cached {
+    pub fn new(object: &Value) -> Cached {
+        Cached {
+            text: object.to_string().into_boxed_str(),
+            resource_version: object
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .map(Box::from),
+        }
+    }
+
+    /// The object. (The text is serde_json's own output, so it always parses; were it not
+    /// to, the object reads as `null`, which no rule mistakes for an object.)
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a cached object does not parse");
+            Value::Null
+        })
+    }
+
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+}
 
 /// The cache of one watch: every object of a kind in a cluster, ordered by workspace,
 /// namespace and name so lists come out sorted as the core expects.
 #[derive(Default)]
 pub struct KindCache {
-    objects: RwLock<BTreeMap<CacheKey, Arc<Value>>>,
+    objects: RwLock<BTreeMap<CacheKey, Arc<Cached>>>,
     synced: AtomicBool,
     /// Only metadata is cached (outputs no rule reads).
     pub metadata_only: bool,
@@ -90,7 +120,9 @@ impl KindCache {
         }
     }
 
-    fn key(&self, object: &Value) -> Option<CacheKey> {
+    /// Where an object is kept: `None` for an object of a cache of workspaces that names no
+    /// workspace (it has no place).
+    pub fn key(&self, object: &Value) -> Option<CacheKey> {
         let workspace = match self.workspace_of(object) {
             None => None,
             Some(Some(ws)) => Some(ws),
@@ -100,6 +132,14 @@ impl KindCache {
         Some((workspace, namespace, name))
     }
 
+    /// The cluster an object kept under `key` lives in (see [`KindCache::cluster_of`]).
+    pub fn cluster_at(watched: &str, key: &CacheKey) -> String {
+        match &key.0 {
+            Some(workspace) => cluster_id(watched, workspace),
+            None => watched.to_string(),
+        }
+    }
+
     pub fn get(
         &self,
         workspace: Option<&str>,
@@ -107,13 +147,15 @@ impl KindCache {
         name: &str,
     ) -> Option<Arc<Value>> {
         let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
-        objects
+        let found = objects
             .get(&(
                 workspace.map(Arc::from),
                 namespace.map(str::to_string),
                 name.to_string(),
             ))
-            .cloned()
+            .cloned();
+        drop(objects);
+        found.map(|c| Arc::new(c.value()))
     }
 
     /// The objects of one workspace (or all, in other caches) in one namespace or all.
@@ -125,17 +167,20 @@ impl KindCache {
             namespace.map(str::to_string),
             String::new(),
         );
-        objects
+        let found: Vec<Arc<Cached>> = objects
             .range(start..)
             .take_while(|((w, n, _), _)| {
                 *w == workspace && namespace.is_none_or(|ns| n.as_deref() == Some(ns))
             })
             .map(|(_, o)| o.clone())
-            .collect()
+            .collect();
+        drop(objects);
+        found.iter().map(|c| Arc::new(c.value())).collect()
     }
 
-    /// Every object, of every workspace.
-    pub fn all(&self) -> Vec<Arc<Value>> {
+    /// Every object, of every workspace, as kept: decoded one at a time by the caller (a
+    /// cache of ten thousand objects decoded at once would be held whole).
+    pub fn all(&self) -> Vec<Arc<Cached>> {
         self.objects
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -154,42 +199,32 @@ impl KindCache {
             .collect()
     }
 
-    /// Stores an object; returns the previous version. An object of a cache of workspaces
-    /// that names no workspace is not stored: it has no place.
-    pub fn insert(&self, object: Arc<Value>) -> Result<Option<Arc<Value>>, Unplaced> {
-        let key = self.key(&object).ok_or(Unplaced)?;
+    /// Stores an object under its key; returns the previous version.
+    pub fn insert(&self, key: CacheKey, object: Arc<Cached>) -> Option<Arc<Cached>> {
         let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
-        Ok(objects.insert(key, object))
+        objects.insert(key, object)
     }
 
-    /// Removes the object the way `object` identifies it.
-    pub fn remove(&self, object: &Value) -> Option<Arc<Value>> {
-        let key = self.key(object)?;
+    /// Removes the object kept under `key`.
+    pub fn remove(&self, key: &CacheKey) -> Option<Arc<Cached>> {
         let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
-        objects.remove(&key)
+        objects.remove(key)
     }
 
-    /// The cached version of the object `object` identifies.
-    pub fn current(&self, object: &Value) -> Option<Arc<Value>> {
-        let key = self.key(object)?;
+    /// The cached version of the object kept under `key`.
+    pub fn current(&self, key: &CacheKey) -> Option<Arc<Cached>> {
         let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
-        objects.get(&key).cloned()
+        objects.get(key).cloned()
     }
 
     /// Replaces every object (a relist); returns the objects that were dropped.
-    pub fn replace(&self, fresh: Vec<Arc<Value>>) -> Vec<Arc<Value>> {
-        let mut next: BTreeMap<CacheKey, Arc<Value>> = BTreeMap::new();
-        for object in fresh {
-            if let Some(key) = self.key(&object) {
-                next.insert(key, object);
-            }
-        }
+    pub fn replace(&self, fresh: Vec<(CacheKey, Arc<Cached>)>) -> Vec<(CacheKey, Arc<Cached>)> {
+        let next: BTreeMap<CacheKey, Arc<Cached>> = fresh.into_iter().collect();
         let mut objects = self.objects.write().unwrap_or_else(PoisonError::into_inner);
         let previous = std::mem::replace(&mut *objects, next);
         previous
             .into_iter()
             .filter(|(k, _)| !objects.contains_key(k))
-            .map(|(_, o)| o)
             .collect()
     }
 
@@ -509,6 +544,13 @@ mod tests {
                          "metadata": {"namespace": ns, "name": name}}))
     }
 
+    /// Caches an object as the watch does; `None` when it has no place.
+    fn put(cache: &KindCache, object: Arc<Value>) -> Option<()> {
+        let key = cache.key(&object)?;
+        cache.insert(key, Arc::new(Cached::new(&object)));
+        Some(())
+    }
+
     fn names(list: Vec<Arc<Value>>) -> Vec<String> {
         list.iter()
             .map(|o| {
@@ -522,11 +564,22 @@ mod tests {
     }
 
     #[test]
+    fn cached_objects_read_back_as_they_were() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": "a", "name": "x", "resourceVersion": "17",
+                         "labels": {"z": "1", "a": "2"}},
+            "data": {"big": 18446744073709551615u64, "neg": -3, "float": 0.1, "text": "é\n\"q\""}});
+        let cached = Cached::new(&object);
+        assert_eq!(cached.value(), object);
+        assert_eq!(cached.resource_version(), Some("17"));
+    }
+
+    #[test]
     fn lists_one_namespace_or_all_in_order() {
         let store = Store::new();
         let cache = Arc::new(KindCache::new(false));
         for (ns, name) in [("b", "x"), ("a", "y"), ("ab", "z"), ("a", "x")] {
-            cache.insert(cm(ns, name)).unwrap();
+            put(&cache, cm(ns, name)).unwrap();
         }
         let key = KindKey {
             cluster: "source".into(),
@@ -553,7 +606,11 @@ mod tests {
                 .get("other", "v1", "ConfigMap", Some("b"), "x")
                 .is_none()
         );
-        let dropped = cache.replace(vec![cm("a", "x")]);
+        let kept = cm("a", "x");
+        let dropped = cache.replace(vec![(
+            cache.key(&kept).unwrap(),
+            Arc::new(Cached::new(&kept)),
+        )]);
         assert_eq!(dropped.len(), 3);
         assert_eq!(cache.len(), 1);
     }
@@ -575,11 +632,11 @@ mod tests {
             Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"namespace": "default", "name": name, "annotations": annotations}}))
         };
-        cache.insert(object(Some("ws-a"), "shop")).unwrap();
-        cache.insert(object(Some("ws-b"), "shop")).unwrap();
-        cache.insert(object(Some("ws-b"), "edge")).unwrap();
-        assert!(cache.insert(object(None, "lost")).is_err());
-        assert!(cache.insert(object(Some("a b"), "lost")).is_err());
+        put(&cache, object(Some("ws-a"), "shop")).unwrap();
+        put(&cache, object(Some("ws-b"), "shop")).unwrap();
+        put(&cache, object(Some("ws-b"), "edge")).unwrap();
+        assert!(put(&cache, object(None, "lost")).is_none());
+        assert!(put(&cache, object(Some("a b"), "lost")).is_none());
         let key = KindKey {
             cluster: "source".into(),
             api_version: "v1".into(),

@@ -14,7 +14,7 @@ use kube::{Client, discovery};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::store::{KindCache, KindKey};
+use crate::store::{CacheKey, Cached, KindCache, KindKey};
 
 /// How a kind is watched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,9 +46,9 @@ pub struct Change {
     pub cluster: String,
     pub namespace: Option<String>,
     pub name: String,
-    /// The object as it is now (`None`: deleted) and as it was.
-    pub current: Option<Arc<Value>>,
-    pub previous: Option<Arc<Value>>,
+    /// The object as it is now (`None`: deleted) and as it was, as the cache keeps them.
+    pub current: Option<Arc<Cached>>,
+    pub previous: Option<Arc<Cached>>,
 }
 
 /// What watchers tell the controller.
@@ -131,7 +131,8 @@ async fn pump<K: serde::Serialize>(
     managers: bool,
 ) {
     let mut stream = std::pin::pin!(stream);
-    let mut relist: Vec<Arc<Value>> = Vec::new();
+    // A relist in compact form: a first list of ten thousand objects is held at once.
+    let mut relist: Vec<(CacheKey, Arc<Cached>)> = Vec::new();
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
@@ -147,10 +148,9 @@ async fn pump<K: serde::Serialize>(
             }
             Event::InitApply(object) => {
                 if let Some(object) = to_value(key, &object, managers) {
-                    if cache.workspace_of(&object).is_some_and(|ws| ws.is_none()) {
-                        unplaced(key, &object);
-                    } else {
-                        relist.push(object);
+                    match cache.key(&object) {
+                        Some(at) => relist.push((at, Arc::new(Cached::new(&object)))),
+                        None => unplaced(key, &object),
                     }
                 }
                 true
@@ -158,18 +158,14 @@ async fn pump<K: serde::Serialize>(
             Event::InitDone => {
                 let fresh = std::mem::take(&mut relist);
                 let mut changes = Vec::new();
-                for object in &fresh {
-                    let previous = cache.current(object);
-                    if !same_version(previous.as_deref(), object)
-                        && let Some(c) = change(key, cache, Some(object.clone()), previous)
-                    {
-                        changes.push(c);
+                for (at, object) in &fresh {
+                    let previous = cache.current(at);
+                    if !same_version(previous.as_deref(), object) {
+                        changes.push(change(key, at, Some(object.clone()), previous));
                     }
                 }
-                for gone in cache.replace(fresh) {
-                    if let Some(c) = change(key, cache, None, Some(gone)) {
-                        changes.push(c);
-                    }
+                for (at, gone) in cache.replace(fresh) {
+                    changes.push(change(key, &at, None, Some(gone)));
                 }
                 cache.set_synced();
                 changes
@@ -178,11 +174,22 @@ async fn pump<K: serde::Serialize>(
                     && events.send(WatchEvent::Synced(key.clone())).is_ok()
             }
             Event::Apply(object) => match to_value(key, &object, managers) {
-                Some(object) => match cache.insert(object.clone()) {
-                    Ok(previous) if same_version(previous.as_deref(), &object) => true,
-                    Ok(previous) => change(key, cache, Some(object), previous)
-                        .is_none_or(|c| events.send(WatchEvent::Changed(c)).is_ok()),
-                    Err(_) => {
+                Some(object) => match cache.key(&object) {
+                    Some(at) => {
+                        let object = Arc::new(Cached::new(&object));
+                        match cache.insert(at.clone(), object.clone()) {
+                            previous if same_version(previous.as_deref(), &object) => true,
+                            previous => events
+                                .send(WatchEvent::Changed(change(
+                                    key,
+                                    &at,
+                                    Some(object),
+                                    previous,
+                                )))
+                                .is_ok(),
+                        }
+                    }
+                    None => {
                         unplaced(key, &object);
                         true
                     }
@@ -190,11 +197,17 @@ async fn pump<K: serde::Serialize>(
                 None => true,
             },
             Event::Delete(object) => match to_value(key, &object, managers) {
-                Some(object) => {
-                    let previous = cache.remove(&object).or(Some(object));
-                    change(key, cache, None, previous)
-                        .is_none_or(|c| events.send(WatchEvent::Changed(c)).is_ok())
-                }
+                Some(object) => match cache.key(&object) {
+                    Some(at) => {
+                        let previous = cache
+                            .remove(&at)
+                            .or_else(|| Some(Arc::new(Cached::new(&object))));
+                        events
+                            .send(WatchEvent::Changed(change(key, &at, None, previous)))
+                            .is_ok()
+                    }
+                    None => true,
+                },
                 None => true,
             },
         };
@@ -205,25 +218,22 @@ async fn pump<K: serde::Serialize>(
     }
 }
 
-/// What changed about an object: where it lives (its workspace, in a role of workspaces)
-/// and its versions. `None` for an object that has no place.
+/// What changed about the object kept under `at`: where it lives (its workspace, in a role
+/// of workspaces) and its versions.
 fn change(
     key: &KindKey,
-    cache: &KindCache,
-    current: Option<Arc<Value>>,
-    previous: Option<Arc<Value>>,
-) -> Option<Change> {
-    let object = current.as_deref().or(previous.as_deref())?;
-    let cluster = cache.cluster_of(&key.cluster, object)?;
-    let (namespace, name) = identity(object);
-    Some(Change {
+    at: &CacheKey,
+    current: Option<Arc<Cached>>,
+    previous: Option<Arc<Cached>>,
+) -> Change {
+    Change {
         kind: key.clone(),
-        cluster,
-        namespace,
-        name,
+        cluster: KindCache::cluster_at(&key.cluster, at),
+        namespace: at.1.clone(),
+        name: at.2.clone(),
         current,
         previous,
-    })
+    }
 }
 
 /// An object of a role of workspaces that names no workspace: it cannot be told apart from
@@ -238,13 +248,10 @@ fn unplaced(key: &KindKey, object: &Value) {
     );
 }
 
-fn same_version(previous: Option<&Value>, current: &Value) -> bool {
-    let version = |o: &Value| {
-        o.pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    previous.is_some_and(|p| version(p).is_some() && version(p) == version(current))
+fn same_version(previous: Option<&Cached>, current: &Cached) -> bool {
+    previous.is_some_and(|p| {
+        p.resource_version().is_some() && p.resource_version() == current.resource_version()
+    })
 }
 
 /// The namespace and name of a cached object.

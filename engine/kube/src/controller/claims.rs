@@ -66,7 +66,8 @@ impl Controller {
                 let Some(cache) = self.store.cache(kind) else {
                     continue;
                 };
-                for o in cache.all() {
+                for cached in cache.all() {
+                    let o = cached.value();
                     if !created_by(&o, pack_name)
                         || o.pointer("/metadata/deletionTimestamp").is_some()
                     {

@@ -12,7 +12,7 @@ use switchyard_core::evaluate::Precedence;
 use switchyard_core::names::{ANNOTATION_APPLIED, ANNOTATION_OWNERS};
 use switchyard_core::plan::{Conflict, absorb, stamp_merged};
 
-use super::state::{Merged, PackState};
+use super::state::{Kept, Merged, Owners, PackState};
 
 impl PackState {
     /// Replaces a trigger's contribution; returns the outputs whose merged form changes
@@ -33,40 +33,33 @@ impl PackState {
             }
         }
         let previous = self.contributions.remove(trigger).unwrap_or_default();
+        let desired: Vec<Kept> = desired.into_iter().map(Kept::new).collect();
         for d in &previous {
-            if !desired.iter().any(|n| n.key == d.key) {
-                if let Some(owners) = self.by_output.get_mut(&d.key) {
+            if !desired.iter().any(|n| n.key() == d.key()) {
+                if let Some(owners) = self.by_output.get_mut(d.key()) {
                     owners.remove(trigger);
                     if owners.is_empty() {
-                        self.by_output.remove(&d.key);
+                        self.by_output.remove(d.key());
                     }
                 }
-                touched.insert(d.key.clone());
+                touched.insert(d.key().clone());
             }
         }
         for d in &desired {
-            if previous.iter().any(|p| **p == *d) {
+            if previous.contains(d) {
                 continue;
             }
             self.by_output
-                .entry(d.key.clone())
+                .entry(d.key().clone())
                 .or_default()
                 .insert(trigger.clone());
-            touched.insert(d.key.clone());
+            touched.insert(d.key().clone());
         }
         for key in &touched {
             self.merged.remove(key);
         }
         if !desired.is_empty() {
-            // An unchanged object keeps the allocation the merged cache may share.
-            let kept: Vec<Arc<DesiredObject>> = desired
-                .into_iter()
-                .map(|d| match previous.iter().find(|p| ***p == d) {
-                    Some(p) => p.clone(),
-                    None => Arc::new(d),
-                })
-                .collect();
-            self.contributions.insert(trigger.clone(), kept);
+            self.contributions.insert(trigger.clone(), desired);
         }
         touched
     }
@@ -80,47 +73,74 @@ impl PackState {
         let contribution = |trigger: &ObjectKey| {
             self.contributions
                 .get(trigger)
-                .and_then(|c| c.iter().find(|d| &d.key == key))
+                .and_then(|c| c.iter().find(|d| d.key() == key))
         };
+        if owners.len() == 1 {
+            // One owner: evaluate() stamped it exactly as merging would; nothing is refused,
+            // and nothing is cached beside the contribution.
+            let kept = contribution(owners.iter().next()?)?;
+            let merged = Merged {
+                desired: Arc::new(kept.desired()),
+                hash: kept.hash.clone(),
+                conflicts: Vec::new(),
+            };
+            if let Some(before) = self.refused.remove(key) {
+                self.restate_refused(owners.clone(), &before);
+            }
+            return Some(Arc::new(merged));
+        }
         let mut conflicts = Vec::new();
-        let desired = if owners.len() == 1 {
-            // One owner: evaluate() stamped it exactly as merging would; share it.
-            contribution(owners.iter().next()?)?.clone()
-        } else {
-            let mut merged: Option<DesiredObject> = None;
-            // In the order the triggers claim it, as `render` merges.
-            let mut ordered: Vec<&ObjectKey> = owners.iter().collect();
-            ordered.sort_by_key(|t| (self.precedence.get(*t), *t));
-            for trigger in ordered {
-                let Some(d) = contribution(trigger) else {
-                    continue;
-                };
-                match &mut merged {
-                    None => merged = Some(DesiredObject::clone(d)),
-                    Some(m) => {
-                        if let Err(conflict) = absorb(m, d) {
-                            tracing::warn!(
-                                object = %key,
-                                kept = ?conflict.kept,
-                                refused = ?conflict.refused,
-                                "triggers render different contents for one object; kept the version of the one that desired it first"
-                            );
-                            conflicts.push(*conflict);
-                        }
+        let mut merged: Option<DesiredObject> = None;
+        // In the order the triggers claim it, as `render` merges.
+        let mut ordered: Vec<&ObjectKey> = owners.iter().collect();
+        ordered.sort_by_key(|t| (self.precedence.get(*t), *t));
+        for trigger in ordered {
+            let Some(d) = contribution(trigger) else {
+                continue;
+            };
+            let d = d.desired();
+            match &mut merged {
+                None => merged = Some(d),
+                Some(m) => {
+                    if let Err(conflict) = absorb(m, &d) {
+                        tracing::warn!(
+                            object = %key,
+                            kept = ?conflict.kept,
+                            refused = ?conflict.refused,
+                            "triggers render different contents for one object; kept the version of the one that desired it first"
+                        );
+                        conflicts.push(*conflict);
                     }
                 }
             }
-            let mut merged = merged?;
-            stamp_merged(
-                self.pack.name(),
-                &self.pack.version().to_string(),
-                &mut merged,
-            );
-            Arc::new(merged)
-        };
+        }
+        let mut desired = merged?;
+        stamp_merged(
+            self.pack.name(),
+            &self.pack.version().to_string(),
+            &mut desired,
+        );
         let refused: BTreeSet<String> = conflicts.iter().flat_map(|c| c.refused.clone()).collect();
         let before = self.refused.remove(key).unwrap_or_default();
-        for changed in before.symmetric_difference(&refused) {
+        let changed: BTreeSet<String> = before.symmetric_difference(&refused).cloned().collect();
+        self.restate_refused(owners.clone(), &changed);
+        if !refused.is_empty() {
+            self.refused.insert(key.clone(), refused);
+        }
+        let hash = hash_value(&desired.object);
+        let merged = Arc::new(Merged {
+            desired: Arc::new(desired),
+            hash,
+            conflicts,
+        });
+        self.merged.insert(key.clone(), merged.clone());
+        Some(merged)
+    }
+
+    /// Triggers (by name) whose version of an output was refused before and is no more, or
+    /// the other way round: evaluated again so their `Synced` says so.
+    fn restate_refused(&mut self, owners: Owners, changed: &BTreeSet<String>) {
+        for changed in changed {
             if let Some(t) = owners.iter().find(|t| &t.to_string() == changed) {
                 self.restate.insert(t.clone());
             } else if let Some(t) = self
@@ -131,17 +151,6 @@ impl PackState {
                 self.restate.insert(t.clone());
             }
         }
-        if !refused.is_empty() {
-            self.refused.insert(key.clone(), refused);
-        }
-        let hash = hash_value(&desired.object);
-        let merged = Arc::new(Merged {
-            desired,
-            hash,
-            conflicts,
-        });
-        self.merged.insert(key.clone(), merged.clone());
-        Some(merged)
     }
 
     /// The conflicts of the outputs `trigger` desires that refused its version.
@@ -152,7 +161,7 @@ impl PackState {
         };
         contributed
             .iter()
-            .filter_map(|d| self.merged.get(&d.key))
+            .filter_map(|d| self.merged.get(d.key()))
             .flat_map(|m| m.conflicts.iter())
             .filter(|c| c.refused.contains(&name))
             .cloned()

@@ -127,8 +127,65 @@ pub(super) fn output_kinds(pack: &Pack, world: &Store) -> BTreeSet<KindKey> {
 /// What each evaluation read, and the reverse: who read it.
 #[derive(Default)]
 pub(super) struct ReadIndex {
-    reads: HashMap<(Arc<str>, ObjectKey), BTreeSet<ReadKey>>,
-    readers: HashMap<ReadKey, HashSet<(Arc<str>, ObjectKey)>>,
+    /// In order; a `Vec` rather than a `BTreeSet`, whose node holds eleven keys however few
+    /// an evaluation read.
+    reads: HashMap<(Arc<str>, ObjectKey), Vec<ReadKey>>,
+    readers: HashMap<ReadKey, Readers>,
+}
+
+/// A pack's trigger.
+type Reader = (Arc<str>, ObjectKey);
+
+/// The triggers that read one thing: most things (a trigger's own object) have one reader,
+/// which needs no hash set of its own.
+enum Readers {
+    One(Reader),
+    Many(HashSet<Reader>),
+}
+
+impl Readers {
+    fn insert(&mut self, reader: Reader) {
+        match self {
+            Readers::One(one) if *one == reader => {}
+            Readers::One(one) => {
+                let first = one.clone();
+                *self = Readers::Many(HashSet::from([first, reader]));
+            }
+            Readers::Many(many) => {
+                many.insert(reader);
+            }
+        }
+    }
+
+    /// Removes a reader; true when none is left.
+    fn remove(&mut self, reader: &Reader) -> bool {
+        match self {
+            Readers::One(one) => one == reader,
+            Readers::Many(many) => {
+                many.remove(reader);
+                many.is_empty()
+            }
+        }
+    }
+
+    /// Keeps the readers `keep` says; true when none is left.
+    fn retain(&mut self, keep: impl Fn(&Reader) -> bool) -> bool {
+        match self {
+            Readers::One(one) => !keep(one),
+            Readers::Many(many) => {
+                many.retain(|r| keep(r));
+                many.is_empty()
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Reader> {
+        let (one, many) = match self {
+            Readers::One(one) => (Some(one), None),
+            Readers::Many(many) => (None, Some(many)),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
 }
 
 impl ReadIndex {
@@ -143,11 +200,10 @@ impl ReadIndex {
         let id = (pack.clone(), trigger.clone());
         if let Some(old) = self.reads.remove(&id) {
             for r in old {
-                if let Some(readers) = self.readers.get_mut(&r) {
-                    readers.remove(&id);
-                    if readers.is_empty() {
-                        self.readers.remove(&r);
-                    }
+                if let Some(readers) = self.readers.get_mut(&r)
+                    && readers.remove(&id)
+                {
+                    self.readers.remove(&r);
                 }
             }
         }
@@ -155,28 +211,26 @@ impl ReadIndex {
             return;
         }
         for r in &reads {
-            self.readers
-                .entry(r.clone())
-                .or_default()
-                .insert(id.clone());
+            match self.readers.get_mut(r) {
+                Some(readers) => readers.insert(id.clone()),
+                None => {
+                    self.readers.insert(r.clone(), Readers::One(id.clone()));
+                }
+            }
         }
-        self.reads.insert(id, reads);
+        self.reads.insert(id, reads.into_iter().collect());
     }
 
     /// Forgets what an unloaded pack's evaluations read.
     pub(super) fn forget_pack(&mut self, name: &Arc<str>) {
         self.reads.retain(|(p, _), _| p != name);
-        for readers in self.readers.values_mut() {
-            readers.retain(|(p, _)| p != name);
-        }
+        self.readers
+            .retain(|_, readers| !readers.retain(|(p, _)| p != name));
     }
 
     /// The triggers that read this object: by key, or by a list it is in (of its namespace
     /// or of every namespace).
-    pub(super) fn readers_of(
-        &self,
-        key: &ObjectKey,
-    ) -> impl Iterator<Item = &(Arc<str>, ObjectKey)> {
+    pub(super) fn readers_of(&self, key: &ObjectKey) -> impl Iterator<Item = &Reader> {
         let reads = [
             ReadKey::Object(key.clone()),
             ReadKey::List {
@@ -195,6 +249,72 @@ impl ReadIndex {
         reads
             .into_iter()
             .filter_map(|read| self.readers.get(&read))
-            .flatten()
+            .flat_map(Readers::iter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey {
+            cluster: "source".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("ns".into()),
+            name: name.into(),
+        }
+    }
+
+    fn readers(index: &ReadIndex, of: &str) -> Vec<String> {
+        let mut found: Vec<String> = index
+            .readers_of(&key(of))
+            .map(|(p, t)| format!("{p}:{}", t.name))
+            .collect();
+        found.sort();
+        found
+    }
+
+    #[test]
+    fn readers_are_recorded_replaced_and_forgotten() {
+        let mut index = ReadIndex::default();
+        let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
+        index.record(
+            &a,
+            &key("t1"),
+            BTreeSet::from([ReadKey::Object(key("shared"))]),
+        );
+        assert_eq!(readers(&index, "shared"), ["a:t1"]);
+        // A second reader, then the same one again.
+        index.record(
+            &b,
+            &key("t2"),
+            BTreeSet::from([ReadKey::Object(key("shared"))]),
+        );
+        index.record(
+            &b,
+            &key("t2"),
+            BTreeSet::from([ReadKey::Object(key("shared"))]),
+        );
+        assert_eq!(readers(&index, "shared"), ["a:t1", "b:t2"]);
+        // A list read finds every object of its namespace.
+        let list = ReadKey::List {
+            cluster: "source".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("ns".into()),
+        };
+        index.record(&a, &key("t3"), BTreeSet::from([list]));
+        assert_eq!(readers(&index, "other"), ["a:t3"]);
+        // t1 reads something else now: it no longer reads `shared` (t3 still does, by list).
+        index.record(&a, &key("t1"), BTreeSet::from([ReadKey::Object(key("x"))]));
+        assert_eq!(readers(&index, "shared"), ["a:t3", "b:t2"]);
+        index.forget_pack(&b);
+        assert_eq!(readers(&index, "shared"), ["a:t3"]);
+        assert!(!index.readers.contains_key(&ReadKey::Object(key("shared"))));
+        assert_eq!(readers(&index, "x"), ["a:t1", "a:t3"]);
+        index.record(&a, &key("t1"), BTreeSet::new());
+        assert_eq!(readers(&index, "x"), ["a:t3"]);
     }
 }

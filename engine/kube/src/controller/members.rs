@@ -78,7 +78,7 @@ impl Controller {
                     // Patches there are not taken back: the member is written to no more.
                     p.patched.retain(|k, _| k.cluster != cluster);
                     for (trigger, desired) in &p.contributions {
-                        if desired.iter().any(|d| d.key.cluster == cluster) {
+                        if desired.iter().any(|d| d.key().cluster == cluster) {
                             p.gone
                                 .entry(trigger.clone())
                                 .or_default()

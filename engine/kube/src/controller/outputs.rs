@@ -13,7 +13,7 @@ use switchyard_core::names::{
     ANNOTATION_APPLIED, ANNOTATION_CREATED, ANNOTATION_OWNERS, ANNOTATION_RULE, LABEL_PACK,
 };
 use switchyard_core::object::World;
-use switchyard_core::plan::{OWNERS_MORE, owners_annotation};
+use switchyard_core::plan::{OWNERS_MORE, owners_annotation, owners_covered};
 
 use super::state::{Applied, Controller, Merged, PackState, ReconcileError};
 use crate::apply::{ApplyError, field_manager};
@@ -29,14 +29,15 @@ impl PackState {
             let Some(cache) = store.cache(kind) else {
                 continue;
             };
-            for o in cache.all() {
+            for cached in cache.all() {
+                let o = cached.value();
                 if !created_by(&o, pack_name) {
                     continue;
                 }
                 if let Some(key) = store.key_of(kind, &o)
                     && !self.by_output.contains_key(&key)
                 {
-                    found.push((key, o));
+                    found.push((key, Arc::new(o)));
                 }
             }
         }
@@ -764,15 +765,6 @@ fn up_to_date(
     } else {
         Freshness::Stale
     }
-}
-
-/// Every trigger of `want` is named by `have`, or `have` says there are more than it lists.
-fn owners_covered(want: &str, have: Option<&str>) -> bool {
-    let Some(have) = have else {
-        return want.is_empty();
-    };
-    let listed: HashSet<&str> = have.split(',').collect();
-    listed.contains(OWNERS_MORE) || want.split(',').all(|o| o.is_empty() || listed.contains(o))
 }
 
 fn without_owners(desired: &Value) -> Value {

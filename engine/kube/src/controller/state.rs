@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::Value;
 
 use switchyard_core::evaluate::Precedence;
+use switchyard_core::model::{DeletionPolicy, OutputMode};
 use switchyard_core::plan::Conflict;
 use switchyard_core::{DesiredObject, ObjectKey, Pack};
 
@@ -48,9 +49,9 @@ pub(super) struct PackState {
     /// outputs too, under the wrong role.)
     pub(super) output_kinds: BTreeSet<KindKey>,
     /// Each trigger's desired objects, as its last successful evaluation left them.
-    pub(super) contributions: HashMap<ObjectKey, Vec<Arc<DesiredObject>>>,
+    pub(super) contributions: HashMap<ObjectKey, Vec<Kept>>,
     /// Output -> the triggers that desire it.
-    pub(super) by_output: HashMap<ObjectKey, BTreeSet<ObjectKey>>,
+    pub(super) by_output: HashMap<ObjectKey, Owners>,
     /// Each contributing trigger's claim on contested outputs: the one that desired an output
     /// first wins it, as `render` decides.
     pub(super) precedence: HashMap<ObjectKey, Precedence>,
@@ -59,8 +60,10 @@ pub(super) struct PackState {
     /// Triggers whose `Synced` a merge changed (they won or lost an output): evaluated again
     /// so their status says so.
     pub(super) restate: BTreeSet<ObjectKey>,
-    /// Each output's merged object and its hash, until a contribution to it changes: a
-    /// Namespace shared by a hundred triggers is merged once, not once per evaluation.
+    /// The merged object and its hash of each output several triggers desire, until a
+    /// contribution to it changes: a Namespace shared by a hundred triggers is merged once,
+    /// not once per evaluation. (An output of one trigger is its contribution, read from
+    /// there.)
     pub(super) merged: HashMap<ObjectKey, Arc<Merged>>,
     /// What the rules watch, look up and write (the pack's, computed once).
     pub(super) rules: Vec<switchyard_core::pack::RuleKinds>,
@@ -162,6 +165,109 @@ impl Default for Shards {
         Shards {
             count: 1,
             held: BTreeSet::from([0]),
+        }
+    }
+}
+
+/// The triggers that desire one output, in order. Most outputs have one: a `BTreeSet` would
+/// give each a node of eleven keys.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Owners(Vec<ObjectKey>);
+
+impl Owners {
+    pub(super) fn insert(&mut self, trigger: ObjectKey) {
+        if let Err(at) = self.0.binary_search(&trigger) {
+            self.0.insert(at, trigger);
+        }
+    }
+
+    pub(super) fn remove(&mut self, trigger: &ObjectKey) {
+        if let Ok(at) = self.0.binary_search(trigger) {
+            self.0.remove(at);
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, ObjectKey> {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Owners {
+    type Item = &'a ObjectKey;
+    type IntoIter = std::slice::Iter<'a, ObjectKey>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// One trigger's desired object, kept until its next evaluation: in compact form (its JSON
+/// text, as the caches keep objects, see `store::Cached`) with the hash of its content, so an
+/// unchanged evaluation neither keeps a tree of the object nor hashes it again.
+#[derive(Debug, PartialEq)]
+pub(super) struct Kept {
+    key: ObjectKey,
+    text: Box<str>,
+    /// `hash_value` of the object: the merged hash when the trigger is its only owner.
+    pub(super) hash: String,
+    // The rest of the `DesiredObject`, its sets as slices (a `BTreeSet` node has eleven
+    // slots; these hold one or two names).
+    sources: Box<[String]>,
+    owners: Box<[String]>,
+    deletion: DeletionPolicy,
+    mode: OutputMode,
+    adopt: bool,
+}
+
+impl Kept {
+    pub(super) fn new(desired: DesiredObject) -> Kept {
+        let DesiredObject {
+            key,
+            object,
+            sources,
+            owners,
+            deletion,
+            mode,
+            adopt,
+        } = desired;
+        Kept {
+            key,
+            text: object.to_string().into_boxed_str(),
+            hash: super::contributions::hash_value(&object),
+            sources: sources.into_iter().collect(),
+            owners: owners.into_iter().collect(),
+            deletion,
+            mode,
+            adopt,
+        }
+    }
+
+    pub(super) fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    /// The desired object whole. (The text is serde_json's own output, so it parses.)
+    pub(super) fn desired(&self) -> DesiredObject {
+        let object = serde_json::from_str(&self.text).unwrap_or_else(|e| {
+            tracing::error!(object = %self.key, error = %e, "a kept output does not parse");
+            Value::Null
+        });
+        DesiredObject {
+            key: self.key.clone(),
+            object,
+            sources: self.sources.iter().cloned().collect(),
+            owners: self.owners.iter().cloned().collect(),
+            deletion: self.deletion,
+            mode: self.mode,
+            adopt: self.adopt,
         }
     }
 }

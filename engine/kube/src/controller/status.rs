@@ -109,7 +109,7 @@ impl Controller {
             let previous: Vec<ObjectKey> = p
                 .contributions
                 .get(trigger)
-                .map(|c| c.iter().map(|d| d.key.clone()).collect())
+                .map(|c| c.iter().map(|d| d.key().clone()).collect())
                 .unwrap_or_default();
             let touched = p.set_contribution(trigger, Vec::new(), None);
             p.deleting.insert(trigger.clone());

@@ -13,7 +13,7 @@ use switchyard_core::{ObjectKey, Pack};
 use super::index::{kind_in_role, output_kinds, watch_plan};
 use super::state::{Controller, Initial, PackState, ReconcileError, Work};
 use super::status::has_finalizer;
-use crate::store::KindKey;
+use crate::store::{Cached, KindKey};
 use crate::watch::Change;
 
 /// With sharding, an output only this broker's shards may prune: one claimed by a shard
@@ -95,7 +95,8 @@ impl PackState {
                 let Some(cache) = store.cache(&kind) else {
                     continue;
                 };
-                for object in cache.all() {
+                for cached in cache.all() {
+                    let object = cached.value();
                     let selected = rule
                         .selector
                         .as_ref()
@@ -269,7 +270,8 @@ impl Controller {
                 let Some(cache) = self.store.cache(&kind) else {
                     continue;
                 };
-                for object in cache.all() {
+                for cached in cache.all() {
+                    let object = cached.value();
                     if has_finalizer(&object, &finalizer)
                         && let Some(key) = self.store.key_of(&kind, &object)
                     {
@@ -476,7 +478,8 @@ impl Controller {
                         let Some(cache) = self.store.cache(&kind) else {
                             continue;
                         };
-                        for object in cache.all() {
+                        for cached in cache.all() {
+                            let object = cached.value();
                             if let Some(key) = self.store.key_of(&kind, &object)
                                 && state.holds(&key)
                             {
@@ -515,7 +518,12 @@ impl Controller {
         let mut work: Vec<Work> = Vec::new();
         {
             let state = self.lock();
-            let object = change.current.as_deref().or(change.previous.as_deref());
+            let object = change
+                .current
+                .as_deref()
+                .or(change.previous.as_deref())
+                .map(Cached::value);
+            let object = object.as_ref();
             for (name, p) in &state.packs {
                 if p.watches(&key, object) && state.holds(&key) {
                     work.push(Work::Trigger(name.clone(), key.clone()));
@@ -523,11 +531,8 @@ impl Controller {
                 if let Some(triggers) = p.by_output.get(&key) {
                     // The echo of our own apply (the version the apply returned) changes
                     // nothing the owners do not know already.
-                    let current_version = change
-                        .current
-                        .as_deref()
-                        .and_then(|c| c.pointer("/metadata/resourceVersion"))
-                        .and_then(Value::as_str);
+                    let current_version =
+                        change.current.as_deref().and_then(Cached::resource_version);
                     let echo = current_version.is_some()
                         && state
                             .applied

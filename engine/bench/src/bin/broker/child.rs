@@ -82,7 +82,18 @@ pub(crate) struct BrokerProcess {
 
 impl BrokerProcess {
     pub(crate) async fn start(config: &Path) -> Res<BrokerProcess> {
-        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        // A profiler may run the broker: `SWITCHYARD_BENCH_BROKER_WRAPPER=heaptrack`.
+        let wrapper = std::env::var("SWITCHYARD_BENCH_BROKER_WRAPPER").ok();
+        let words: Vec<&str> = wrapper.iter().flat_map(|w| w.split_whitespace()).collect();
+        let mut command = match words.split_first() {
+            Some((program, rest)) => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(rest).arg(std::env::current_exe()?);
+                command
+            }
+            None => tokio::process::Command::new(std::env::current_exe()?),
+        };
+        let mut child = command
             .arg("--broker-child")
             .arg(config)
             .stdin(Stdio::piped())
@@ -99,7 +110,11 @@ impl BrokerProcess {
             stdin,
             stdout,
         };
-        let first = process.read_line(Duration::from_secs(60)).await?;
+        let mut first = process.read_line(Duration::from_secs(60)).await?;
+        // A wrapper may print its own lines first.
+        while wrapper.is_some() && first != "started" {
+            first = process.read_line(Duration::from_secs(60)).await?;
+        }
         if first != "started" {
             return Err(format!("the broker process said `{first}`").into());
         }

@@ -155,7 +155,7 @@ pub(crate) async fn verify_outputs(karmada: &Cluster, plan: &Plan) -> Res<String
         match live.get(&id) {
             None => missing += 1,
             Some(object) => {
-                let want = without_sharded_owners(&desired.object, object);
+                let want = comparable_owners(&desired.object, object);
                 if !is_subset(&want, object) {
                     different.push(format!("{key}: {}", first_difference(&want, object, "")));
                 }
@@ -176,17 +176,29 @@ pub(crate) async fn verify_outputs(karmada: &Cluster, plan: &Plan) -> Res<String
     }
 }
 
-/// With sharding, an output carries each shard's owners annotation
-/// (`switchyard.dev/owners-<i>-of-<n>`) instead of the one the render stamps: the render's is
-/// left out of the comparison then.
-fn without_sharded_owners(want: &Value, have: &Value) -> Value {
+/// The render's owners annotation is left out of the comparison where the broker, by design,
+/// does not write it: with sharding (an output carries each shard's owners annotation,
+/// `switchyard.dev/owners-<i>-of-<n>`, instead), and where the live annotation already covers
+/// it (names every owner, or says there are more than it lists: a change of owners alone is
+/// not written, see `switchyard_core::plan::owners_covered`).
+fn comparable_owners(want: &Value, have: &Value) -> Value {
     let owners = switchyard_core::names::ANNOTATION_OWNERS;
+    let annotation = |object: &Value| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .and_then(|a| a.get(owners))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     let sharded = have
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
         .is_some_and(|a| a.keys().any(|k| k.starts_with(&format!("{owners}-"))));
+    let covered = annotation(want)
+        .is_some_and(|w| switchyard_core::plan::owners_covered(&w, annotation(have).as_deref()));
     let mut want = want.clone();
-    if sharded
+    if (sharded || covered)
         && let Some(annotations) = want
             .pointer_mut("/metadata/annotations")
             .and_then(Value::as_object_mut)

@@ -50,6 +50,13 @@ mod versus_kro;
 
 use std::error::Error;
 
+/// The allocator of the `switchyard` binary (engine/cli), so the broker child holds memory
+/// as the shipped broker does. The feature `system-allocator` leaves it out, for heap
+/// profilers that watch the system allocator (see the README).
+#[cfg(not(feature = "system-allocator"))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use args::Args;
 use bench::bench;
 use child::child_main;
