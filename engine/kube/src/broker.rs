@@ -402,6 +402,7 @@ async fn reload(
     health: &Health,
     fingerprints: &mut BTreeMap<String, BTreeMap<String, u64>>,
 ) {
+    let started = std::time::Instant::now();
     let to_load = config.clone();
     let loaded = tokio::task::spawn_blocking(move || packs::load_pack_set(&to_load)).await;
     let set: PackSet = match loaded {
@@ -453,7 +454,7 @@ async fn reload(
         .iter()
         .map(|p| (p.name().to_string(), p.version().to_string()))
         .collect();
-    tracing::info!(packs = ?names, "pack set loaded");
+    tracing::info!(packs = ?names, took = ?started.elapsed(), "pack set loaded");
     controller.install(install);
     health.set_packs(names);
 }

@@ -139,24 +139,37 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> Queue<K> {
     /// its worker is done. A key waiting out a failure's backoff is processed now instead
     /// (something it may depend on changed).
     pub fn add(&self, key: K) {
+        self.add_all(std::iter::once(key));
+    }
+
+    /// [`Queue::add`] for many keys at once, in order, under one lock and with one wake-up
+    /// (each worker that takes a key wakes the next while work remains): a reload queues
+    /// thousands of triggers without contending with the workers for every one.
+    pub fn add_all(&self, keys: impl IntoIterator<Item = K>) {
         let mut state = self.lock();
         if state.closed {
             return;
         }
-        if state.waiting.get(&key).is_some_and(|w| w.retry) {
-            state.waiting.remove(&key);
+        let mut ready = false;
+        for key in keys {
+            if state.waiting.get(&key).is_some_and(|w| w.retry) {
+                state.waiting.remove(&key);
+            }
+            if let Some(observer) = &self.observer {
+                observer.added();
+            }
+            if state.running.contains(&key) {
+                state.dirty.insert(key);
+                continue;
+            }
+            if state.queued.insert(key.clone()) {
+                state.queued_at.insert(key.clone(), Instant::now());
+                state.ready.push_back(key);
+                ready = true;
+            }
         }
-        if let Some(observer) = &self.observer {
-            observer.added();
-        }
-        if state.running.contains(&key) {
-            state.dirty.insert(key);
-            return;
-        }
-        if state.queued.insert(key.clone()) {
-            state.queued_at.insert(key.clone(), Instant::now());
-            state.ready.push_back(key);
-            drop(state);
+        drop(state);
+        if ready {
             self.notify.notify_one();
         }
     }
@@ -362,6 +375,43 @@ mod tests {
         queue.done(&"a");
         assert_eq!(queue.next().await.unwrap(), "a");
         queue.done(&"a");
+        assert!(queue.is_empty());
+    }
+
+    /// Many keys at once: in order, deduplicated, a running one marked dirty, and every
+    /// worker waiting woken (one wake-up passed on from worker to worker).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn keys_added_at_once_keep_their_order_and_wake_every_worker() {
+        let queue: Arc<Queue<u32>> = Queue::new(Backoff::default());
+        queue.add(0);
+        assert_eq!(queue.next().await, Some(0));
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let queue = Arc::clone(&queue);
+                tokio::spawn(async move { queue.next().await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        queue.add_all([1, 2, 1, 0, 3, 4, 5]);
+        let mut taken = Vec::new();
+        for worker in workers {
+            let key = tokio::time::timeout(Duration::from_secs(5), worker)
+                .await
+                .expect("a waiting worker was not woken")
+                .unwrap()
+                .unwrap();
+            taken.push(key);
+        }
+        taken.sort_unstable();
+        assert_eq!(taken, [1, 2, 3, 4]);
+        assert_eq!(queue.next().await, Some(5));
+        for key in [1, 2, 3, 4, 5] {
+            queue.done(&key);
+        }
+        // 0 was running when added: it comes back once done.
+        queue.done(&0);
+        assert_eq!(queue.next().await, Some(0));
+        queue.done(&0);
         assert!(queue.is_empty());
     }
 

@@ -1,6 +1,7 @@
 //! The broker with a small pack of two rules over ConfigMaps, both roles on one API server:
 //! a reload re-evaluates only the triggers of the rule whose files changed, and `deletion:
-//! Orphan` leaves outputs in place without the pack's labels.
+//! Orphan` leaves outputs in place without the pack's labels; a reload rewrites an output
+//! several triggers share only when its merge changes (its content, the pack's version).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -69,11 +70,14 @@ fn source_map(name: &str, rule: &str) -> Value {
            "data": {"k": "v"}})
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
-    if switchyard_testenv::external_kubeconfig().is_some() {
-        return;
-    }
+/// One API server with the namespaces `mirror-in` and `mirror-out` and the source ConfigMaps
+/// `a0..` (`a` of them, for rule a) and `b0..` (`b`, for rule b); the broker started on the
+/// packs `write` puts in a fresh folder, both roles on that one server.
+async fn start(
+    a: usize,
+    b: usize,
+    write: impl FnOnce(&Path),
+) -> (ControlPlane, Cluster, tempfile::TempDir, Broker) {
     let plane = ControlPlane::start(&["one"]).await.unwrap();
     let server = plane.cluster("one").unwrap();
     let cluster = Cluster::new(server.client().await.unwrap());
@@ -82,21 +86,29 @@ async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
             .put(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .await;
     }
-    for i in 0..6 {
+    for i in 0..a {
         cluster.put(&source_map(&format!("a{i}"), "a")).await;
     }
-    for i in 0..3 {
+    for i in 0..b {
         cluster.put(&source_map(&format!("b{i}"), "b")).await;
     }
     let dir = tempfile::tempdir().unwrap();
-    write_pack(dir.path(), "one");
-    // Two roles, one API server.
+    write(dir.path());
     let kubeconfig = server.kubeconfig_path();
     let broker = Broker::start(
         dir.path(),
         &[("source", kubeconfig), ("target", kubeconfig)],
     )
     .await;
+    (plane, cluster, dir, broker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return;
+    }
+    let (_plane, cluster, dir, broker) = start(6, 3, |d| write_pack(d, "one")).await;
 
     let copy = |name: String| {
         let cluster = cluster.clone();
@@ -185,5 +197,151 @@ async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
     })
     .await;
     assert_eq!(copy("b-b0".into()).await.unwrap()["data"]["from"], "b0");
+    broker.stop().await;
+}
+
+/// A pack whose rule writes each trigger's copy and one ConfigMap every trigger desires
+/// (merged from all of them), at `version`, the shared one with `note`.
+fn write_shared_pack(dir: &Path, version: &str, copy_note: &str, note: &str) {
+    let pack = dir.join("mirror");
+    for sub in ["rules", "templates"] {
+        std::fs::create_dir_all(pack.join(sub)).unwrap();
+    }
+    std::fs::write(
+        pack.join("pack.yaml"),
+        PACK.replace("version: 0.1.0", &format!("version: {version}")),
+    )
+    .unwrap();
+    std::fs::write(
+        pack.join("rules/a.yaml"),
+        rule("a", "Delete").replace(
+            "  outputs:\n",
+            "  outputs:\n    - {name: shared, cluster: target, template: shared.yaml.hbs}\n",
+        ),
+    )
+    .unwrap();
+    std::fs::write(pack.join("templates/a.yaml.hbs"), template("a", copy_note)).unwrap();
+    std::fs::write(
+        pack.join("templates/shared.yaml.hbs"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\n  namespace: mirror-out\ndata:\n  note: {note}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// A reload keeps the merged form of outputs whose contributions did not change: an edit of
+/// another template leaves the shared output unwritten; a new pack version (stamped on every
+/// output) and a new content of the shared output both reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_rewrites_a_shared_output_only_when_its_merge_changes() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return;
+    }
+    let (_plane, cluster, dir, broker) =
+        start(4, 0, |d| write_shared_pack(d, "0.1.0", "one", "first")).await;
+    let get = |name: &'static str| {
+        let cluster = cluster.clone();
+        async move {
+            cluster
+                .get("v1", "ConfigMap", Some("mirror-out"), name)
+                .await
+        }
+    };
+    let copies_say = |note: &'static str| {
+        let cluster = cluster.clone();
+        async move {
+            for i in 0..4 {
+                let c = cluster
+                    .get("v1", "ConfigMap", Some("mirror-out"), &format!("a-a{i}"))
+                    .await
+                    .ok_or(format!("a-a{i} missing"))?;
+                if c["data"]["note"] != note {
+                    return Err(format!("a-a{i}: {}", c["data"]));
+                }
+            }
+            Ok(())
+        }
+    };
+    let version = |c: &Value| c["metadata"]["annotations"]["switchyard.dev/pack-version"].clone();
+    wait_for("the copies and the shared output", CONVERGE, || async {
+        copies_say("one").await?;
+        let shared = get("shared").await.ok_or("shared missing")?;
+        let owners = shared["metadata"]["annotations"]["switchyard.dev/owners"]
+            .as_str()
+            .unwrap_or_default()
+            .split(',')
+            .count();
+        if owners == 4 {
+            Ok(())
+        } else {
+            Err(format!("shared has {owners} owners"))
+        }
+    })
+    .await;
+    wait_for("the first round to finish", CONVERGE, || async {
+        let (code, body) = broker.readyz().await;
+        if code == 200 { Ok(()) } else { Err(body) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let shared = get("shared").await.unwrap();
+    assert_eq!(version(&shared), "0.1.0");
+    assert_eq!(shared["data"]["note"], "first");
+
+    // The copies' template changes: every trigger is evaluated again, the shared output's
+    // merge is kept and it is not written.
+    write_shared_pack(dir.path(), "0.1.0", "two", "first");
+    wait_for("the copies to carry the edit", CONVERGE, || {
+        copies_say("two")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = get("shared").await.unwrap();
+    assert_eq!(
+        after["metadata"]["resourceVersion"], shared["metadata"]["resourceVersion"],
+        "the shared output was written although its merge did not change"
+    );
+
+    // A new version only: stamped on the shared output too.
+    write_shared_pack(dir.path(), "0.2.0", "two", "first");
+    wait_for(
+        "the shared output to carry the new version",
+        CONVERGE,
+        || async {
+            let shared = get("shared").await.ok_or("shared missing")?;
+            if version(&shared) == "0.2.0" {
+                Ok(())
+            } else {
+                Err(format!("version {}", version(&shared)))
+            }
+        },
+    )
+    .await;
+
+    // A new content of the shared output reaches it, still owned by every trigger.
+    write_shared_pack(dir.path(), "0.2.0", "two", "second");
+    wait_for(
+        "the shared output to carry the new note",
+        CONVERGE,
+        || async {
+            let shared = get("shared").await.ok_or("shared missing")?;
+            if shared["data"]["note"] == "second" {
+                Ok(())
+            } else {
+                Err(format!("{}", shared["data"]))
+            }
+        },
+    )
+    .await;
+    let shared = get("shared").await.unwrap();
+    assert_eq!(
+        shared["metadata"]["annotations"]["switchyard.dev/owners"]
+            .as_str()
+            .unwrap()
+            .split(',')
+            .count(),
+        4
+    );
     broker.stop().await;
 }

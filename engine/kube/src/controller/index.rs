@@ -198,6 +198,14 @@ impl ReadIndex {
         reads: BTreeSet<ReadKey>,
     ) {
         let id = (pack.clone(), trigger.clone());
+        if self
+            .reads
+            .get(&id)
+            .map_or(reads.is_empty(), |old| *old == reads)
+        {
+            // The same reads as the last evaluation (the common case): nothing to re-index.
+            return;
+        }
         if let Some(old) = self.reads.remove(&id) {
             for r in old {
                 if let Some(readers) = self.readers.get_mut(&r)

@@ -96,9 +96,7 @@ impl Controller {
                 tracing::info!(pack = %name, %role, rules = affected.len(), triggers, "members changed; evaluating the triggers of the rules reading them");
             }
         }
-        for w in work {
-            self.queue.add(w);
-        }
+        self.queue.add_all(work);
         // A pack that waited for a watch of the role as it was may have all it needs now.
         self.start_ready_packs();
     }

@@ -10,7 +10,7 @@ use chrono::Utc;
 use serde_json::Value;
 use switchyard_core::names::{REASON_ALREADY_EXISTS, REASON_CONFLICT};
 use switchyard_core::object::World;
-use switchyard_core::{ObjectKey, Outcome, Trigger, evaluate_untraced};
+use switchyard_core::{ObjectKey, Outcome, Pack, Trigger, evaluate_untraced};
 
 use super::state::{Controller, Initial, ReconcileError, Work};
 use super::status::has_finalizer;
@@ -92,23 +92,14 @@ impl Controller {
             *counters.per_trigger.entry(trigger.clone()).or_default() += 1;
         }
         tracing::debug!(pack = %pack_name, trigger = %trigger, "evaluating");
-        let started = std::time::Instant::now();
-        let mut outcome = match evaluate_untraced(
-            &pack,
-            Trigger {
-                cluster: &trigger.cluster,
-                object: &object,
-            },
-            &*self.store,
-            Utc::now(),
-        ) {
-            Ok(outcome) => outcome,
+        let (mut outcome, took) = match self.evaluate(&pack, trigger, &object).await {
+            Ok(evaluated) => evaluated,
             Err(e) => {
                 tracing::warn!(trigger = %trigger, error = %e, "object cannot be evaluated");
                 return Ok(());
             }
         };
-        self.count_evaluation(pack_name, &outcome, started.elapsed());
+        self.count_evaluation(pack_name, &outcome, took);
         if outcome.rules.is_empty() {
             // No rule of this pack watches it (any more): like a trigger that is gone.
             let touched = {
@@ -241,6 +232,38 @@ impl Controller {
             }
         }
         applied
+    }
+
+    /// Evaluates the trigger on a blocking thread, with how long the evaluation took.
+    /// Evaluation is CPU work: on the runtime's threads, thousands of them (a reload) would
+    /// hold up the answers to the applies in flight, and with them every worker waiting on
+    /// one; on the blocking threads they run in parallel while the runtime's threads keep
+    /// the requests moving.
+    async fn evaluate(
+        &self,
+        pack: &Arc<Pack>,
+        trigger: &ObjectKey,
+        object: &Arc<Value>,
+    ) -> Result<(Outcome, Duration), String> {
+        let pack = Arc::clone(pack);
+        let store = Arc::clone(&self.store);
+        let object = Arc::clone(object);
+        let cluster = trigger.cluster.clone();
+        tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            let outcome = evaluate_untraced(
+                &pack,
+                Trigger {
+                    cluster: &cluster,
+                    object: &object,
+                },
+                &*store,
+                Utc::now(),
+            )?;
+            Ok((outcome, started.elapsed()))
+        })
+        .await
+        .map_err(|e| format!("the evaluation stopped: {e}"))?
     }
 
     /// Queues the triggers (other than `current`) that a merge made win or lose an output,

@@ -25,7 +25,7 @@ impl Controller {
         status: &Value,
         synced: Option<&Value>,
     ) -> Result<(), ReconcileError> {
-        let current = live.get("status").cloned().unwrap_or(Value::Null);
+        let current = live.get("status").unwrap_or(&Value::Null);
         let unwritten = synced.is_some_and(|s| !in_conditions(status, s));
         let state = |c: &Value| {
             (
@@ -58,7 +58,7 @@ impl Controller {
                 )
                 .await;
         }
-        if is_subset(status, &current) {
+        if is_subset(status, current) {
             return Ok(());
         }
         if self

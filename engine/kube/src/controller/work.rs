@@ -233,8 +233,14 @@ impl Controller {
                     existing.kinds = watch_plan(&pack, &self.store);
                     existing.output_kinds = output_kinds(&pack, &self.store);
                     existing.rules = pack.rule_kinds();
-                    // The pack's version is stamped on every output.
-                    existing.merged.clear();
+                    // The pack's version is stamped on every output: a new version changes
+                    // every merged object. Otherwise a merged object changes only with a
+                    // contribution to it, which drops it from the cache; what stays is still
+                    // the merge of the contributions it holds, so thousands of unchanged
+                    // outputs are not merged and hashed again by a reload.
+                    if existing.pack.version() != pack.version() {
+                        existing.merged.clear();
+                    }
                     existing.pack = pack;
                     match changed {
                         // Nothing the rules depend on changed: nothing to evaluate again.
@@ -254,9 +260,7 @@ impl Controller {
             }
         }
         drop(state);
-        for work in releases {
-            self.queue.add(work);
-        }
+        self.queue.add_all(releases);
         self.start_ready_packs();
     }
 
@@ -431,9 +435,7 @@ impl Controller {
                 }
             }
         }
-        for w in work {
-            self.queue.add(w);
-        }
+        self.queue.add_all(work);
     }
 
     /// Packs whose first round is not complete, with what they wait for.
@@ -496,9 +498,7 @@ impl Controller {
                 work.push(Work::Prune(name.clone()));
             }
         }
-        for w in work {
-            self.queue.add(w);
-        }
+        self.queue.add_all(work);
     }
 
     /// Maps a changed object to the work it causes: the trigger itself, the triggers that
@@ -573,9 +573,7 @@ impl Controller {
                     .map(|(p, t)| Work::Trigger(p.clone(), t.clone())),
             );
         }
-        for w in work {
-            self.queue.add(w);
-        }
+        self.queue.add_all(work);
     }
 
     /// Runs one work item.

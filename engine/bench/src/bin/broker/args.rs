@@ -20,12 +20,17 @@ pub(crate) struct Args {
     pub(crate) replicas: Option<Vec<usize>>,
     /// How many shards the replicas split the triggers into.
     pub(crate) shards: u32,
+    /// Steps of the broker benchmark left out (`--skip resync,floor`): step 4 and step 6,
+    /// to measure the reloads (step 5) alone on top of the convergence they need.
+    pub(crate) skip_resync: bool,
+    pub(crate) skip_floor: bool,
     /// Internal: run only the broker, with this configuration file (JSON `BrokerConfig`).
     pub(crate) child: Option<PathBuf>,
 }
 
 pub(crate) const USAGE: &str = "usage: broker [--triggers N (10000)] [--workers N (16)] \
 [--concurrency N (16)] [--timeout-minutes N (15)] [--reload-debounce-ms N (500)]
+       [--skip resync,floor]
        broker --versus-kro N[,N...] [--workers N] [--idle-seconds N (30)] [--timeout-minutes N]
        broker --replicas N[,N...] [--shards N (6)] [--triggers N] [--workers N] [--timeout-minutes N]";
 
@@ -41,6 +46,8 @@ impl Args {
             replicas: None,
             shards: 6,
             idle: Duration::from_secs(30),
+            skip_resync: false,
+            skip_floor: false,
             child: None,
         };
         let mut it = std::env::args().skip(1);
@@ -86,6 +93,20 @@ impl Args {
                         return Err("--replicas needs counts of at least 1".into());
                     }
                     args.replicas = Some(counts);
+                }
+                "--skip" => {
+                    for step in value.split(',').map(str::trim) {
+                        match step {
+                            "resync" => args.skip_resync = true,
+                            "floor" => args.skip_floor = true,
+                            other => {
+                                return Err(format!(
+                                    "--skip {other}: the steps that can be left out are resync and floor"
+                                )
+                                .into());
+                            }
+                        }
+                    }
                 }
                 "--broker-child" => args.child = Some(PathBuf::from(&value)),
                 _ => return Err(format!("unknown flag {flag}\n{USAGE}").into()),

@@ -222,29 +222,15 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
     report.verified = Some(verified);
 
     // 4. Resync of a converged system.
-    let (settle, _) = broker.wait_quiet(Duration::from_secs(120)).await?;
-    if settle > Duration::ZERO {
+    if args.skip_resync {
+        let (settle, _) = broker.wait_quiet(Duration::from_secs(120)).await?;
         println!(
-            "[4] (the broker was busy for another {} after convergence; now idle)",
+            "[4] resync: left out (--skip resync); the broker was idle {} after convergence",
             secs(settle)
         );
+    } else {
+        resync(&mut broker, &source, &karmada, report).await?;
     }
-    let before = broker.writes().await?;
-    let wire_before = source.write_requests().await? + karmada.write_requests().await?;
-    broker.resync().await?;
-    let (busy, ticks) = broker.wait_quiet(Duration::from_secs(300)).await?;
-    let after = broker.writes().await?;
-    let wire = source.write_requests().await? + karmada.write_requests().await? - wire_before;
-    let resync_writes = delta(&after, &before);
-    report.resync = Some((resync_writes, wire));
-    println!(
-        "[4] resync: every trigger evaluated again; broker busy for about {} ({:.2} s of CPU); writes made: {} ({}); write requests at the API servers: {}",
-        secs(busy),
-        ticks as f64 / 100.0,
-        int(total(&resync_writes)),
-        writes_text(&resync_writes),
-        int(wire)
-    );
 
     // 5a. Reload: a branch of the template every trigger renders, taken by a tenth of them.
     let a = measure_reload(
@@ -323,6 +309,10 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
     drop(plane);
 
     // 6. The floor.
+    if args.skip_floor {
+        println!("[6] floor: left out (--skip floor)");
+        return Ok(());
+    }
     let (floor, floor_writes, floor_reloads, floor_cpu) =
         floor(args, &plan, &[&changed, &changed_placed], &workloads).await?;
     report.floor_cpu = Some(floor_cpu);
@@ -335,6 +325,40 @@ pub(crate) async fn steps(args: &Args, report: &mut Report) -> Res<()> {
         converge.as_secs_f64() / floor.as_secs_f64(),
         secs(converge),
         secs(floor)
+    );
+    Ok(())
+}
+
+/// Step 4: every trigger evaluated again on the converged system, and the writes that makes
+/// (target 0).
+async fn resync(
+    broker: &mut BrokerProcess,
+    source: &Cluster,
+    karmada: &Cluster,
+    report: &mut Report,
+) -> Res<()> {
+    let (settle, _) = broker.wait_quiet(Duration::from_secs(120)).await?;
+    if settle > Duration::ZERO {
+        println!(
+            "[4] (the broker was busy for another {} after convergence; now idle)",
+            secs(settle)
+        );
+    }
+    let before = broker.writes().await?;
+    let wire_before = source.write_requests().await? + karmada.write_requests().await?;
+    broker.resync().await?;
+    let (busy, ticks) = broker.wait_quiet(Duration::from_secs(300)).await?;
+    let after = broker.writes().await?;
+    let wire = source.write_requests().await? + karmada.write_requests().await? - wire_before;
+    let resync_writes = delta(&after, &before);
+    report.resync = Some((resync_writes, wire));
+    println!(
+        "[4] resync: every trigger evaluated again; broker busy for about {} ({:.2} s of CPU); writes made: {} ({}); write requests at the API servers: {}",
+        secs(busy),
+        ticks as f64 / 100.0,
+        int(total(&resync_writes)),
+        writes_text(&resync_writes),
+        int(wire)
     );
     Ok(())
 }

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release -p switchyard-bench --bin broker -- [--triggers N] [--workers N]
-//!     [--concurrency N] [--timeout-minutes N] [--reload-debounce-ms N]
+//!     [--concurrency N] [--timeout-minutes N] [--reload-debounce-ms N] [--skip resync,floor]
 //! ```
 //!
 //! Steps, each printing its figures, then a summary table against the targets:
