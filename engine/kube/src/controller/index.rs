@@ -201,7 +201,7 @@ impl ReadIndex {
         if self
             .reads
             .get(&id)
-            .map_or(reads.is_empty(), |old| *old == reads)
+            .map_or(reads.is_empty(), |old| old.iter().eq(reads.iter()))
         {
             // The same reads as the last evaluation (the common case): nothing to re-index.
             return;
