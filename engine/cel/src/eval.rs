@@ -34,7 +34,8 @@ use crate::plan::{
 };
 use crate::registry::Cost;
 use crate::value::{
-    Duration, Key, Map, Timestamp, Value, compare, duration_in_range, equals, timestamp_in_range,
+    Duration, Hint, Key, Map, Timestamp, Value, compare, duration_in_range, equals, same_str,
+    timestamp_in_range,
 };
 
 /// Why an evaluation stopped: the message, the node it happened at, and whether it is a
@@ -191,17 +192,22 @@ pub(crate) fn eval<'a>(node: &'a Node, scope: &Scope<'a>, cx: &mut Cx) -> Out<'a
     }
     match &node.kind {
         Kind::Const(v) => Ok(Cow::Borrowed(v)),
-        Kind::Global(name) => match scope.vars.iter().find(|(n, _)| **n == **name) {
-            Some((_, v)) => Ok(Cow::Borrowed(v)),
+        Kind::Global(name, hint) => match global(scope.vars, name, hint) {
+            Some(v) => Ok(Cow::Borrowed(v)),
             None => Err(fail(node.id, format!("undeclared reference to '{name}'"))),
         },
         Kind::Local { up, slot } => scope
             .local(*up, *slot)
             .map(Cow::Borrowed)
             .ok_or_else(|| fail(node.id, "internal error: unbound variable")),
-        Kind::Select(operand, field) => {
+        Kind::Select(operand, field, hint) => {
             let v = eval(operand, scope, cx)?;
             match v {
+                // A field of a map, borrowed: looked for where it was found the last time.
+                Cow::Borrowed(Value::Map(m)) => match m.get_str_hinted(field, hint) {
+                    Some(x) => Ok(Cow::Borrowed(x)),
+                    None => Err(fail(node.id, format!("no such key: {field}"))),
+                },
                 Cow::Borrowed(v) => select(v, field, node.id),
                 Cow::Owned(v) => select(&v, field, node.id).map(|c| Cow::Owned(c.into_owned())),
             }
@@ -354,6 +360,19 @@ fn logic<'a>(
         (_, _, Some(f)) => Err(f),
         _ => Ok(Cow::Owned(Value::Bool(!or))),
     }
+}
+
+/// The activation variable `name`, looked for first where it was found the last time: the
+/// expressions of a rule run against activations that bind the same names in the same order.
+fn global<'a>(vars: &'a [(Cow<'a, str>, Value)], name: &str, hint: &Hint) -> Option<&'a Value> {
+    if let Some((n, v)) = vars.get(hint.get())
+        && same_str(n, name)
+    {
+        return Some(v);
+    }
+    let i = vars.iter().position(|(n, _)| same_str(n, name))?;
+    hint.set(i);
+    Some(&vars[i].1)
 }
 
 fn select<'v>(v: &'v Value, field: &str, id: u64) -> Result<Cow<'v, Value>, Failure> {

@@ -28,7 +28,7 @@ use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValu
 use crate::environment::CelEnvironment;
 use crate::macros::{MAP_INSERT, RESULT};
 use crate::registry::{Cost, CustomFunction, Overload, Registry};
-use crate::value::{Type, Value};
+use crate::value::{Hint, Type, Value};
 
 /// A node of the plan, with the id of the AST node it comes from (for error positions).
 pub(crate) struct Node {
@@ -38,14 +38,15 @@ pub(crate) struct Node {
 
 pub(crate) enum Kind {
     Const(Value),
-    /// An activation variable.
-    Global(Arc<str>),
+    /// An activation variable, and where it was found the last time.
+    Global(Arc<str>, Hint),
     /// A comprehension or bind variable: `up` scopes out, slot `slot`.
     Local {
         up: u32,
         slot: u8,
     },
-    Select(Box<Node>, Arc<str>),
+    /// `a.b`, and where the field was found the last time.
+    Select(Box<Node>, Arc<str>, Hint),
     /// `a.b.c` on an activation variable (or `a` alone, in a container): evaluated as the
     /// select chain, unless the activation has variables with dotted names (`a.b`), which
     /// then win, longest first, each under the container's prefixes first.
@@ -428,7 +429,7 @@ impl<'e> Lowering<'e> {
                     if let Some(t) = self.type_named(root) {
                         return self.node(id, Kind::Const(Value::Type(t)));
                     }
-                    return self.node(id, Kind::Global(Arc::from(root)));
+                    return self.node(id, Kind::Global(Arc::from(root), Hint::default()));
                 }
                 if let Some(local) = self.resolve_local(name) {
                     return self.node(id, local);
@@ -436,7 +437,7 @@ impl<'e> Lowering<'e> {
                 if let Some(t) = self.type_named(name) {
                     return self.node(id, Kind::Const(Value::Type(t)));
                 }
-                let global = self.node(id, Kind::Global(Arc::from(name.as_str())));
+                let global = self.node(id, Kind::Global(Arc::from(name.as_str()), Hint::default()));
                 if self.prefixes.is_empty() {
                     return global;
                 }
@@ -529,7 +530,7 @@ impl<'e> Lowering<'e> {
             Expr::Select(select) if !select.test => {
                 let operand = Box::new(self.select_chain(&select.operand));
                 let field: Arc<str> = Arc::from(select.field.as_str());
-                self.node(expr.id, Kind::Select(operand, field))
+                self.node(expr.id, Kind::Select(operand, field, Hint::default()))
             }
             _ => self.lower(expr),
         }
@@ -986,7 +987,7 @@ fn is_const(n: &Node) -> bool {
 /// within what is left of `budget` (which it spends).
 fn fold(node: Node, budget: &mut u64) -> Node {
     let foldable = match &node.kind {
-        Kind::Select(a, _) | Kind::Has(a, _) | Kind::OptSelect(a, _) => is_const(a),
+        Kind::Select(a, ..) | Kind::Has(a, _) | Kind::OptSelect(a, _) => is_const(a),
         Kind::Index(a, b) | Kind::OptIndex(a, b) | Kind::Bin(_, a, b) => is_const(a) && is_const(b),
         Kind::Not(a) | Kind::Neg(a) => is_const(a),
         Kind::And(a, b) | Kind::Or(a, b) => is_const(a) && is_const(b),
@@ -1028,9 +1029,9 @@ fn fold(node: Node, budget: &mut u64) -> Node {
 /// runs more than once.
 fn count_nodes(node: &Node) -> u64 {
     let children: u64 = match &node.kind {
-        Kind::Const(_) | Kind::Global(_) | Kind::Local { .. } | Kind::Fail(_) => 0,
+        Kind::Const(_) | Kind::Global(..) | Kind::Local { .. } | Kind::Fail(_) => 0,
         Kind::Qualified(q) => count_nodes(&q.chain),
-        Kind::Select(a, _)
+        Kind::Select(a, ..)
         | Kind::Has(a, _)
         | Kind::OptSelect(a, _)
         | Kind::Not(a)

@@ -1825,3 +1825,46 @@ fn environments_keep_custom_functions_and_variables() {
         "the function 'base64.encode' cannot be added: a built-in function has that name"
     );
 }
+
+#[test]
+fn one_program_reads_names_and_fields_wherever_each_evaluation_has_them() {
+    // Lookups start where the previous evaluation found the name: activations binding the
+    // names in another order, and maps of other shapes, still read the right values.
+    let env = full_env();
+    let program = env.compile("b.x + a.y").unwrap();
+    let cases = [
+        (vec![("a", json!({"y": 1})), ("b", json!({"x": 10}))], 11),
+        (
+            vec![
+                ("b", json!({"w": 0, "x": 20})),
+                ("a", json!({"a": 0, "b": 0, "y": 2})),
+            ],
+            22,
+        ),
+        (
+            vec![
+                ("c", json!(0)),
+                ("a", json!({"y": 3})),
+                ("b", json!({"x": 30, "z": 1})),
+            ],
+            33,
+        ),
+    ];
+    for _ in 0..2 {
+        for (vars, expected) in &cases {
+            let mut activation = Activation::new(&env);
+            for (name, value) in vars {
+                activation.bind(name, Value::from_json(value));
+            }
+            let got = program.eval(&activation).unwrap().to_json().unwrap();
+            assert_eq!(got, json!(expected));
+        }
+    }
+    let mut activation = Activation::new(&env);
+    activation.bind("a", Value::from_json(&json!({"y": 1})));
+    activation.bind("b", Value::from_json(&json!({"w": 1})));
+    assert_eq!(
+        program.eval(&activation).unwrap_err().message,
+        "no such key: x"
+    );
+}

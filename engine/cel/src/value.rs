@@ -239,7 +239,8 @@ impl Key {
             Key::Int(i) => i.to_string(),
             Key::Uint(u) => u.to_string(),
             Key::Double(d) => d.to_string(),
-            Key::String(s) => s.to_string(),
+            // `str::to_owned`, not `to_string`: `Arc<str>` would go through `Display`.
+            Key::String(s) => String::from(&**s),
         }
     }
 
@@ -260,6 +261,85 @@ impl Key {
             Key::Double(_) => 4,
             Key::String(_) => 5,
         }
+    }
+}
+
+/// Where a name was found the last time it was looked up (an index into a map's entries or
+/// an activation's variables), to look there first: a plan node reads the same field of
+/// many values of one shape. Shared by the threads evaluating one program; a stale or
+/// racing hint only costs the search it would have saved.
+#[derive(Default)]
+pub(crate) struct Hint(std::sync::atomic::AtomicU32);
+
+impl Hint {
+    #[inline(always)]
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed) as usize
+    }
+
+    #[inline(always)]
+    pub(crate) fn set(&self, at: usize) {
+        if let Ok(at) = u32::try_from(at) {
+            self.0.store(at, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// String equality without a call to `memcmp` for the short strings that field names and
+/// variable names are: the bytes are compared as two overlapping words.
+#[inline(always)]
+pub(crate) fn same_str(a: &str, b: &str) -> bool {
+    fn word4(s: &[u8], at: usize) -> u32 {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[at..at + 4]);
+        u32::from_ne_bytes(w)
+    }
+    fn word8(s: &[u8], at: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_ne_bytes(w)
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        // The first, middle and last bytes are every byte.
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        _ => a == b,
+    }
+}
+
+/// The key of a JSON object as a CEL map key. The names every Kubernetes object carries are
+/// shared rather than copied for every object converted.
+fn json_object_key(key: &str) -> Arc<str> {
+    const COMMON: [&str; 16] = [
+        "apiVersion",
+        "kind",
+        "metadata",
+        "name",
+        "namespace",
+        "labels",
+        "annotations",
+        "generation",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "spec",
+        "status",
+        "conditions",
+        "type",
+        "message",
+    ];
+    static SHARED: std::sync::LazyLock<[Arc<str>; 16]> =
+        std::sync::LazyLock::new(|| COMMON.map(Arc::from));
+    match COMMON.iter().position(|c| same_str(c, key)) {
+        Some(i) => Arc::clone(&SHARED[i]),
+        None => Arc::from(key),
     }
 }
 
@@ -335,19 +415,21 @@ impl Map {
     /// The map a literal makes of its entries, in order, as cel-go builds it: a repeated key
     /// takes the later value (`{'a': 1, 'a': 2}` is `{'a': 2}`), and an optional entry with
     /// no value (`None`: `?'a': optional.none()`) removes the key an earlier entry set.
-    pub(crate) fn from_literal(entries: Vec<(Key, Option<Value>)>) -> Map {
-        let mut map = std::collections::BTreeMap::new();
-        for (key, value) in entries {
-            match value {
-                Some(value) => {
-                    map.insert(key, value);
-                }
-                None => {
-                    map.remove(&key);
-                }
+    pub(crate) fn from_literal(mut entries: Vec<(Key, Option<Value>)>) -> Map {
+        // A stable sort keeps the entries of one key in their order: the last one decides.
+        // Literals are small and mostly written in key order already.
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut sorted: Vec<(Key, Value)> = Vec::with_capacity(entries.len());
+        let mut entries = entries.into_iter().peekable();
+        while let Some((key, value)) = entries.next() {
+            if entries.peek().is_some_and(|(next, _)| *next == key) {
+                continue;
+            }
+            if let Some(value) = value {
+                sorted.push((key, value));
             }
         }
-        Map::from_sorted(map.into_iter().collect())
+        Map::from_sorted(sorted)
     }
 
     /// A map from entries already sorted and unique.
@@ -387,11 +469,13 @@ impl Map {
     pub fn get_str(&self, key: &str) -> Option<&Value> {
         // Strings sort after every other key: search the string part only.
         let strings = &self.entries[self.first_string..];
-        if strings.len() <= 8 {
-            // Few keys: compare lengths before bytes, which rules most keys out at once.
+        if strings.len() <= 32 {
+            // Up to a few dozen keys (an object's fields, a rule's variables) a scan is
+            // faster than a binary search: most keys are ruled out by their length alone,
+            // and the rest compared without a call to `memcmp`.
             return strings
                 .iter()
-                .find(|(k, _)| matches!(k, Key::String(s) if s.len() == key.len() && **s == *key))
+                .find(|(k, _)| matches!(k, Key::String(s) if same_str(s, key)))
                 .map(|(_, v)| v);
         }
         strings
@@ -401,6 +485,32 @@ impl Map {
             })
             .ok()
             .map(|i| &strings[i].1)
+    }
+
+    /// [`Map::get_str`], looking first at the entry `hint` says the key was at the last
+    /// time, and updating it: maps of one shape (the same fields of many objects) find
+    /// their key at once.
+    pub(crate) fn get_str_hinted(&self, key: &str, hint: &Hint) -> Option<&Value> {
+        if let Some((Key::String(s), v)) = self.entries.get(hint.get())
+            && same_str(s, key)
+        {
+            return Some(v);
+        }
+        let strings = &self.entries[self.first_string..];
+        let at = if strings.len() <= 32 {
+            strings
+                .iter()
+                .position(|(k, _)| matches!(k, Key::String(s) if same_str(s, key)))
+        } else {
+            strings
+                .binary_search_by(|(k, _)| match k {
+                    Key::String(s) => (**s).cmp(key),
+                    _ => Ordering::Less,
+                })
+                .ok()
+        }?;
+        hint.set(self.first_string + at);
+        Some(&strings[at].1)
     }
 
     fn get_key(&self, key: &Key) -> Option<&Value> {
@@ -501,7 +611,7 @@ impl Value {
             serde_json::Value::Object(map) => {
                 let mut entries: Vec<(Key, Value)> = map
                     .iter()
-                    .map(|(k, v)| (Key::String(Arc::from(k.as_str())), Value::from_json(v)))
+                    .map(|(k, v)| (Key::String(json_object_key(k)), Value::from_json(v)))
                     .collect();
                 // JSON object keys are unique; sorting is all that is needed.
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -549,6 +659,11 @@ impl Value {
     /// `null`.
     pub fn null() -> Value {
         Value::Null
+    }
+
+    /// An empty map with room for `n` entries, for [`Value::insert_string_key`].
+    pub fn empty_map_with_capacity(n: usize) -> Value {
+        Value::Map(Arc::new(Map::from_sorted(Vec::with_capacity(n))))
     }
 
     /// A map with string keys (a later entry replaces an earlier one of the same key).
@@ -876,7 +991,7 @@ fn check_json(v: &Value) -> Result<(), String> {
     match v {
         Value::List(items) => items.iter().try_for_each(check_json),
         Value::Map(map) => map.iter().try_for_each(|(k, v)| {
-            json_key(k)?;
+            check_json_key(k)?;
             check_json(v)
         }),
         Value::Type(t) => Err(format!("the type value {t} has no JSON form")),
@@ -901,7 +1016,7 @@ fn value_to_json(v: &Value) -> Result<serde_json::Value, String> {
             None if *d > 0.0 => serde_json::Value::String("Infinity".into()),
             None => serde_json::Value::String("-Infinity".into()),
         },
-        Value::String(s) => serde_json::Value::String(s.to_string()),
+        Value::String(s) => serde_json::Value::String(String::from(&**s)),
         Value::Bytes(b) => serde_json::Value::String(base64_encode(b)),
         Value::Duration(d) => serde_json::Value::String(format_duration(d)),
         Value::Timestamp(ts) => serde_json::Value::String(format_timestamp(ts)),
@@ -938,12 +1053,18 @@ fn value_to_json(v: &Value) -> Result<serde_json::Value, String> {
 /// A map key as a JSON object key: `int`, `uint` and `bool` keys in their string forms; a
 /// `double` or `null` key has no JSON form.
 fn json_key(k: &Key) -> Result<String, String> {
+    check_json_key(k)?;
+    Ok(k.to_json_key())
+}
+
+/// Whether a map key has a JSON form, without making it.
+fn check_json_key(k: &Key) -> Result<(), String> {
     match k {
         Key::Double(_) | Key::Null => Err(format!(
             "a map key of type {} has no JSON form",
             k.to_value().type_name()
         )),
-        other => Ok(other.to_json_key()),
+        _ => Ok(()),
     }
 }
 
@@ -1003,6 +1124,95 @@ pub(crate) fn base64_encode(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn same_str_agrees_with_equality_at_every_length() {
+        let base = "abcdefghijklmnopqrstuvwxyz0123456789";
+        for n in 0..=base.len() {
+            let a = &base[..n];
+            assert!(same_str(a, a), "{a}");
+            let copy = String::from(a);
+            assert!(same_str(a, &copy), "{a}");
+            // Each byte changed in turn, and one length more.
+            for i in 0..n {
+                let mut b = a.as_bytes().to_vec();
+                b[i] = b'-';
+                let b = String::from_utf8(b).unwrap();
+                assert!(!same_str(a, &b), "{a} vs {b}");
+            }
+            assert!(!same_str(a, &base[..(n + 1).min(base.len())]) || n == base.len());
+        }
+    }
+
+    #[test]
+    fn hinted_lookups_find_keys_whatever_the_hint_says() {
+        let hint = Hint::default();
+        let small = Value::from_json(&json!({"a": 1, "b": 2}));
+        let wide: serde_json::Map<String, serde_json::Value> =
+            (0..40).map(|i| (format!("k{i:02}"), json!(i))).collect();
+        let wide = Value::from_json(&serde_json::Value::Object(wide));
+        let (Value::Map(small), Value::Map(wide)) = (small, wide) else {
+            panic!("maps")
+        };
+        for _ in 0..2 {
+            assert_eq!(
+                small
+                    .get_str_hinted("b", &hint)
+                    .map(|v| v.to_json().unwrap()),
+                Some(json!(2))
+            );
+            assert_eq!(
+                wide.get_str_hinted("k33", &hint)
+                    .map(|v| v.to_json().unwrap()),
+                Some(json!(33))
+            );
+            assert_eq!(
+                wide.get_str_hinted("b", &hint)
+                    .map(|v| v.to_json().unwrap()),
+                None
+            );
+            assert_eq!(
+                small
+                    .get_str_hinted("a", &hint)
+                    .map(|v| v.to_json().unwrap()),
+                Some(json!(1))
+            );
+        }
+        // A hint past the end of a smaller map.
+        hint.set(39);
+        assert_eq!(
+            small
+                .get_str_hinted("a", &hint)
+                .map(|v| v.to_json().unwrap()),
+            Some(json!(1))
+        );
+    }
+
+    #[test]
+    fn map_literals_keep_the_last_entry_of_a_key() {
+        let s = |k: &str| Key::String(Arc::from(k));
+        let map = Map::from_literal(vec![
+            (s("b"), Some(Value::Int(1))),
+            (s("a"), Some(Value::Int(2))),
+            (s("b"), Some(Value::Int(3))),
+            (s("c"), Some(Value::Int(4))),
+            (s("c"), None),
+            (s("d"), None),
+            (s("d"), Some(Value::Int(5))),
+        ]);
+        let entries: Vec<_> = map
+            .iter()
+            .map(|(k, v)| (k.to_json_key(), v.to_json().unwrap()))
+            .collect();
+        assert_eq!(
+            entries,
+            vec![
+                ("a".into(), json!(2)),
+                ("b".into(), json!(3)),
+                ("d".into(), json!(5))
+            ]
+        );
+    }
 
     #[test]
     fn json_round_trip_keeps_kubernetes_conventions() {

@@ -859,7 +859,7 @@ impl Walker<'_> {
         let id = node.id;
         match &node.kind {
             Kind::Const(v) => (Cost::Max(1), of_value(v)),
-            Kind::Global(name) => {
+            Kind::Global(name, _) => {
                 let ty = self.env.variable(name).cloned().unwrap_or(Type::Dyn);
                 let bounds = self.env.variable_bounds(name);
                 let at = self.start(id);
@@ -878,7 +878,7 @@ impl Walker<'_> {
                     .unwrap_or_else(|| self.unknown(id));
                 (Cost::Max(1), shape)
             }
-            Kind::Select(operand, field) => {
+            Kind::Select(operand, field, _) => {
                 let (cost, operand) = self.node(operand);
                 let shape = self.select(&operand, field, id);
                 (cost.plus_n(1), shape)

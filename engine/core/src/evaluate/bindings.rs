@@ -23,15 +23,20 @@ pub(super) struct Bindings<'e> {
 }
 
 impl<'e> Bindings<'e> {
-    pub(super) fn new(env: &'e cel::Env, fixed: [(&'static str, cel::Value); 6]) -> Self {
+    /// Bindings for a rule of `vars` variables (the room the map `vars` is made with).
+    pub(super) fn new(
+        env: &'e cel::Env,
+        fixed: [(&'static str, cel::Value); 6],
+        vars: usize,
+    ) -> Self {
         let mut activation = cel::Activation::with_capacity(env, 12);
         for (name, value) in &fixed {
             activation.bind_borrowed(name, value.clone());
         }
-        activation.bind_borrowed("vars", cel::Value::map(Vec::new()));
+        activation.bind_borrowed("vars", cel::Value::empty_map_with_capacity(vars));
         Bindings {
             lookups: BTreeMap::new(),
-            vars: Vec::new(),
+            vars: Vec::with_capacity(vars),
             activation,
             fixed,
         }

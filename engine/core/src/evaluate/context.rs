@@ -140,8 +140,9 @@ impl<'a> EvalContext<'a> {
         self.owner.get_or_init(|| self.outcome.trigger.to_string())
     }
 
-    /// Empty bindings for a rule: what every expression may read besides its names.
-    pub(super) fn new_bindings(&self) -> Bindings<'a> {
+    /// Empty bindings for a rule of `vars` variables: what every expression may read
+    /// besides its names.
+    pub(super) fn new_bindings(&self, vars: usize) -> Bindings<'a> {
         Bindings::new(
             &self.pack.env,
             [
@@ -152,6 +153,7 @@ impl<'a> EvalContext<'a> {
                 ("tables", self.pack.tables_cel.clone()),
                 ("params", self.pack.params_cel.clone()),
             ],
+            vars,
         )
     }
 }
