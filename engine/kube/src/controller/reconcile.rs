@@ -249,6 +249,11 @@ impl Controller {
         let store = Arc::clone(&self.store);
         let object = Arc::clone(object);
         let cluster = trigger.cluster.clone();
+        let _permit = self
+            .evaluations
+            .acquire()
+            .await
+            .map_err(|e| format!("the evaluation stopped: {e}"))?;
         tokio::task::spawn_blocking(move || {
             let started = std::time::Instant::now();
             let outcome = evaluate_untraced(

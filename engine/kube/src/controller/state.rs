@@ -356,6 +356,10 @@ pub struct Controller {
     /// (`status.syncedCondition: false`), per pack: what tells a new failure (an Event)
     /// from a repeated one.
     pub(super) unwritten_synced: Mutex<HashMap<(String, ObjectKey), SyncedState>>,
+    /// Evaluations at once, at most one per core: evaluation is CPU work on blocking
+    /// threads; more threads than cores evaluate no faster, and each holds an allocator heap
+    /// of its own.
+    pub(super) evaluations: tokio::sync::Semaphore,
 }
 
 /// A `Synced` condition's status, reason and message.
@@ -384,6 +388,9 @@ impl Controller {
             writes: Mutex::new(Writes::default()),
             counters: Mutex::new(CounterState::default()),
             unwritten_synced: Mutex::new(HashMap::new()),
+            evaluations: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+            ),
         })
     }
 
