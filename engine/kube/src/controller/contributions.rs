@@ -33,7 +33,13 @@ impl PackState {
             }
         }
         let previous = self.contributions.remove(trigger).unwrap_or_default();
-        let desired: Vec<Kept> = desired.into_iter().map(Kept::new).collect();
+        let desired: Vec<Kept> = desired
+            .into_iter()
+            .map(|d| {
+                let hash = hash_value(&d.object);
+                Kept::new(d, hash)
+            })
+            .collect();
         for d in &previous {
             if !desired.iter().any(|n| n.key() == d.key()) {
                 if let Some(owners) = self.by_output.get_mut(d.key()) {

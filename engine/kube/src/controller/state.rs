@@ -228,7 +228,8 @@ pub(super) struct Kept {
 }
 
 impl Kept {
-    pub(super) fn new(desired: DesiredObject) -> Kept {
+    /// `hash`: `hash_value` of the desired object.
+    pub(super) fn new(desired: DesiredObject, hash: String) -> Kept {
         let DesiredObject {
             key,
             object,
@@ -241,7 +242,7 @@ impl Kept {
         Kept {
             key,
             text: object.to_string().into_boxed_str(),
-            hash: super::contributions::hash_value(&object),
+            hash,
             sources: sources.into_iter().collect(),
             owners: owners.into_iter().collect(),
             deletion,
