@@ -15,7 +15,7 @@ use switchyard_core::{DesiredObject, ObjectKey, Pack};
 use super::index::{ReadIndex, output_kinds, watch_plan};
 use crate::apply::{ApplyError, Clusters};
 use crate::queue::Queue;
-use crate::store::{KindKey, Store};
+use crate::store::{Cached, KindKey, Store};
 use crate::watch::WatchMode;
 
 /// A unit of work: evaluate one trigger for one pack, prune one pack's outputs, or release
@@ -215,7 +215,8 @@ impl<'a> IntoIterator for &'a Owners {
 #[derive(Debug, PartialEq)]
 pub(super) struct Kept {
     key: ObjectKey,
-    text: Box<str>,
+    /// The object, compact as the caches keep theirs.
+    object: Cached,
     /// `hash_value` of the object: the merged hash when the trigger is its only owner.
     pub(super) hash: String,
     // The rest of the `DesiredObject`, its sets as slices (a `BTreeSet` node has eleven
@@ -241,7 +242,7 @@ impl Kept {
         } = desired;
         Kept {
             key,
-            text: object.to_string().into_boxed_str(),
+            object: Cached::new(&object),
             hash,
             sources: sources.into_iter().collect(),
             owners: owners.into_iter().collect(),
@@ -255,15 +256,11 @@ impl Kept {
         &self.key
     }
 
-    /// The desired object whole. (The text is serde_json's own output, so it parses.)
+    /// The desired object whole.
     pub(super) fn desired(&self) -> DesiredObject {
-        let object = serde_json::from_str(&self.text).unwrap_or_else(|e| {
-            tracing::error!(object = %self.key, error = %e, "a kept output does not parse");
-            Value::Null
-        });
         DesiredObject {
             key: self.key.clone(),
-            object,
+            object: self.object.value(),
             sources: self.sources.iter().cloned().collect(),
             owners: self.owners.iter().cloned().collect(),
             deletion: self.deletion,
