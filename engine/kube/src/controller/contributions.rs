@@ -12,17 +12,17 @@ use switchyard_core::evaluate::Precedence;
 use switchyard_core::names::{ANNOTATION_APPLIED, ANNOTATION_OWNERS};
 use switchyard_core::plan::{Conflict, absorb, stamp_merged};
 
-use super::state::{Kept, Merged, Owners, PackState};
+use super::state::{Kept, Key, Merged, MergedOutput, Owners, PackState};
 
 impl PackState {
     /// Replaces a trigger's contribution; returns the outputs whose merged form changes
     /// (added, removed, or different from before).
     pub(super) fn set_contribution(
         &mut self,
-        trigger: &ObjectKey,
+        trigger: &Key,
         desired: Vec<DesiredObject>,
         precedence: Option<&Precedence>,
-    ) -> BTreeSet<ObjectKey> {
+    ) -> BTreeSet<Key> {
         let mut touched = BTreeSet::new();
         match precedence {
             Some(p) if !desired.is_empty() => {
@@ -37,7 +37,12 @@ impl PackState {
             .into_iter()
             .map(|d| {
                 let hash = hash_value(&d.object);
-                Kept::new(d, hash)
+                // One copy of an output's key, however many maps name it.
+                let key = match self.by_output.get_key_value(&d.key) {
+                    Some((shared, _)) => shared.clone(),
+                    None => Arc::new(d.key.clone()),
+                };
+                Kept::new(d, key, hash)
             })
             .collect();
         for d in &previous {
@@ -71,9 +76,10 @@ impl PackState {
     }
 
     /// The object to apply for an output: every contribution merged as `render` merges them.
-    pub(super) fn merged(&mut self, key: &ObjectKey) -> Option<Arc<Merged>> {
+    /// `None` when no trigger desires it.
+    pub(super) fn merged(&mut self, key: &Key) -> Option<MergedOutput> {
         if let Some(found) = self.merged.get(key) {
-            return Some(found.clone());
+            return Some(MergedOutput::Ready(found.clone()));
         }
         let owners = self.by_output.get(key)?;
         let contribution = |trigger: &ObjectKey| {
@@ -81,30 +87,35 @@ impl PackState {
                 .get(trigger)
                 .and_then(|c| c.iter().find(|d| d.key() == key))
         };
+        if let Some(released) = owners
+            .iter()
+            .find(|t| contribution(t).is_some_and(|d| d.is_released()))
+        {
+            return Some(MergedOutput::Evaluate(released.clone()));
+        }
         if owners.len() == 1 {
             // One owner: evaluate() stamped it exactly as merging would; nothing is refused,
             // and nothing is cached beside the contribution.
             let kept = contribution(owners.iter().next()?)?;
             let merged = Merged {
-                desired: Arc::new(kept.desired()),
+                desired: Arc::new(kept.desired()?),
                 hash: kept.hash.clone(),
                 conflicts: Vec::new(),
             };
             if let Some(before) = self.refused.remove(key) {
                 self.restate_refused(owners.clone(), &before);
             }
-            return Some(Arc::new(merged));
+            return Some(MergedOutput::Ready(Arc::new(merged)));
         }
         let mut conflicts = Vec::new();
         let mut merged: Option<DesiredObject> = None;
         // In the order the triggers claim it, as `render` merges.
-        let mut ordered: Vec<&ObjectKey> = owners.iter().collect();
+        let mut ordered: Vec<&Key> = owners.iter().collect();
         ordered.sort_by_key(|t| (self.precedence.get(*t), *t));
         for trigger in ordered {
-            let Some(d) = contribution(trigger) else {
+            let Some(d) = contribution(trigger).and_then(Kept::desired) else {
                 continue;
             };
-            let d = d.desired();
             match &mut merged {
                 None => merged = Some(d),
                 Some(m) => {
@@ -140,7 +151,22 @@ impl PackState {
             conflicts,
         });
         self.merged.insert(key.clone(), merged.clone());
-        Some(merged)
+        Some(MergedOutput::Ready(merged))
+    }
+
+    /// Releases the objects of the trigger's contribution that only it desires: they were
+    /// just written (or their write failed, and its retry evaluates again). An output that
+    /// becomes shared later has its owner evaluated again for the merge
+    /// ([`MergedOutput::Evaluate`]).
+    pub(super) fn release_objects(&mut self, trigger: &ObjectKey) {
+        let Some(kept) = self.contributions.get_mut(trigger) else {
+            return;
+        };
+        for d in kept {
+            if self.by_output.get(d.key()).is_some_and(|o| o.len() == 1) {
+                d.release();
+            }
+        }
     }
 
     /// Triggers (by name) whose version of an output was refused before and is no more, or
@@ -175,7 +201,7 @@ impl PackState {
     }
 
     /// Some of these outputs are desired by no trigger any more: prune has work.
-    pub(super) fn orphans_any(&self, touched: &BTreeSet<ObjectKey>) -> bool {
+    pub(super) fn orphans_any(&self, touched: &BTreeSet<Key>) -> bool {
         touched.iter().any(|k| !self.by_output.contains_key(k))
     }
 }
@@ -196,4 +222,96 @@ pub(super) fn hash_value(value: &Value) -> String {
     }
     let digest = Sha256::digest(comparable.to_string().as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+    use switchyard_core::model::{DeletionPolicy, OutputMode};
+    use switchyard_core::pack::{LoadOptions, PackFiles, load_with};
+
+    use super::*;
+    use crate::controller::state::Shards;
+    use crate::store::Store;
+
+    fn pack_state() -> PackState {
+        let files = PackFiles {
+            root: "shared".into(),
+            files: BTreeMap::from([(
+                "pack.yaml".to_string(),
+                "apiVersion: switchyard.dev/v1alpha1\nkind: RulePack\nmetadata: {name: shared, version: 0.1.0}\nspec:\n  clusters: [{name: source, access: [read]}]\n  scope: []\n".to_string(),
+            )]),
+            shared_partials: BTreeMap::new(),
+        };
+        let loaded = load_with(&files, &LoadOptions::default());
+        let pack = loaded.pack.expect("the pack loads");
+        PackState::new(Arc::new(pack), &Store::new(), &Shards::default())
+    }
+
+    fn key(kind: &str, name: &str) -> ObjectKey {
+        ObjectKey {
+            cluster: "source".into(),
+            api_version: "v1".into(),
+            kind: kind.into(),
+            namespace: None,
+            name: name.into(),
+        }
+    }
+
+    fn trigger(name: &str) -> Key {
+        Arc::new(key("ConfigMap", name))
+    }
+
+    /// Trigger `by`'s version of the Namespace `x`.
+    fn namespace(by: &str) -> DesiredObject {
+        DesiredObject {
+            key: key("Namespace", "x"),
+            object: json!({
+                "apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "x", "labels": {"team": "t"}},
+            }),
+            sources: BTreeSet::from(["r/o".to_string()]),
+            owners: BTreeSet::from([by.to_string()]),
+            deletion: DeletionPolicy::Delete,
+            mode: OutputMode::Apply,
+            adopt: false,
+        }
+    }
+
+    /// The triggers the merged object is of, or the one to evaluate first.
+    fn owners(merged: Option<MergedOutput>) -> Value {
+        match merged {
+            Some(MergedOutput::Ready(m)) => json!(m.desired.owners),
+            Some(MergedOutput::Evaluate(t)) => json!({"evaluate": t.name}),
+            None => Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_released_owner_is_evaluated_again_before_its_output_is_merged() {
+        let mut p = pack_state();
+        let (a, b) = (trigger("a"), trigger("b"));
+        let output = Arc::new(key("Namespace", "x"));
+        p.set_contribution(&a, vec![namespace("a")], None);
+        assert_eq!(owners(p.merged(&output)), json!(["a"]));
+        // Written: only `a` desires it, so its text goes; its hash stays.
+        p.release_objects(&a);
+        assert!(p.contributions[&a][0].is_released());
+        assert_eq!(owners(p.merged(&output)), json!({"evaluate": "a"}));
+        // `b` wants it too: the merge waits for `a`'s object rather than go without it.
+        let touched = p.set_contribution(&b, vec![namespace("b")], None);
+        assert_eq!(touched, BTreeSet::from([output.clone()]));
+        assert_eq!(owners(p.merged(&output)), json!({"evaluate": "a"}));
+        // `a` evaluated again, the same as before: nothing changed, and the merge has both.
+        let touched = p.set_contribution(&a, vec![namespace("a")], None);
+        assert!(touched.is_empty());
+        assert_eq!(owners(p.merged(&output)), json!(["a", "b"]));
+        // Shared now: neither object is released.
+        p.release_objects(&a);
+        p.release_objects(&b);
+        assert!(!p.contributions[&a][0].is_released());
+        assert!(!p.contributions[&b][0].is_released());
+    }
 }

@@ -124,17 +124,23 @@ pub(super) fn output_kinds(pack: &Pack, world: &Store) -> BTreeSet<KindKey> {
         .collect()
 }
 
+/// An object's key shared by the maps that name it (a trigger is named by its
+/// contribution, its outputs' owners, its precedence, its reads and its readers): one copy
+/// of its strings, and eight bytes in each map.
+pub(super) type Key = Arc<ObjectKey>;
+
 /// What each evaluation read, and the reverse: who read it.
 #[derive(Default)]
 pub(super) struct ReadIndex {
     /// In order; a `Vec` rather than a `BTreeSet`, whose node holds eleven keys however few
     /// an evaluation read.
-    reads: HashMap<(Arc<str>, ObjectKey), Vec<ReadKey>>,
-    readers: HashMap<ReadKey, Readers>,
+    reads: HashMap<Reader, Vec<Arc<ReadKey>>>,
+    /// Keyed by the one copy of each thing read, which `reads` shares.
+    readers: HashMap<Arc<ReadKey>, Readers>,
 }
 
 /// A pack's trigger.
-type Reader = (Arc<str>, ObjectKey);
+type Reader = (Arc<str>, Key);
 
 /// The triggers that read one thing: most things (a trigger's own object) have one reader,
 /// which needs no hash set of its own.
@@ -191,18 +197,11 @@ impl Readers {
 impl ReadIndex {
     /// Replaces what a trigger's evaluation read (nothing, when the trigger is gone or no
     /// rule watches it any more).
-    pub(super) fn record(
-        &mut self,
-        pack: &Arc<str>,
-        trigger: &ObjectKey,
-        reads: BTreeSet<ReadKey>,
-    ) {
+    pub(super) fn record(&mut self, pack: &Arc<str>, trigger: &Key, reads: BTreeSet<ReadKey>) {
         let id = (pack.clone(), trigger.clone());
-        if self
-            .reads
-            .get(&id)
-            .map_or(reads.is_empty(), |old| old.iter().eq(reads.iter()))
-        {
+        if self.reads.get(&id).map_or(reads.is_empty(), |old| {
+            old.iter().map(AsRef::as_ref).eq(reads.iter())
+        }) {
             // The same reads as the last evaluation (the common case): nothing to re-index.
             return;
         }
@@ -218,15 +217,24 @@ impl ReadIndex {
         if reads.is_empty() {
             return;
         }
-        for r in &reads {
-            match self.readers.get_mut(r) {
-                Some(readers) => readers.insert(id.clone()),
+        let mut shared = Vec::with_capacity(reads.len());
+        for r in reads {
+            match self.readers.get_key_value(&r) {
+                Some((key, _)) => {
+                    let key = key.clone();
+                    if let Some(readers) = self.readers.get_mut(&key) {
+                        readers.insert(id.clone());
+                    }
+                    shared.push(key);
+                }
                 None => {
-                    self.readers.insert(r.clone(), Readers::One(id.clone()));
+                    let key = Arc::new(r);
+                    self.readers.insert(key.clone(), Readers::One(id.clone()));
+                    shared.push(key);
                 }
             }
         }
-        self.reads.insert(id, reads.into_iter().collect());
+        self.reads.insert(id, shared);
     }
 
     /// Forgets what an unloaded pack's evaluations read.
@@ -275,6 +283,10 @@ mod tests {
         }
     }
 
+    fn trigger(name: &str) -> Key {
+        Arc::new(key(name))
+    }
+
     fn readers(index: &ReadIndex, of: &str) -> Vec<String> {
         let mut found: Vec<String> = index
             .readers_of(&key(of))
@@ -290,19 +302,19 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = (Arc::from("a"), Arc::from("b"));
         index.record(
             &a,
-            &key("t1"),
+            &trigger("t1"),
             BTreeSet::from([ReadKey::Object(key("shared"))]),
         );
         assert_eq!(readers(&index, "shared"), ["a:t1"]);
         // A second reader, then the same one again.
         index.record(
             &b,
-            &key("t2"),
+            &trigger("t2"),
             BTreeSet::from([ReadKey::Object(key("shared"))]),
         );
         index.record(
             &b,
-            &key("t2"),
+            &trigger("t2"),
             BTreeSet::from([ReadKey::Object(key("shared"))]),
         );
         assert_eq!(readers(&index, "shared"), ["a:t1", "b:t2"]);
@@ -313,16 +325,20 @@ mod tests {
             kind: "ConfigMap".into(),
             namespace: Some("ns".into()),
         };
-        index.record(&a, &key("t3"), BTreeSet::from([list]));
+        index.record(&a, &trigger("t3"), BTreeSet::from([list]));
         assert_eq!(readers(&index, "other"), ["a:t3"]);
         // t1 reads something else now: it no longer reads `shared` (t3 still does, by list).
-        index.record(&a, &key("t1"), BTreeSet::from([ReadKey::Object(key("x"))]));
+        index.record(
+            &a,
+            &trigger("t1"),
+            BTreeSet::from([ReadKey::Object(key("x"))]),
+        );
         assert_eq!(readers(&index, "shared"), ["a:t3", "b:t2"]);
         index.forget_pack(&b);
         assert_eq!(readers(&index, "shared"), ["a:t3"]);
         assert!(!index.readers.contains_key(&ReadKey::Object(key("shared"))));
         assert_eq!(readers(&index, "x"), ["a:t1", "a:t3"]);
-        index.record(&a, &key("t1"), BTreeSet::new());
+        index.record(&a, &trigger("t1"), BTreeSet::new());
         assert_eq!(readers(&index, "x"), ["a:t3"]);
     }
 }

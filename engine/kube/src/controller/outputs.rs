@@ -15,7 +15,9 @@ use switchyard_core::names::{
 use switchyard_core::object::World;
 use switchyard_core::plan::{OWNERS_MORE, owners_annotation, owners_covered};
 
-use super::state::{Applied, Controller, Merged, PackState, ReconcileError};
+use super::state::{
+    Applied, Controller, Key, Merged, MergedOutput, PackState, ReconcileError, Work,
+};
 use crate::apply::{ApplyError, field_manager};
 use crate::shards;
 use crate::store::{KindKey, Store};
@@ -123,7 +125,7 @@ impl Controller {
     pub(super) async fn sync_outputs(
         &self,
         pack_name: &Arc<str>,
-        keys: &BTreeSet<ObjectKey>,
+        keys: &BTreeSet<Key>,
     ) -> Result<(), ReconcileError> {
         let mut first_error = None;
         let mut not_ours = Vec::new();
@@ -145,12 +147,25 @@ impl Controller {
                 };
                 p.merged(key)
             };
-            let Some(merged) = merged else {
-                // Nobody desires it: prune decides, or, for a patch, it is taken back here.
-                if let Err(e) = self.take_back_patch(pack_name, key).await {
-                    first_error.get_or_insert(e);
+            let merged = match merged {
+                Some(MergedOutput::Ready(merged)) => merged,
+                Some(MergedOutput::Evaluate(owner)) => {
+                    // Its evaluation writes the merge; until then this trigger waits.
+                    self.queue
+                        .add(Work::Trigger(pack_name.clone(), owner.clone()));
+                    waiting.push(format!(
+                        "waiting for {owner} to be evaluated again: it desires {key} too"
+                    ));
+                    continue;
                 }
-                continue;
+                None => {
+                    // Nobody desires it: prune decides, or, for a patch, it is taken back
+                    // here.
+                    if let Err(e) = self.take_back_patch(pack_name, key).await {
+                        first_error.get_or_insert(e);
+                    }
+                    continue;
+                }
             };
             let writers = {
                 let state = self.lock();
@@ -197,7 +212,7 @@ impl Controller {
     async fn sync_owned(
         &self,
         pack_name: &Arc<str>,
-        key: &ObjectKey,
+        key: &Key,
         merged: &Merged,
         writer: &Writer,
         live: Option<Arc<Value>>,
@@ -277,7 +292,7 @@ impl Controller {
     async fn create(
         &self,
         pack_name: &Arc<str>,
-        key: &ObjectKey,
+        key: &Key,
         merged: &Merged,
         writer: &Writer,
     ) -> Result<Synced, ApplyError> {
@@ -287,7 +302,7 @@ impl Controller {
             Ok(created) => {
                 self.count_apply(pack_name, key);
                 let uid = created.metadata.uid.clone().unwrap_or_default();
-                self.lock().unmarked.insert(key.clone(), uid);
+                self.lock().unmarked.insert(ObjectKey::clone(key), uid);
                 let marked = self.mark(pack_name, key, &created, true, manager).await?;
                 let marked = self
                     .clusters
@@ -338,7 +353,7 @@ impl Controller {
     async fn adopt(
         &self,
         pack_name: &Arc<str>,
-        key: &ObjectKey,
+        key: &Key,
         merged: &Merged,
         writer: &Writer,
         uid: &str,
@@ -364,7 +379,7 @@ impl Controller {
     async fn mark(
         &self,
         pack_name: &Arc<str>,
-        key: &ObjectKey,
+        key: &Key,
         live: &kube::api::DynamicObject,
         created: bool,
         manager: &str,
@@ -378,7 +393,7 @@ impl Controller {
         Ok(marked)
     }
 
-    fn record_stored(&self, key: &ObjectKey, hash: &str, stored: &kube::api::DynamicObject) {
+    fn record_stored(&self, key: &Key, hash: &str, stored: &kube::api::DynamicObject) {
         let record = Applied {
             hash: hash.to_string(),
             uid: stored.metadata.uid.clone(),
@@ -388,7 +403,7 @@ impl Controller {
         self.lock().applied.insert(key.clone(), record);
     }
 
-    fn record(&self, key: &ObjectKey, hash: &str, live: &Value) {
+    fn record(&self, key: &Key, hash: &str, live: &Value) {
         let record = Applied {
             hash: hash.to_string(),
             uid: live
@@ -410,7 +425,7 @@ impl Controller {
     pub(super) async fn patch(
         &self,
         pack_name: &Arc<str>,
-        key: &ObjectKey,
+        key: &Key,
         writer: &Writer,
         object: &Value,
         live: Option<Arc<Value>>,
@@ -442,7 +457,7 @@ impl Controller {
     pub(super) async fn take_back_patch(
         &self,
         pack_name: &Arc<str>,
-        key: &ObjectKey,
+        key: &Key,
     ) -> Result<(), ApplyError> {
         let shards: Vec<(u32, String)> = {
             let state = self.lock();

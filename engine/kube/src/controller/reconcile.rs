@@ -12,7 +12,7 @@ use switchyard_core::names::{REASON_ALREADY_EXISTS, REASON_CONFLICT};
 use switchyard_core::object::World;
 use switchyard_core::{ObjectKey, Outcome, Pack, Trigger, evaluate_untraced};
 
-use super::state::{Controller, Initial, ReconcileError, Work};
+use super::state::{Controller, Initial, Key, ReconcileError, Work};
 use super::status::has_finalizer;
 use crate::failure::FailureKind;
 
@@ -24,7 +24,7 @@ impl Controller {
     pub(super) async fn reconcile(
         &self,
         pack_name: &Arc<str>,
-        trigger: &ObjectKey,
+        trigger: &Key,
     ) -> Result<(), ReconcileError> {
         // Nothing is evaluated, written or sent for a pack until every watch it needs has
         // listed: an evaluation on a cache that has not would see lookups missing (and
@@ -45,7 +45,7 @@ impl Controller {
         };
         // The pack's own trigger (rules without `watch`) is no cluster's object.
         let object = match pack.pack_trigger() {
-            Some((key, object)) if key == *trigger => Some(object),
+            Some((key, object)) if key == **trigger => Some(object),
             _ if pack.is_pack_trigger(trigger) => None,
             _ => {
                 if !self.store.is_live(&trigger.cluster) {
@@ -155,8 +155,6 @@ impl Controller {
                 BTreeSet::new()
             } else {
                 p.unknown.remove(trigger);
-                let desired_keys: Vec<ObjectKey> =
-                    outcome.desired.iter().map(|d| d.key.clone()).collect();
                 let mut touched = p.set_contribution(
                     trigger,
                     std::mem::take(&mut outcome.desired),
@@ -166,7 +164,9 @@ impl Controller {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
                 // Outputs desired before: checked again so drift is corrected.
-                touched.extend(desired_keys);
+                if let Some(kept) = p.contributions.get(trigger) {
+                    touched.extend(kept.iter().map(|k| k.key().clone()));
+                }
                 touched
             }
         };
@@ -182,6 +182,9 @@ impl Controller {
             self.count_finalizer(pack_name);
         }
         let applied = self.sync_outputs(pack_name, &touched).await;
+        if let Some(p) = self.lock().packs.get_mut(pack_name) {
+            p.release_objects(trigger);
+        }
         // The merge refused this trigger's version of an output: its status says so.
         let refused = {
             let state = self.lock();
@@ -281,7 +284,7 @@ impl Controller {
                 None => BTreeSet::new(),
             }
         };
-        for trigger in restate.into_iter().filter(|t| t != current) {
+        for trigger in restate.into_iter().filter(|t| **t != *current) {
             self.queue.add(Work::Trigger(pack_name.clone(), trigger));
         }
     }

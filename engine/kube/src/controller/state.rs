@@ -12,6 +12,7 @@ use switchyard_core::model::{DeletionPolicy, OutputMode};
 use switchyard_core::plan::Conflict;
 use switchyard_core::{DesiredObject, ObjectKey, Pack};
 
+pub(super) use super::index::Key;
 use super::index::{ReadIndex, output_kinds, watch_plan};
 use crate::apply::{ApplyError, Clusters};
 use crate::queue::Queue;
@@ -22,9 +23,9 @@ use crate::watch::WatchMode;
 /// the finalizer of a pack that is no longer loaded from one of its triggers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Work {
-    Trigger(Arc<str>, ObjectKey),
+    Trigger(Arc<str>, Arc<ObjectKey>),
     Prune(Arc<str>),
-    Release(Arc<str>, ObjectKey),
+    Release(Arc<str>, Arc<ObjectKey>),
 }
 
 /// Where a pack stands in its first round of evaluations after start or reload.
@@ -34,7 +35,7 @@ pub(super) enum Initial {
     /// rules: `None`) are evaluated.
     Waiting(Option<BTreeSet<String>>),
     /// These triggers have not been evaluated yet.
-    Pending(HashSet<ObjectKey>),
+    Pending(HashSet<Key>),
     /// Every trigger has been evaluated once: prune may run.
     Done,
 }
@@ -49,34 +50,34 @@ pub(super) struct PackState {
     /// outputs too, under the wrong role.)
     pub(super) output_kinds: BTreeSet<KindKey>,
     /// Each trigger's desired objects, as its last successful evaluation left them.
-    pub(super) contributions: HashMap<ObjectKey, Vec<Kept>>,
+    pub(super) contributions: HashMap<Key, Vec<Kept>>,
     /// Output -> the triggers that desire it.
-    pub(super) by_output: HashMap<ObjectKey, Owners>,
+    pub(super) by_output: HashMap<Key, Owners>,
     /// Each contributing trigger's claim on contested outputs: the one that desired an output
     /// first wins it, as `render` decides.
-    pub(super) precedence: HashMap<ObjectKey, Precedence>,
+    pub(super) precedence: HashMap<Key, Precedence>,
     /// Output -> the triggers whose different version of it the merge refused.
-    pub(super) refused: HashMap<ObjectKey, BTreeSet<String>>,
+    pub(super) refused: HashMap<Key, BTreeSet<String>>,
     /// Triggers whose `Synced` a merge changed (they won or lost an output): evaluated again
     /// so their status says so.
-    pub(super) restate: BTreeSet<ObjectKey>,
+    pub(super) restate: BTreeSet<Key>,
     /// The merged object and its hash of each output several triggers desire, until a
     /// contribution to it changes: a Namespace shared by a hundred triggers is merged once,
     /// not once per evaluation. (An output of one trigger is its contribution, read from
     /// there.)
-    pub(super) merged: HashMap<ObjectKey, Arc<Merged>>,
+    pub(super) merged: HashMap<Key, Arc<Merged>>,
     /// What the rules watch, look up and write (the pack's, computed once).
     pub(super) rules: Vec<switchyard_core::pack::RuleKinds>,
     /// Triggers whose evaluation failed before any succeeded: what they own is unknown.
-    pub(super) unknown: HashSet<ObjectKey>,
+    pub(super) unknown: HashSet<Key>,
     /// Triggers being deleted that wait for their outputs to be gone.
-    pub(super) deleting: HashSet<ObjectKey>,
+    pub(super) deleting: HashSet<Key>,
     /// Triggers that had outputs in members that are gone, and those members.
-    pub(super) gone: HashMap<ObjectKey, BTreeSet<String>>,
+    pub(super) gone: HashMap<Key, BTreeSet<String>>,
     /// Objects this pack patched since start, with the shards that patched them: a patch no
     /// trigger desires any more is taken back (its fields removed), since patched objects
     /// carry no label prune could find.
-    pub(super) patched: HashMap<ObjectKey, BTreeSet<u32>>,
+    pub(super) patched: HashMap<Key, BTreeSet<u32>>,
     /// Per shard this broker holds, where its first round stands (one shard, `0`, without
     /// sharding).
     pub(super) rounds: BTreeMap<u32, Round>,
@@ -134,6 +135,14 @@ impl PackState {
         }
     }
 
+    /// The key of a trigger, shared with the maps that already name it.
+    pub(super) fn shared_trigger(&self, key: ObjectKey) -> Key {
+        match self.contributions.get_key_value(&key) {
+            Some((shared, _)) => shared.clone(),
+            None => Arc::new(key),
+        }
+    }
+
     /// The shard of a trigger.
     pub(super) fn shard_of(&self, trigger: &ObjectKey) -> u32 {
         crate::shards::shard_of(trigger, self.shard_count)
@@ -172,17 +181,17 @@ impl Default for Shards {
 /// The triggers that desire one output, in order. Most outputs have one: a `BTreeSet` would
 /// give each a node of eleven keys.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(super) struct Owners(Vec<ObjectKey>);
+pub(super) struct Owners(Vec<Key>);
 
 impl Owners {
-    pub(super) fn insert(&mut self, trigger: ObjectKey) {
+    pub(super) fn insert(&mut self, trigger: Key) {
         if let Err(at) = self.0.binary_search(&trigger) {
             self.0.insert(at, trigger);
         }
     }
 
     pub(super) fn remove(&mut self, trigger: &ObjectKey) {
-        if let Ok(at) = self.0.binary_search(trigger) {
+        if let Ok(at) = self.0.binary_search_by(|k| k.as_ref().cmp(trigger)) {
             self.0.remove(at);
         }
     }
@@ -195,28 +204,31 @@ impl Owners {
         self.0.len()
     }
 
-    pub(super) fn iter(&self) -> std::slice::Iter<'_, ObjectKey> {
+    pub(super) fn iter(&self) -> std::slice::Iter<'_, Key> {
         self.0.iter()
     }
 }
 
 impl<'a> IntoIterator for &'a Owners {
-    type Item = &'a ObjectKey;
-    type IntoIter = std::slice::Iter<'a, ObjectKey>;
+    type Item = &'a Key;
+    type IntoIter = std::slice::Iter<'a, Key>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
     }
 }
 
-/// One trigger's desired object, kept until its next evaluation: in compact form (its JSON
-/// text, as the caches keep objects, see `store::Cached`) with the hash of its content, so an
-/// unchanged evaluation neither keeps a tree of the object nor hashes it again.
-#[derive(Debug, PartialEq)]
+/// One trigger's desired object, kept until its next evaluation: the hash of its content
+/// (so an unchanged evaluation is seen as such) and, while a merge may need it, the object
+/// in compact form (its JSON text, as the caches keep objects, see `store::Cached`).
+#[derive(Debug)]
 pub(super) struct Kept {
-    key: ObjectKey,
-    /// The object, compact as the caches keep theirs.
-    object: Cached,
+    key: Key,
+    /// The object, compact as the caches keep theirs; `None` once released (see
+    /// [`PackState::release_objects`]): an output only its own trigger desires is written
+    /// right after that trigger's evaluation, and any later write of it comes from a new
+    /// evaluation, so keeping it would only hold its text in memory.
+    object: Option<Cached>,
     /// `hash_value` of the object: the merged hash when the trigger is its only owner.
     pub(super) hash: String,
     // The rest of the `DesiredObject`, its sets as slices (a `BTreeSet` node has eleven
@@ -229,10 +241,11 @@ pub(super) struct Kept {
 }
 
 impl Kept {
-    /// `hash`: `hash_value` of the desired object.
-    pub(super) fn new(desired: DesiredObject, hash: String) -> Kept {
+    /// `key`: the desired object's key, shared with the maps that name the output; `hash`:
+    /// `hash_value` of the desired object.
+    pub(super) fn new(desired: DesiredObject, key: Key, hash: String) -> Kept {
         let DesiredObject {
-            key,
+            key: _,
             object,
             sources,
             owners,
@@ -242,7 +255,7 @@ impl Kept {
         } = desired;
         Kept {
             key,
-            object: Cached::new(&object),
+            object: Some(Cached::new(&object)),
             hash,
             sources: sources.into_iter().collect(),
             owners: owners.into_iter().collect(),
@@ -252,22 +265,53 @@ impl Kept {
         }
     }
 
-    pub(super) fn key(&self) -> &ObjectKey {
+    pub(super) fn key(&self) -> &Key {
         &self.key
     }
 
-    /// The desired object whole.
-    pub(super) fn desired(&self) -> DesiredObject {
-        DesiredObject {
-            key: self.key.clone(),
-            object: self.object.value(),
+    /// The desired object whole, unless its object was released.
+    pub(super) fn desired(&self) -> Option<DesiredObject> {
+        Some(DesiredObject {
+            key: ObjectKey::clone(&self.key),
+            object: self.object.as_ref()?.value(),
             sources: self.sources.iter().cloned().collect(),
             owners: self.owners.iter().cloned().collect(),
             deletion: self.deletion,
             mode: self.mode,
             adopt: self.adopt,
-        }
+        })
     }
+
+    /// Forgets the object, keeping its hash.
+    pub(super) fn release(&mut self) {
+        self.object = None;
+    }
+
+    pub(super) fn is_released(&self) -> bool {
+        self.object.is_none()
+    }
+}
+
+/// Two contributions are the same when everything but the object's text is: the hash
+/// stands for the text, which may have been released.
+impl PartialEq for Kept {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+            && self.hash == other.hash
+            && self.sources == other.sources
+            && self.owners == other.owners
+            && self.deletion == other.deletion
+            && self.mode == other.mode
+            && self.adopt == other.adopt
+    }
+}
+
+/// The object to write for an output, or why there is none yet.
+pub(super) enum MergedOutput {
+    Ready(Arc<Merged>),
+    /// This owner's object was released: it is evaluated again before the output is
+    /// merged (it has become shared since).
+    Evaluate(Key),
 }
 
 /// An output's merged object and the hash of its content.
@@ -296,7 +340,7 @@ pub(super) struct Applied {
 pub(super) struct State {
     pub(super) packs: BTreeMap<Arc<str>, PackState>,
     pub(super) reads: ReadIndex,
-    pub(super) applied: HashMap<ObjectKey, Applied>,
+    pub(super) applied: HashMap<Key, Applied>,
     pub(super) synced: HashSet<KindKey>,
     /// Outputs this broker deleted (by uid) that the caches still show: deleted once, not
     /// again by every prune that sees them before the watch does.
@@ -339,7 +383,7 @@ pub struct Counters {
 pub(super) struct CounterState {
     pub(super) totals: Counters,
     /// Evaluations per trigger, so tests can tell which triggers a change re-evaluated.
-    pub(super) per_trigger: HashMap<ObjectKey, u64>,
+    pub(super) per_trigger: HashMap<Key, u64>,
 }
 
 /// The broker's controller. Cheap to share: every method takes `&self`.

@@ -11,7 +11,7 @@ use switchyard_core::plan::OWNERS_MORE;
 use switchyard_core::{ObjectKey, Pack};
 
 use super::outputs::{annotation, is_subset};
-use super::state::{Controller, ReconcileError, SyncedState};
+use super::state::{Controller, Key, ReconcileError, SyncedState};
 
 impl Controller {
     /// Writes the status an evaluation computed, unless the live status already holds it.
@@ -96,7 +96,7 @@ impl Controller {
         &self,
         pack_name: &Arc<str>,
         pack: &Pack,
-        trigger: &ObjectKey,
+        trigger: &Key,
         object: &Value,
         round: u64,
     ) -> Result<(), ReconcileError> {
@@ -106,7 +106,7 @@ impl Controller {
             let Some(p) = state.packs.get_mut(pack_name) else {
                 return Ok(());
             };
-            let previous: Vec<ObjectKey> = p
+            let previous: Vec<Key> = p
                 .contributions
                 .get(trigger)
                 .map(|c| c.iter().map(|d| d.key().clone()).collect())
@@ -151,7 +151,7 @@ impl Controller {
         &self,
         pack_name: &Arc<str>,
         trigger: &ObjectKey,
-        previous: &[ObjectKey],
+        previous: &[Key],
     ) -> Option<String> {
         let state = self.lock();
         let p = state.packs.get(pack_name)?;
@@ -170,7 +170,8 @@ impl Controller {
             })
             .find(|(key, o)| {
                 let owners = annotation(o, &claim);
-                previous.contains(key) || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)
+                previous.iter().any(|p| **p == *key)
+                    || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)
             })
             .map(|(key, _)| key.to_string())
     }

@@ -11,7 +11,7 @@ use switchyard_core::object::{labels, selector_matches};
 use switchyard_core::{ObjectKey, Pack};
 
 use super::index::{kind_in_role, output_kinds, watch_plan};
-use super::state::{Controller, Initial, PackState, ReconcileError, Work};
+use super::state::{Controller, Initial, Key, PackState, ReconcileError, Work};
 use super::status::has_finalizer;
 use crate::store::{Cached, KindKey};
 use crate::watch::Change;
@@ -70,7 +70,7 @@ impl PackState {
         store: &crate::store::Store,
         rules: Option<&BTreeSet<String>>,
         shard: u32,
-    ) -> HashSet<ObjectKey> {
+    ) -> HashSet<Key> {
         let mut triggers = self.cached_triggers(store, rules);
         if self.shard_count > 1 {
             triggers.retain(|t| self.shard_of(t) == shard);
@@ -84,7 +84,7 @@ impl PackState {
         &self,
         store: &crate::store::Store,
         rules: Option<&BTreeSet<String>>,
-    ) -> HashSet<ObjectKey> {
+    ) -> HashSet<Key> {
         let mut triggers = HashSet::new();
         for rule in self.pack.rule_kinds() {
             if rules.is_some_and(|r| !r.contains(&rule.name)) {
@@ -102,7 +102,7 @@ impl PackState {
                         .as_ref()
                         .is_none_or(|sel| selector_matches(sel, &labels(&object)));
                     if selected && let Some(key) = store.key_of(&kind, &object) {
-                        triggers.insert(key);
+                        triggers.insert(self.shared_trigger(key));
                     }
                 }
             }
@@ -115,7 +115,7 @@ impl PackState {
         // and member change, and once more after its last such rule goes, which drops what
         // it kept in place.
         if let Some((key, _)) = self.pack.pack_trigger() {
-            triggers.insert(key);
+            triggers.insert(self.shared_trigger(key));
         }
         triggers.extend(
             self.contributions
@@ -131,7 +131,7 @@ impl PackState {
         &mut self,
         name: &Arc<str>,
         shard: u32,
-        triggers: HashSet<ObjectKey>,
+        triggers: HashSet<Key>,
         work: &mut Vec<Work>,
     ) {
         work.extend(
@@ -265,7 +265,7 @@ impl Controller {
     }
 
     /// The triggers of a pack (as the caches have them) that carry its finalizer.
-    fn holding_finalizer(&self, name: &str, p: &PackState) -> Vec<ObjectKey> {
+    fn holding_finalizer(&self, name: &str, p: &PackState) -> Vec<Key> {
         let finalizer = format!("switchyard.dev/{name}");
         let mut found = Vec::new();
         for rule in &p.rules {
@@ -279,7 +279,7 @@ impl Controller {
                     if has_finalizer(&object, &finalizer)
                         && let Some(key) = self.store.key_of(&kind, &object)
                     {
-                        found.push(key);
+                        found.push(p.shared_trigger(key));
                     }
                 }
             }
@@ -366,7 +366,7 @@ impl Controller {
         let mut forgotten = Vec::new();
         for (name, p) in state.packs.iter_mut() {
             p.rounds.remove(&shard);
-            let triggers: Vec<ObjectKey> = p
+            let triggers: Vec<Key> = p
                 .contributions
                 .keys()
                 .chain(p.unknown.iter())
@@ -485,7 +485,7 @@ impl Controller {
                             if let Some(key) = self.store.key_of(&kind, &object)
                                 && state.holds(&key)
                             {
-                                work.push(Work::Trigger(name.clone(), key));
+                                work.push(Work::Trigger(name.clone(), p.shared_trigger(key)));
                             }
                         }
                     }
@@ -493,7 +493,7 @@ impl Controller {
                 if let Some((key, _)) = p.pack.pack_trigger()
                     && state.holds(&key)
                 {
-                    work.push(Work::Trigger(name.clone(), key));
+                    work.push(Work::Trigger(name.clone(), p.shared_trigger(key)));
                 }
                 work.push(Work::Prune(name.clone()));
             }
@@ -526,7 +526,7 @@ impl Controller {
             let object = object.as_ref();
             for (name, p) in &state.packs {
                 if p.watches(&key, object) && state.holds(&key) {
-                    work.push(Work::Trigger(name.clone(), key.clone()));
+                    work.push(Work::Trigger(name.clone(), p.shared_trigger(key.clone())));
                 }
                 if let Some(triggers) = p.by_output.get(&key) {
                     // The echo of our own apply (the version the apply returned) changes
