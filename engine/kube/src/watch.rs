@@ -149,7 +149,7 @@ async fn pump<K: serde::Serialize>(
             Event::InitApply(object) => {
                 if let Some(object) = to_value(key, &object, managers) {
                     match cache.key(&object) {
-                        Some(at) => relist.push((at, Arc::new(Cached::new(&object)))),
+                        Some(at) => relist.push((at, Arc::new(cache.dictionary.compact(&object)))),
                         None => unplaced(key, &object),
                     }
                 }
@@ -176,7 +176,7 @@ async fn pump<K: serde::Serialize>(
             Event::Apply(object) => match to_value(key, &object, managers) {
                 Some(object) => match cache.key(&object) {
                     Some(at) => {
-                        let object = Arc::new(Cached::new(&object));
+                        let object = Arc::new(cache.dictionary.compact(&object));
                         match cache.insert(at.clone(), object.clone()) {
                             previous if same_version(previous.as_deref(), &object) => true,
                             previous => events
@@ -201,7 +201,7 @@ async fn pump<K: serde::Serialize>(
                     Some(at) => {
                         let previous = cache
                             .remove(&at)
-                            .or_else(|| Some(Arc::new(Cached::new(&object))));
+                            .or_else(|| Some(Arc::new(cache.dictionary.compact(&object))));
                         events
                             .send(WatchEvent::Changed(change(key, &at, None, previous)))
                             .is_ok()
