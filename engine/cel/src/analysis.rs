@@ -17,11 +17,14 @@ use crate::registry::{CustomFunction, Registry};
 /// `x.exists(c, c.y)`) are not, nor are function namespaces (`optional` in
 /// `optional.of(x)`). `selections` has `(root, field)` for every field selected directly on
 /// a free identifier: `vars.namespace`, `has(vars.x)`, `vars.?x`, and the index forms
-/// `vars['x']` and `vars[?'x']` with a string literal.
+/// `vars['x']` and `vars[?'x']` with a string literal. `whole` has the free identifiers
+/// also read otherwise, as values of their own (`vars` in `size(vars)` or `[vars]`): an
+/// identifier missing from it is read only through the fields `selections` names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct References {
     pub variables: BTreeSet<String>,
     pub selections: BTreeSet<(String, String)>,
+    pub whole: BTreeSet<String>,
 }
 
 /// What decides whether a call is in the environment.
@@ -135,16 +138,18 @@ impl<'a> Walker<'a> {
             Expr::Ident(_) => {
                 if let Some(name) = self.free_root(expr) {
                     self.analysis.references.variables.insert(name.to_string());
+                    self.analysis.references.whole.insert(name.to_string());
                 }
             }
             Expr::Select(select) => {
                 self.select(&select.operand, &select.field);
-                self.walk(&select.operand, next);
+                self.walk_selected(&select.operand, next);
             }
             Expr::Call(call) => {
                 let name = call.func_name.as_str();
                 self.gate_call(expr.id, name, call.target.as_deref(), call.args.len());
                 // `vars['x']`, `vars[?'x']` and `vars.?x` select `x` on `vars` too.
+                let mut selected = None;
                 if matches!(
                     name,
                     operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
@@ -152,6 +157,7 @@ impl<'a> Walker<'a> {
                     && let Expr::Literal(LiteralValue::String(field)) = &key.expr
                 {
                     self.select(operand, field.inner());
+                    selected = Some(operand);
                 }
                 if let Some(target) = &call.target
                     && !self.is_namespace(target)
@@ -159,7 +165,11 @@ impl<'a> Walker<'a> {
                     self.walk(target, next);
                 }
                 for arg in &call.args {
-                    self.walk(arg, next);
+                    if selected.is_some_and(|s| std::ptr::eq(s, arg)) {
+                        self.walk_selected(arg, next);
+                    } else {
+                        self.walk(arg, next);
+                    }
                 }
             }
             Expr::Comprehension(c) => {
@@ -197,6 +207,18 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// Walks the operand of a field selection: a free identifier there is read through the
+    /// selection, not whole.
+    fn walk_selected(&mut self, operand: &'a IdedExpr, depth: usize) {
+        match self.free_root(operand) {
+            Some(name) => {
+                self.analysis.depth = self.analysis.depth.max(depth);
+                self.analysis.references.variables.insert(name.to_string());
+            }
+            None => self.walk(operand, depth),
         }
     }
 

@@ -13,7 +13,7 @@ use crate::outcome::{ErrorLocation, Outcome, ReadKey, RuleError, TraceEntry, Tri
 use crate::pack::{Expr, Pack};
 
 use super::bindings::Bindings;
-use super::conversions::Conversions;
+use super::conversions::{Conversions, SharedKey};
 
 /// What an evaluation records besides its decisions.
 #[derive(Debug, Clone, Copy)]
@@ -142,7 +142,7 @@ impl<'a> EvalContext<'a> {
 
     /// Empty bindings for a rule of `vars` variables: what every expression may read
     /// besides its names.
-    pub(super) fn new_bindings(&self, vars: usize) -> Bindings<'a> {
+    pub(super) fn new_bindings(&self, vars: usize, lookups: usize) -> Bindings<'a> {
         Bindings::new(
             &self.pack.env,
             [
@@ -154,6 +154,7 @@ impl<'a> EvalContext<'a> {
                 ("params", self.pack.params_cel.clone()),
             ],
             vars,
+            lookups,
         )
     }
 }
@@ -195,6 +196,24 @@ impl<'a> EvalContext<'a> {
         let per_expression = expr.max_cost.map_or(pack_limit, |m| m.min(pack_limit));
         let object_bound = remaining < per_expression;
         let limit = remaining.min(per_expression);
+        // A value that depends only on looked-up objects: the first trigger that found them
+        // evaluated it. Evaluation is deterministic: it would cost the same again, and fails
+        // only when that cost is past the limit (then it runs, for its error).
+        let shared = match (item, &expr.shared_by) {
+            (None, Some(deps)) => bindings.found_by(deps).map(|found| SharedKey {
+                pack: self.pack.generation,
+                expr: std::ptr::from_ref(expr) as usize,
+                found,
+            }),
+            _ => None,
+        };
+        if let Some(key) = &shared
+            && let Some((value, cost)) = self.conversions.shared_value(key)
+            && cost <= limit
+        {
+            self.cost_used += cost;
+            return Ok(value);
+        }
         let result = match item {
             None => expr.program.eval_within(&bindings.activation, limit),
             Some((value, index)) => {
@@ -208,6 +227,9 @@ impl<'a> EvalContext<'a> {
         match result {
             Ok((v, cost)) => {
                 self.cost_used += cost;
+                if let Some(key) = shared {
+                    self.conversions.share_value(key, &v, cost);
+                }
                 Ok(v)
             }
             Err(e) => {

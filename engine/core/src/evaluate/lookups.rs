@@ -40,6 +40,7 @@ impl<'a> EvalContext<'a> {
                 lookup.name.clone(),
                 (cel::Value::from_json(&empty), Arc::new(empty)),
             );
+            bindings.found(i, 0);
             return Ok(());
         }
         let namespace = match &lookup.namespace {
@@ -267,11 +268,16 @@ impl<'a> EvalContext<'a> {
                 )),
             )
         } else {
-            match found.first() {
+            let (binding, identity) = match found.first() {
                 // The world's own copy: the templates read it where it is.
-                Some((_, o)) => (self.conversions.shared(o), Arc::clone(o)),
-                None => (cel::Value::null(), Arc::new(Value::Null)),
-            }
+                Some((_, o)) => (
+                    (self.conversions.shared(o), Arc::clone(o)),
+                    Arc::as_ptr(o) as usize,
+                ),
+                None => ((cel::Value::null(), Arc::new(Value::Null)), 0),
+            };
+            bindings.found(i, identity);
+            binding
         };
         bindings.bind_lookup(lookup.name.clone(), binding);
         Ok(())

@@ -197,7 +197,7 @@ pub(crate) fn evaluate_traced<'w>(
 
 impl<'a> EvalContext<'a> {
     fn run_rule(&mut self, rule: &CompiledRule) -> RuleResult {
-        let mut bindings = self.new_bindings(rule.vars.len());
+        let mut bindings = self.new_bindings(rule.vars.len(), rule.lookups.len());
         match self.try_rule(rule, &mut bindings) {
             Ok(result) => result,
             Err(Stop::Skip(guard)) => RuleResult::Skipped {

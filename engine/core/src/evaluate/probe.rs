@@ -100,7 +100,7 @@ pub fn probe_rule(
         true,
         Record::READS,
     );
-    let mut bindings = ctx.new_bindings(rule.vars.len());
+    let mut bindings = ctx.new_bindings(rule.vars.len(), rule.lookups.len());
     let mut notes = Vec::new();
     for step in &rule.steps {
         match *step {

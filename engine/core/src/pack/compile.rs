@@ -1,7 +1,7 @@
 //! Compiling a rule: its lookups, guards, variables, outputs and status mapping, with every
 //! expression and template reference checked against what the rule defines.
 
-use super::order::order_steps;
+use super::order::{mark_shared, order_steps};
 use super::*;
 
 /// CEL's type names are identifiers (`type(x) == int`), not variables a rule must define.
@@ -48,6 +48,7 @@ impl Loader<'_> {
                     max_cost: None,
                     origin: Some(Arc::new(origin)),
                     label: None,
+                    shared_by: None,
                 })
             }
             Err(e) => {
@@ -972,7 +973,10 @@ impl Loader<'_> {
         }
 
         let steps = match order_steps(&lookups, &guards, &vars) {
-            Ok(steps) => steps,
+            Ok(steps) => {
+                mark_shared(&lookups, &mut guards, &mut vars, &steps, CEL_TYPE_NAMES);
+                steps
+            }
             Err(cycle) => {
                 self.error(
                     Diagnostic::error(
