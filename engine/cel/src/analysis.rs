@@ -1,7 +1,7 @@
 //! What a compiled expression reads ([`References`]), how deep it nests, and which of its
 //! calls are outside the environment, found by walking the `cel` AST.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
@@ -25,6 +25,62 @@ pub struct References {
     pub variables: BTreeSet<String>,
     pub selections: BTreeSet<(String, String)>,
     pub whole: BTreeSet<String>,
+    /// For each free identifier, which of its fields the expression can read (see
+    /// [`Needed`]): what a value bound under that name must hold for the expression to
+    /// evaluate as it would with the whole value.
+    pub fields: BTreeMap<String, Needed>,
+}
+
+/// The part of a value an expression can read, from the chains of literal field names it
+/// selects (`self.spec.replicas`, `self.spec.?template.?metadata`, `self.metadata.labels['a']`,
+/// `has(self.spec.template)`): a chain read as a value of its own needs everything under it;
+/// a chain only tested with `has()` needs the last field to exist; the fields along a chain
+/// need nothing else. An identifier read other than through such chains needs all of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needed {
+    /// The whole value.
+    Whole,
+    /// Only that the value is there (its key in the map holding it).
+    Present,
+    /// These fields of a map (anything else whole).
+    Fields(BTreeMap<String, Needed>),
+}
+
+impl Default for Needed {
+    /// Nothing.
+    fn default() -> Self {
+        Needed::Fields(BTreeMap::new())
+    }
+}
+
+impl Needed {
+    /// What either needs.
+    pub fn join(&mut self, other: &Needed) {
+        match (&mut *self, other) {
+            (Needed::Whole, _) | (_, Needed::Present) => {}
+            (_, Needed::Whole) => *self = Needed::Whole,
+            (Needed::Present, Needed::Fields(_)) => *self = other.clone(),
+            (Needed::Fields(mine), Needed::Fields(theirs)) => {
+                for (name, needed) in theirs {
+                    match mine.get_mut(name) {
+                        Some(slot) => slot.join(needed),
+                        None => {
+                            mine.insert(name.clone(), needed.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `path` (fields from the root) is needed as `leaf`.
+    fn add(&mut self, path: &[String], leaf: Needed) {
+        let mut needed = leaf;
+        for field in path.iter().rev() {
+            needed = Needed::Fields(BTreeMap::from([(field.clone(), needed)]));
+        }
+        self.join(&needed);
+    }
 }
 
 /// What decides whether a call is in the environment.
@@ -96,7 +152,149 @@ pub(crate) fn analyse(expr: &IdedExpr, namespaces: &BTreeSet<String>, gate: &Gat
         analysis: Analysis::default(),
     };
     walker.walk(expr, 1);
+    let mut paths = Paths {
+        namespaces,
+        bound: Vec::new(),
+        fields: BTreeMap::new(),
+    };
+    paths.visit(expr);
+    walker.analysis.references.fields = paths.fields;
     walker.analysis
+}
+
+/// Finds the fields each free identifier is read through ([`Needed`]).
+struct Paths<'a> {
+    namespaces: &'a BTreeSet<String>,
+    /// Comprehension variables in scope, innermost last.
+    bound: Vec<&'a str>,
+    fields: BTreeMap<String, Needed>,
+}
+
+impl<'a> Paths<'a> {
+    fn free(&self, name: &str) -> bool {
+        !self.bound.contains(&name)
+    }
+
+    fn need(&mut self, root: &str, path: &[String], leaf: Needed) {
+        self.fields
+            .entry(root.to_string())
+            .or_default()
+            .add(path, leaf);
+    }
+
+    /// `expr` as a free identifier and the literal fields selected on it, if it is one.
+    fn chain(&self, expr: &'a IdedExpr) -> Option<(&'a str, Vec<String>)> {
+        match &expr.expr {
+            Expr::Ident(name) if self.free(name) => {
+                Some((name.trim_start_matches('.'), Vec::new()))
+            }
+            Expr::Select(select) if !select.test => {
+                let (root, mut path) = self.chain(&select.operand)?;
+                path.push(select.field.clone());
+                Some((root, path))
+            }
+            Expr::Call(call)
+                if call.target.is_none()
+                    && matches!(
+                        call.func_name.as_str(),
+                        operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
+                    ) =>
+            {
+                let [operand, key] = call.args.as_slice() else {
+                    return None;
+                };
+                let Expr::Literal(LiteralValue::String(field)) = &key.expr else {
+                    return None;
+                };
+                let (root, mut path) = self.chain(operand)?;
+                path.push(field.inner().to_string());
+                Some((root, path))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `target`, the target of a call, is the namespace of a qualified function
+    /// name (`optional` in `optional.of(x)`), as [`Walker::is_namespace`] tells.
+    fn is_namespace(&self, target: &IdedExpr) -> bool {
+        let mut expr = target;
+        loop {
+            match &expr.expr {
+                Expr::Ident(name) => {
+                    return self.free(name)
+                        && self.namespaces.contains(name.trim_start_matches('.'));
+                }
+                Expr::Select(select) if !select.test => expr = &select.operand,
+                _ => return false,
+            }
+        }
+    }
+
+    fn visit(&mut self, expr: &'a IdedExpr) {
+        if let Some((root, path)) = self.chain(expr) {
+            self.need(root, &path, Needed::Whole);
+            return;
+        }
+        match &expr.expr {
+            Expr::Unspecified | Expr::Literal(_) | Expr::Ident(_) => {}
+            Expr::Select(select) => {
+                // `has(a.b)`: whether `b` is there; any other select is on a value made.
+                if select.test
+                    && let Some((root, mut path)) = self.chain(&select.operand)
+                {
+                    path.push(select.field.clone());
+                    self.need(root, &path, Needed::Present);
+                } else {
+                    self.visit(&select.operand);
+                }
+            }
+            Expr::Call(call) => {
+                if let Some(target) = &call.target
+                    && !self.is_namespace(target)
+                {
+                    self.visit(target);
+                }
+                for arg in &call.args {
+                    self.visit(arg);
+                }
+            }
+            Expr::Comprehension(c) => {
+                self.visit(&c.iter_range);
+                self.visit(&c.accu_init);
+                let outer = self.bound.len();
+                self.bound.push(&c.accu_var);
+                self.bound.push(&c.iter_var);
+                if let Some(var2) = &c.iter_var2 {
+                    self.bound.push(var2);
+                }
+                self.visit(&c.loop_cond);
+                self.visit(&c.loop_step);
+                self.bound.truncate(outer + 1);
+                self.visit(&c.result);
+                self.bound.truncate(outer);
+            }
+            Expr::List(list) => {
+                for element in &list.elements {
+                    self.visit(element);
+                }
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(entry) = &entry.expr {
+                        self.visit(&entry.key);
+                        self.visit(&entry.value);
+                    }
+                }
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(field) = &entry.expr {
+                        self.visit(&field.value);
+                    }
+                }
+            }
+        }
+    }
 }
 
 struct Walker<'a> {

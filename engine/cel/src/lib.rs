@@ -197,7 +197,7 @@ mod test_support;
 #[cfg(test)]
 mod tests;
 
-pub use analysis::References;
+pub use analysis::{Needed, References};
 pub use env::{
     Activation, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS, Program,
     Strictness,

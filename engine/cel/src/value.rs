@@ -620,6 +620,31 @@ impl Value {
         }
     }
 
+    /// [`Value::from_json`] of only what `needed` says an expression can read: the maps
+    /// along the chains it selects hold only the fields it selects, a field it only tests
+    /// with `has()` is null, and anything else is converted whole. Every expression
+    /// `needed` was found for evaluates against it as against the whole conversion.
+    pub fn from_json_needed(json: &serde_json::Value, needed: &crate::Needed) -> Value {
+        match (needed, json) {
+            (crate::Needed::Present, _) => Value::Null,
+            (crate::Needed::Fields(fields), serde_json::Value::Object(map)) => {
+                // Both in key order: the entries come sorted.
+                let entries: Vec<(Key, Value)> = fields
+                    .iter()
+                    .filter_map(|(name, needed)| {
+                        let (key, value) = map.get_key_value(name.as_str())?;
+                        Some((
+                            Key::String(json_object_key(key)),
+                            Value::from_json_needed(value, needed),
+                        ))
+                    })
+                    .collect();
+                Value::Map(Arc::new(Map::from_sorted(entries)))
+            }
+            _ => Value::from_json(json),
+        }
+    }
+
     /// Converts back to JSON:
     ///
     /// - a map becomes an object; `int`, `uint` and `bool` keys use their string forms

@@ -524,6 +524,8 @@ pub(crate) struct CompiledRule {
     pub member_roles: BTreeMap<String, String>,
     /// No `watch`: evaluated for the pack's own trigger ([`Pack::pack_trigger`]).
     pub triggerless: bool,
+    /// What of `self` the rule's expressions can read (its trigger is converted that far).
+    pub self_needed: cel::Needed,
 }
 
 /// A rule's stages, compiled.

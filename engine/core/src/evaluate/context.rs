@@ -82,9 +82,10 @@ impl<'a> EvalContext<'a> {
         outcome: &'a mut Outcome,
         reads_clusters: bool,
         record: Record,
+        needed: &cel::Needed,
     ) -> Self {
         let (role, member) = split_cluster(trigger.cluster);
-        let self_value = conversions.trigger(trigger.object);
+        let self_value = conversions.trigger(trigger.object, needed);
         let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
         let cluster_json = Arc::new(json!({"role": role, "name": member}));
         // Built only for rules that read it: it asks the world for every role's members.

@@ -70,13 +70,17 @@ impl<'w> Conversions<'w> {
         self.len() == 0
     }
 
-    /// A trigger, borrowed for the whole round.
-    pub(super) fn trigger(&self, object: &'w Value) -> cel::Value {
+    /// A trigger, borrowed for the whole round, converted as far as `needed` says its
+    /// rules read it. Only a whole conversion is kept: an object looked up is read whole.
+    pub(super) fn trigger(&self, object: &'w Value, needed: &cel::Needed) -> cel::Value {
+        let key = std::ptr::from_ref(object) as usize;
+        if let Some((_, value)) = self.converted.borrow().get(&key) {
+            return value.clone();
+        }
+        if !matches!(needed, cel::Needed::Whole) {
+            return cel::Value::from_json_needed(object, needed);
+        }
         if self.forget_triggers {
-            let key = std::ptr::from_ref(object) as usize;
-            if let Some((_, value)) = self.converted.borrow().get(&key) {
-                return value.clone();
-            }
             return cel::Value::from_json(object);
         }
         self.convert(object, None)

@@ -99,6 +99,8 @@ pub fn probe_rule(
         &mut outcome,
         true,
         Record::READS,
+        // A probe may go on to evaluate what the rule does not.
+        &switchyard_cel::Needed::Whole,
     );
     let mut bindings = ctx.new_bindings(rule.vars.len(), rule.lookups.len());
     let mut notes = Vec::new();

@@ -784,6 +784,21 @@ impl Loader<'_> {
                 all_exprs.extend(c.message.iter().map(|e| (e, extra)));
             }
         }
+        // What of the trigger the rule's expressions can read: the trigger is converted to
+        // CEL values only that far. Gates from data are compiled when met, and can read
+        // anything.
+        let data_gates = stages
+            .as_ref()
+            .is_some_and(|st| st.from.as_ref().is_some_and(|f| f.gates.is_some()));
+        let mut self_needed = cel::Needed::default();
+        if data_gates {
+            self_needed = cel::Needed::Whole;
+        }
+        for (expr, _) in &all_exprs {
+            if let Some(needed) = expr.program.references().fields.get("self") {
+                self_needed.join(needed);
+            }
+        }
         let mut reference_errors = Vec::new();
         // Whether anything reads `clusters`: evaluation builds it only then.
         let mut reads_clusters = false;
@@ -1045,6 +1060,7 @@ impl Loader<'_> {
             reads_clusters,
             member_roles,
             triggerless: spec.watch.is_none(),
+            self_needed,
         })
     }
 
