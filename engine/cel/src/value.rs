@@ -288,12 +288,14 @@ impl Hint {
 /// String equality without a call to `memcmp` for the short strings that field names and
 /// variable names are: the bytes are compared as two overlapping words.
 #[inline(always)]
-pub(crate) fn same_str(a: &str, b: &str) -> bool {
+pub fn same_str(a: &str, b: &str) -> bool {
+    #[inline(always)]
     fn word4(s: &[u8], at: usize) -> u32 {
         let mut w = [0u8; 4];
         w.copy_from_slice(&s[at..at + 4]);
         u32::from_ne_bytes(w)
     }
+    #[inline(always)]
     fn word8(s: &[u8], at: usize) -> u64 {
         let mut w = [0u8; 8];
         w.copy_from_slice(&s[at..at + 8]);
@@ -311,6 +313,16 @@ pub(crate) fn same_str(a: &str, b: &str) -> bool {
         4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
         8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
         _ => a == b,
+    }
+}
+
+/// String order (byte order), deciding on the first bytes without a call to `memcmp` when
+/// they differ, as the names of fields and variables mostly do.
+#[inline(always)]
+pub(crate) fn str_cmp(a: &str, b: &str) -> Ordering {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x.cmp(y),
+        _ => a.cmp(b),
     }
 }
 
@@ -355,7 +367,7 @@ impl Ord for Key {
             (Key::Int(a), Key::Int(b)) => a.cmp(b),
             (Key::Uint(a), Key::Uint(b)) => a.cmp(b),
             (Key::Double(a), Key::Double(b)) => zero_normalized(*a).total_cmp(&zero_normalized(*b)),
-            (Key::String(a), Key::String(b)) => a.cmp(b),
+            (Key::String(a), Key::String(b)) => str_cmp(a, b),
             _ => self.rank().cmp(&other.rank()),
         }
     }
@@ -572,11 +584,11 @@ impl Map {
         self.keys = std::sync::OnceLock::new();
         let at = self.first_string
             + self.entries[self.first_string..].partition_point(|(k, _)| match k {
-                Key::String(s) => **s < *key,
+                Key::String(s) => str_cmp(s, &key) == Ordering::Less,
                 _ => true,
             });
         match self.entries.get_mut(at) {
-            Some((Key::String(s), slot)) if **s == *key => *slot = value,
+            Some((Key::String(s), slot)) if same_str(s, &key) => *slot = value,
             _ => self.entries.insert(at, (Key::String(key), value)),
         }
     }

@@ -92,23 +92,24 @@ impl<'a> EvalContext<'a> {
             LookupKey::Name(expr) => {
                 let object_name = self.eval_string(name, expr, bindings)?;
                 for cluster in &clusters {
-                    let key = ObjectKey {
-                        cluster: cluster.clone(),
-                        api_version: lookup.api_version.clone(),
-                        kind: lookup.kind.clone(),
-                        namespace: namespace.clone(),
-                        name: object_name.clone(),
-                    };
                     if let Some(o) = self.world.get(
                         cluster,
-                        &key.api_version,
-                        &key.kind,
+                        &lookup.api_version,
+                        &lookup.kind,
                         namespace.as_deref(),
                         &object_name,
                     ) {
                         found.push((cluster, o));
                     }
-                    self.read(|| ReadKey::Object(key));
+                    self.read(|| {
+                        ReadKey::Object(ObjectKey {
+                            cluster: cluster.clone(),
+                            api_version: lookup.api_version.clone(),
+                            kind: lookup.kind.clone(),
+                            namespace: namespace.clone(),
+                            name: object_name.clone(),
+                        })
+                    });
                 }
                 (Sought::Name(object_name), expr)
             }
