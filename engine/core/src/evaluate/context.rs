@@ -190,6 +190,19 @@ impl<'a> EvalContext<'a> {
         bindings: &Bindings,
         item: Option<(&cel::Value, usize)>,
     ) -> Result<cel::Value, Stop> {
+        self.eval_sharing(rule, expr, bindings, item)
+            .map(|(value, _)| value)
+    }
+
+    /// [`Self::eval`], and whether the value is one shared between triggers (see
+    /// `Expr::shared_by`): those are kept only when they have a JSON form.
+    fn eval_sharing(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> Result<(cel::Value, bool), Stop> {
         // Each expression may spend up to its own limit, and all of them together up to
         // the object's budget: one tenant's huge object cannot starve the others.
         let remaining = self.cost_budget.saturating_sub(self.cost_used);
@@ -213,7 +226,7 @@ impl<'a> EvalContext<'a> {
             && cost <= limit
         {
             self.cost_used += cost;
-            return Ok(value);
+            return Ok((value, true));
         }
         let result = match item {
             None => expr.program.eval_within(&bindings.activation, limit),
@@ -228,10 +241,12 @@ impl<'a> EvalContext<'a> {
         match result {
             Ok((v, cost)) => {
                 self.cost_used += cost;
-                if let Some(key) = shared {
+                if let Some(key) = shared
+                    && v.check_json().is_ok()
+                {
                     self.conversions.share_value(key, &v, cost);
                 }
-                Ok(v)
+                Ok((v, false))
             }
             Err(e) => {
                 let at = e.line.zip(e.column);
@@ -352,7 +367,10 @@ impl<'a> EvalContext<'a> {
         expr: &Expr,
         bindings: &Bindings<'_>,
     ) -> Result<cel::Value, Stop> {
-        let value = self.eval(rule, expr, bindings, None)?;
+        let (value, shared) = self.eval_sharing(rule, expr, bindings, None)?;
+        if shared {
+            return Ok(value);
+        }
         match value.check_json() {
             Ok(()) => Ok(value),
             Err(e) => Err(self.fail_expr(rule, expr, e.message)),
