@@ -70,6 +70,11 @@ impl<'w> Conversions<'w> {
         self.len() == 0
     }
 
+    /// How many values are kept to share between triggers (see `Expr::shared_by`).
+    pub fn shared_values(&self) -> usize {
+        self.shared_values.borrow().len()
+    }
+
     /// A trigger, borrowed for the whole round, converted as far as `needed` says its
     /// rules read it. Only a whole conversion is kept: an object looked up is read whole.
     pub(super) fn trigger(&self, object: &'w Value, needed: &cel::Needed) -> cel::Value {
