@@ -9,6 +9,7 @@ use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 use crate::builtins::FULL_REGISTRY;
 use crate::environment::{CelEnvironment, GATED_MACROS};
 use crate::registry::{CustomFunction, Registry};
+use crate::value::Needed;
 
 /// What an expression reads: root variables, and `root.field` selections (such as
 /// `vars.namespace`) so the engine can order variables and lookups by dependency.
@@ -29,58 +30,6 @@ pub struct References {
     /// [`Needed`]): what a value bound under that name must hold for the expression to
     /// evaluate as it would with the whole value.
     pub fields: BTreeMap<String, Needed>,
-}
-
-/// The part of a value an expression can read, from the chains of literal field names it
-/// selects (`self.spec.replicas`, `self.spec.?template.?metadata`, `self.metadata.labels['a']`,
-/// `has(self.spec.template)`): a chain read as a value of its own needs everything under it;
-/// a chain only tested with `has()` needs the last field to exist; the fields along a chain
-/// need nothing else. An identifier read other than through such chains needs all of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Needed {
-    /// The whole value.
-    Whole,
-    /// Only that the value is there (its key in the map holding it).
-    Present,
-    /// These fields of a map (anything else whole).
-    Fields(BTreeMap<String, Needed>),
-}
-
-impl Default for Needed {
-    /// Nothing.
-    fn default() -> Self {
-        Needed::Fields(BTreeMap::new())
-    }
-}
-
-impl Needed {
-    /// What either needs.
-    pub fn join(&mut self, other: &Needed) {
-        match (&mut *self, other) {
-            (Needed::Whole, _) | (_, Needed::Present) => {}
-            (_, Needed::Whole) => *self = Needed::Whole,
-            (Needed::Present, Needed::Fields(_)) => *self = other.clone(),
-            (Needed::Fields(mine), Needed::Fields(theirs)) => {
-                for (name, needed) in theirs {
-                    match mine.get_mut(name) {
-                        Some(slot) => slot.join(needed),
-                        None => {
-                            mine.insert(name.clone(), needed.clone());
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// `path` (fields from the root) is needed as `leaf`.
-    fn add(&mut self, path: &[String], leaf: Needed) {
-        let mut needed = leaf;
-        for field in path.iter().rev() {
-            needed = Needed::Fields(BTreeMap::from([(field.clone(), needed)]));
-        }
-        self.join(&needed);
-    }
 }
 
 /// What decides whether a call is in the environment.

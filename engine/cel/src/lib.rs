@@ -197,7 +197,7 @@ mod test_support;
 #[cfg(test)]
 mod tests;
 
-pub use analysis::{Needed, References};
+pub use analysis::References;
 pub use env::{
     Activation, Env, Limits, MAX_OPERATORS, MAX_SOURCE_BYTES, MAX_SOURCE_ELEMENTS, Program,
     Strictness,
@@ -211,4 +211,4 @@ pub use registry::CustomFunction;
 #[doc(hidden)]
 pub use value::Inspect;
 pub use value::same_str;
-pub use value::{Duration, Key, Map, Opaque, Timestamp, Type, Value};
+pub use value::{Duration, Key, Map, Needed, Opaque, Timestamp, Type, Value};

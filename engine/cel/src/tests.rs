@@ -1891,7 +1891,7 @@ fn references_tell_names_read_whole_from_names_read_by_field() {
 
 #[test]
 fn references_tell_the_fields_each_name_is_read_through() {
-    use crate::analysis::Needed;
+    use crate::value::Needed;
     let env = full_env();
     let fields = |source: &str| env.compile(source).unwrap().references().fields.clone();
     let map = |entries: &[(&str, Needed)]| {

@@ -10,10 +10,63 @@
 
 use std::any::Any;
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::error::EvalError;
+
+/// The part of a value an expression can read, from the chains of literal field names it
+/// selects (`self.spec.replicas`, `self.spec.?template.?metadata`, `self.metadata.labels['a']`,
+/// `has(self.spec.template)`): a chain read as a value of its own needs everything under it;
+/// a chain only tested with `has()` needs the last field to exist; the fields along a chain
+/// need nothing else. An identifier read other than through such chains needs all of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needed {
+    /// The whole value.
+    Whole,
+    /// Only that the value is there (its key in the map holding it).
+    Present,
+    /// These fields of a map (anything else whole).
+    Fields(BTreeMap<String, Needed>),
+}
+
+impl Default for Needed {
+    /// Nothing.
+    fn default() -> Self {
+        Needed::Fields(BTreeMap::new())
+    }
+}
+
+impl Needed {
+    /// What either needs.
+    pub fn join(&mut self, other: &Needed) {
+        match (&mut *self, other) {
+            (Needed::Whole, _) | (_, Needed::Present) => {}
+            (_, Needed::Whole) => *self = Needed::Whole,
+            (Needed::Present, Needed::Fields(_)) => *self = other.clone(),
+            (Needed::Fields(mine), Needed::Fields(theirs)) => {
+                for (name, needed) in theirs {
+                    match mine.get_mut(name) {
+                        Some(slot) => slot.join(needed),
+                        None => {
+                            mine.insert(name.clone(), needed.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `path` (fields from the root) is needed as `leaf`.
+    pub(crate) fn add(&mut self, path: &[String], leaf: Needed) {
+        let mut needed = leaf;
+        for field in path.iter().rev() {
+            needed = Needed::Fields(BTreeMap::from([(field.clone(), needed)]));
+        }
+        self.join(&needed);
+    }
+}
 
 /// A signed span of time, with nanoseconds.
 pub type Duration = chrono::TimeDelta;
@@ -636,10 +689,10 @@ impl Value {
     /// along the chains it selects hold only the fields it selects, a field it only tests
     /// with `has()` is null, and anything else is converted whole. Every expression
     /// `needed` was found for evaluates against it as against the whole conversion.
-    pub fn from_json_needed(json: &serde_json::Value, needed: &crate::Needed) -> Value {
+    pub fn from_json_needed(json: &serde_json::Value, needed: &Needed) -> Value {
         match (needed, json) {
-            (crate::Needed::Present, _) => Value::Null,
-            (crate::Needed::Fields(fields), serde_json::Value::Object(map)) => {
+            (Needed::Present, _) => Value::Null,
+            (Needed::Fields(fields), serde_json::Value::Object(map)) => {
                 // Both in key order: the entries come sorted.
                 let entries: Vec<(Key, Value)> = fields
                     .iter()
