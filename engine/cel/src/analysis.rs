@@ -1,7 +1,7 @@
 //! What a compiled expression reads ([`References`]), how deep it nests, and which of its
 //! calls are outside the environment, found by walking the `cel` AST.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cel::IdedExpr;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
@@ -9,6 +9,7 @@ use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 use crate::builtins::FULL_REGISTRY;
 use crate::environment::{CelEnvironment, GATED_MACROS};
 use crate::registry::{CustomFunction, Registry};
+use crate::value::Needed;
 
 /// What an expression reads: root variables, and `root.field` selections (such as
 /// `vars.namespace`) so the engine can order variables and lookups by dependency.
@@ -17,11 +18,18 @@ use crate::registry::{CustomFunction, Registry};
 /// `x.exists(c, c.y)`) are not, nor are function namespaces (`optional` in
 /// `optional.of(x)`). `selections` has `(root, field)` for every field selected directly on
 /// a free identifier: `vars.namespace`, `has(vars.x)`, `vars.?x`, and the index forms
-/// `vars['x']` and `vars[?'x']` with a string literal.
+/// `vars['x']` and `vars[?'x']` with a string literal. `whole` has the free identifiers
+/// also read otherwise, as values of their own (`vars` in `size(vars)` or `[vars]`): an
+/// identifier missing from it is read only through the fields `selections` names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct References {
     pub variables: BTreeSet<String>,
     pub selections: BTreeSet<(String, String)>,
+    pub whole: BTreeSet<String>,
+    /// For each free identifier, which of its fields the expression can read (see
+    /// [`Needed`]): what a value bound under that name must hold for the expression to
+    /// evaluate as it would with the whole value.
+    pub fields: BTreeMap<String, Needed>,
 }
 
 /// What decides whether a call is in the environment.
@@ -93,7 +101,149 @@ pub(crate) fn analyse(expr: &IdedExpr, namespaces: &BTreeSet<String>, gate: &Gat
         analysis: Analysis::default(),
     };
     walker.walk(expr, 1);
+    let mut paths = Paths {
+        namespaces,
+        bound: Vec::new(),
+        fields: BTreeMap::new(),
+    };
+    paths.visit(expr);
+    walker.analysis.references.fields = paths.fields;
     walker.analysis
+}
+
+/// Finds the fields each free identifier is read through ([`Needed`]).
+struct Paths<'a> {
+    namespaces: &'a BTreeSet<String>,
+    /// Comprehension variables in scope, innermost last.
+    bound: Vec<&'a str>,
+    fields: BTreeMap<String, Needed>,
+}
+
+impl<'a> Paths<'a> {
+    fn free(&self, name: &str) -> bool {
+        !self.bound.contains(&name)
+    }
+
+    fn need(&mut self, root: &str, path: &[String], leaf: Needed) {
+        self.fields
+            .entry(root.to_string())
+            .or_default()
+            .add(path, leaf);
+    }
+
+    /// `expr` as a free identifier and the literal fields selected on it, if it is one.
+    fn chain(&self, expr: &'a IdedExpr) -> Option<(&'a str, Vec<String>)> {
+        match &expr.expr {
+            Expr::Ident(name) if self.free(name) => {
+                Some((name.trim_start_matches('.'), Vec::new()))
+            }
+            Expr::Select(select) if !select.test => {
+                let (root, mut path) = self.chain(&select.operand)?;
+                path.push(select.field.clone());
+                Some((root, path))
+            }
+            Expr::Call(call)
+                if call.target.is_none()
+                    && matches!(
+                        call.func_name.as_str(),
+                        operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
+                    ) =>
+            {
+                let [operand, key] = call.args.as_slice() else {
+                    return None;
+                };
+                let Expr::Literal(LiteralValue::String(field)) = &key.expr else {
+                    return None;
+                };
+                let (root, mut path) = self.chain(operand)?;
+                path.push(field.inner().to_string());
+                Some((root, path))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `target`, the target of a call, is the namespace of a qualified function
+    /// name (`optional` in `optional.of(x)`), as [`Walker::is_namespace`] tells.
+    fn is_namespace(&self, target: &IdedExpr) -> bool {
+        let mut expr = target;
+        loop {
+            match &expr.expr {
+                Expr::Ident(name) => {
+                    return self.free(name)
+                        && self.namespaces.contains(name.trim_start_matches('.'));
+                }
+                Expr::Select(select) if !select.test => expr = &select.operand,
+                _ => return false,
+            }
+        }
+    }
+
+    fn visit(&mut self, expr: &'a IdedExpr) {
+        if let Some((root, path)) = self.chain(expr) {
+            self.need(root, &path, Needed::Whole);
+            return;
+        }
+        match &expr.expr {
+            Expr::Unspecified | Expr::Literal(_) | Expr::Ident(_) => {}
+            Expr::Select(select) => {
+                // `has(a.b)`: whether `b` is there; any other select is on a value made.
+                if select.test
+                    && let Some((root, mut path)) = self.chain(&select.operand)
+                {
+                    path.push(select.field.clone());
+                    self.need(root, &path, Needed::Present);
+                } else {
+                    self.visit(&select.operand);
+                }
+            }
+            Expr::Call(call) => {
+                if let Some(target) = &call.target
+                    && !self.is_namespace(target)
+                {
+                    self.visit(target);
+                }
+                for arg in &call.args {
+                    self.visit(arg);
+                }
+            }
+            Expr::Comprehension(c) => {
+                self.visit(&c.iter_range);
+                self.visit(&c.accu_init);
+                let outer = self.bound.len();
+                self.bound.push(&c.accu_var);
+                self.bound.push(&c.iter_var);
+                if let Some(var2) = &c.iter_var2 {
+                    self.bound.push(var2);
+                }
+                self.visit(&c.loop_cond);
+                self.visit(&c.loop_step);
+                self.bound.truncate(outer + 1);
+                self.visit(&c.result);
+                self.bound.truncate(outer);
+            }
+            Expr::List(list) => {
+                for element in &list.elements {
+                    self.visit(element);
+                }
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(entry) = &entry.expr {
+                        self.visit(&entry.key);
+                        self.visit(&entry.value);
+                    }
+                }
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(field) = &entry.expr {
+                        self.visit(&field.value);
+                    }
+                }
+            }
+        }
+    }
 }
 
 struct Walker<'a> {
@@ -135,16 +285,18 @@ impl<'a> Walker<'a> {
             Expr::Ident(_) => {
                 if let Some(name) = self.free_root(expr) {
                     self.analysis.references.variables.insert(name.to_string());
+                    self.analysis.references.whole.insert(name.to_string());
                 }
             }
             Expr::Select(select) => {
                 self.select(&select.operand, &select.field);
-                self.walk(&select.operand, next);
+                self.walk_selected(&select.operand, next);
             }
             Expr::Call(call) => {
                 let name = call.func_name.as_str();
                 self.gate_call(expr.id, name, call.target.as_deref(), call.args.len());
                 // `vars['x']`, `vars[?'x']` and `vars.?x` select `x` on `vars` too.
+                let mut selected = None;
                 if matches!(
                     name,
                     operators::INDEX | operators::OPT_INDEX | operators::OPT_SELECT
@@ -152,6 +304,7 @@ impl<'a> Walker<'a> {
                     && let Expr::Literal(LiteralValue::String(field)) = &key.expr
                 {
                     self.select(operand, field.inner());
+                    selected = Some(operand);
                 }
                 if let Some(target) = &call.target
                     && !self.is_namespace(target)
@@ -159,7 +312,11 @@ impl<'a> Walker<'a> {
                     self.walk(target, next);
                 }
                 for arg in &call.args {
-                    self.walk(arg, next);
+                    if selected.is_some_and(|s| std::ptr::eq(s, arg)) {
+                        self.walk_selected(arg, next);
+                    } else {
+                        self.walk(arg, next);
+                    }
                 }
             }
             Expr::Comprehension(c) => {
@@ -197,6 +354,18 @@ impl<'a> Walker<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// Walks the operand of a field selection: a free identifier there is read through the
+    /// selection, not whole.
+    fn walk_selected(&mut self, operand: &'a IdedExpr, depth: usize) {
+        match self.free_root(operand) {
+            Some(name) => {
+                self.analysis.depth = self.analysis.depth.max(depth);
+                self.analysis.references.variables.insert(name.to_string());
+            }
+            None => self.walk(operand, depth),
         }
     }
 

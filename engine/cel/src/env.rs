@@ -690,7 +690,7 @@ impl<'e> Activation<'e> {
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
         self.variables
             .iter_mut()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| crate::value::same_str(n, name))
             .map(|(_, v)| v)
     }
 
@@ -702,7 +702,11 @@ impl<'e> Activation<'e> {
 
     fn bind_name(&mut self, name: Cow<'e, str>, value: Value) {
         self.dotted |= name.contains('.');
-        if let Some(slot) = self.variables.iter_mut().find(|(n, _)| *n == name) {
+        if let Some(slot) = self
+            .variables
+            .iter_mut()
+            .find(|(n, _)| crate::value::same_str(n, &name))
+        {
             slot.1 = value;
         } else {
             self.variables.push((name, value));

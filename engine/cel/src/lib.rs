@@ -210,4 +210,5 @@ pub use functions::{dns1123_label, is_dns1123_label, is_dns1123_subdomain, sha25
 pub use registry::CustomFunction;
 #[doc(hidden)]
 pub use value::Inspect;
-pub use value::{Duration, Key, Map, Opaque, Timestamp, Type, Value};
+pub use value::same_str;
+pub use value::{Duration, Key, Map, Needed, Opaque, Timestamp, Type, Value};

@@ -1868,3 +1868,120 @@ fn one_program_reads_names_and_fields_wherever_each_evaluation_has_them() {
         "no such key: x"
     );
 }
+
+#[test]
+fn references_tell_names_read_whole_from_names_read_by_field() {
+    let env = full_env();
+    let whole = |source: &str| -> Vec<String> {
+        env.compile(source)
+            .unwrap()
+            .references()
+            .whole
+            .iter()
+            .cloned()
+            .collect()
+    };
+    assert!(whole("vars.a + vars['b'] + vars.?c.orValue(1)").is_empty());
+    assert!(whole("has(vars.a) && vars.a > 0").is_empty());
+    assert_eq!(whole("size(vars) > 0 && vars.a > 0"), ["vars"]);
+    assert_eq!(whole("[self].size() + x.y"), ["self"]);
+    // A comprehension's variable is no name of the activation.
+    assert!(whole("vars.list.all(v, v > 0)").is_empty());
+}
+
+#[test]
+fn references_tell_the_fields_each_name_is_read_through() {
+    use crate::value::Needed;
+    let env = full_env();
+    let fields = |source: &str| env.compile(source).unwrap().references().fields.clone();
+    let map = |entries: &[(&str, Needed)]| {
+        Needed::Fields(
+            entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    };
+    let found = fields(
+        "has(self.spec.template) && self.spec.?replicas.orValue(1) > 0 \
+         && self.metadata.labels['app'] == 'a' && 'x' in self.metadata.annotations",
+    );
+    assert_eq!(
+        found["self"],
+        map(&[
+            (
+                "metadata",
+                map(&[
+                    ("annotations", Needed::Whole),
+                    ("labels", map(&[("app", Needed::Whole)])),
+                ])
+            ),
+            (
+                "spec",
+                map(&[("replicas", Needed::Whole), ("template", Needed::Present)])
+            ),
+        ])
+    );
+    // Read whole somewhere: whole, whatever else reads fields of it.
+    assert_eq!(
+        fields("self.spec.a == 1 && size(self) > 0")["self"],
+        Needed::Whole
+    );
+    assert_eq!(
+        fields("self.spec.items.map(i, i.name)")["self"],
+        map(&[("spec", map(&[("items", Needed::Whole)]))])
+    );
+    // A test of a field read elsewhere is the read.
+    assert_eq!(
+        fields("has(self.a) ? self.a : 0")["self"],
+        map(&[("a", Needed::Whole)])
+    );
+    // `optional` is a namespace, not a name.
+    assert!(!fields("optional.of(self.a).hasValue()").contains_key("optional"));
+}
+
+#[test]
+fn a_value_converted_only_where_it_is_read_evaluates_as_the_whole() {
+    let env = full_env();
+    let object = json!({
+        "metadata": {"name": "a", "labels": {"app": "x", "tier": "y"}, "uid": "u"},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}},
+                 "list": [{"a": 1}], "text": "t"},
+        "status": {"ready": true}
+    });
+    for source in [
+        "has(self.spec.template.spec) && self.spec.replicas == 2",
+        "self.metadata.labels.app + self.spec.?text.orValue('')",
+        "self.spec.list.map(x, x.a)",
+        "has(self.spec.missing) || self.spec.?missing.?deeper.orValue(3) == 3",
+        "self.spec.list.a",
+        "self.spec.text.nope",
+        "self.metadata.labels['none']",
+    ] {
+        let program = env.compile(source).unwrap();
+        let needed = &program.references().fields["self"];
+        let partial = Value::from_json_needed(&object, needed);
+        let mut whole_activation = Activation::new(&env);
+        whole_activation.bind("self", Value::from_json(&object));
+        let mut partial_activation = Activation::new(&env);
+        partial_activation.bind("self", partial);
+        let whole = program
+            .eval_with_cost(&whole_activation)
+            .map(|(v, cost)| (v.to_json().unwrap(), cost))
+            .map_err(|e| e.message);
+        let projected = program
+            .eval_with_cost(&partial_activation)
+            .map(|(v, cost)| (v.to_json().unwrap(), cost))
+            .map_err(|e| e.message);
+        assert_eq!(projected, whole, "{source}");
+    }
+    // What is not read is not converted: the status, the pod spec only tested.
+    let program = env
+        .compile("has(self.spec.template.spec) && self.metadata.name == 'a'")
+        .unwrap();
+    let needed = &program.references().fields["self"];
+    assert_eq!(
+        Value::from_json_needed(&object, needed).to_json().unwrap(),
+        json!({"metadata": {"name": "a"}, "spec": {"template": {"spec": null}}})
+    );
+}

@@ -10,10 +10,63 @@
 
 use std::any::Any;
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::error::EvalError;
+
+/// The part of a value an expression can read, from the chains of literal field names it
+/// selects (`self.spec.replicas`, `self.spec.?template.?metadata`, `self.metadata.labels['a']`,
+/// `has(self.spec.template)`): a chain read as a value of its own needs everything under it;
+/// a chain only tested with `has()` needs the last field to exist; the fields along a chain
+/// need nothing else. An identifier read other than through such chains needs all of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needed {
+    /// The whole value.
+    Whole,
+    /// Only that the value is there (its key in the map holding it).
+    Present,
+    /// These fields of a map (anything else whole).
+    Fields(BTreeMap<String, Needed>),
+}
+
+impl Default for Needed {
+    /// Nothing.
+    fn default() -> Self {
+        Needed::Fields(BTreeMap::new())
+    }
+}
+
+impl Needed {
+    /// What either needs.
+    pub fn join(&mut self, other: &Needed) {
+        match (&mut *self, other) {
+            (Needed::Whole, _) | (_, Needed::Present) => {}
+            (_, Needed::Whole) => *self = Needed::Whole,
+            (Needed::Present, Needed::Fields(_)) => *self = other.clone(),
+            (Needed::Fields(mine), Needed::Fields(theirs)) => {
+                for (name, needed) in theirs {
+                    match mine.get_mut(name) {
+                        Some(slot) => slot.join(needed),
+                        None => {
+                            mine.insert(name.clone(), needed.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `path` (fields from the root) is needed as `leaf`.
+    pub(crate) fn add(&mut self, path: &[String], leaf: Needed) {
+        let mut needed = leaf;
+        for field in path.iter().rev() {
+            needed = Needed::Fields(BTreeMap::from([(field.clone(), needed)]));
+        }
+        self.join(&needed);
+    }
+}
 
 /// A signed span of time, with nanoseconds.
 pub type Duration = chrono::TimeDelta;
@@ -288,12 +341,14 @@ impl Hint {
 /// String equality without a call to `memcmp` for the short strings that field names and
 /// variable names are: the bytes are compared as two overlapping words.
 #[inline(always)]
-pub(crate) fn same_str(a: &str, b: &str) -> bool {
+pub fn same_str(a: &str, b: &str) -> bool {
+    #[inline(always)]
     fn word4(s: &[u8], at: usize) -> u32 {
         let mut w = [0u8; 4];
         w.copy_from_slice(&s[at..at + 4]);
         u32::from_ne_bytes(w)
     }
+    #[inline(always)]
     fn word8(s: &[u8], at: usize) -> u64 {
         let mut w = [0u8; 8];
         w.copy_from_slice(&s[at..at + 8]);
@@ -311,6 +366,16 @@ pub(crate) fn same_str(a: &str, b: &str) -> bool {
         4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
         8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
         _ => a == b,
+    }
+}
+
+/// String order (byte order), deciding on the first bytes without a call to `memcmp` when
+/// they differ, as the names of fields and variables mostly do.
+#[inline(always)]
+pub(crate) fn str_cmp(a: &str, b: &str) -> Ordering {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x.cmp(y),
+        _ => a.cmp(b),
     }
 }
 
@@ -355,7 +420,7 @@ impl Ord for Key {
             (Key::Int(a), Key::Int(b)) => a.cmp(b),
             (Key::Uint(a), Key::Uint(b)) => a.cmp(b),
             (Key::Double(a), Key::Double(b)) => zero_normalized(*a).total_cmp(&zero_normalized(*b)),
-            (Key::String(a), Key::String(b)) => a.cmp(b),
+            (Key::String(a), Key::String(b)) => str_cmp(a, b),
             _ => self.rank().cmp(&other.rank()),
         }
     }
@@ -572,11 +637,11 @@ impl Map {
         self.keys = std::sync::OnceLock::new();
         let at = self.first_string
             + self.entries[self.first_string..].partition_point(|(k, _)| match k {
-                Key::String(s) => **s < *key,
+                Key::String(s) => str_cmp(s, &key) == Ordering::Less,
                 _ => true,
             });
         match self.entries.get_mut(at) {
-            Some((Key::String(s), slot)) if **s == *key => *slot = value,
+            Some((Key::String(s), slot)) if same_str(s, &key) => *slot = value,
             _ => self.entries.insert(at, (Key::String(key), value)),
         }
     }
@@ -617,6 +682,31 @@ impl Value {
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
                 Value::Map(Arc::new(Map::from_sorted(entries)))
             }
+        }
+    }
+
+    /// [`Value::from_json`] of only what `needed` says an expression can read: the maps
+    /// along the chains it selects hold only the fields it selects, a field it only tests
+    /// with `has()` is null, and anything else is converted whole. Every expression
+    /// `needed` was found for evaluates against it as against the whole conversion.
+    pub fn from_json_needed(json: &serde_json::Value, needed: &Needed) -> Value {
+        match (needed, json) {
+            (Needed::Present, _) => Value::Null,
+            (Needed::Fields(fields), serde_json::Value::Object(map)) => {
+                // Both in key order: the entries come sorted.
+                let entries: Vec<(Key, Value)> = fields
+                    .iter()
+                    .filter_map(|(name, needed)| {
+                        let (key, value) = map.get_key_value(name.as_str())?;
+                        Some((
+                            Key::String(json_object_key(key)),
+                            Value::from_json_needed(value, needed),
+                        ))
+                    })
+                    .collect();
+                Value::Map(Arc::new(Map::from_sorted(entries)))
+            }
+            _ => Value::from_json(json),
         }
     }
 

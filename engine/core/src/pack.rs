@@ -93,12 +93,24 @@ pub struct Pack {
     /// `params` as bound in templates and CEL: the defaults, or the values given.
     pub(crate) params_json: serde_json::Value,
     pub(crate) params_cel: cel::Value,
+    /// Tells this pack (with these parameters) from every other one the process loaded:
+    /// values shared between triggers are kept per pack (see [`Pack::new_generation`]).
+    pub(crate) generation: u64,
 }
+
+/// The generation of the next pack loaded or given parameters.
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// How many gate expressions from data a pack keeps compiled.
 const GATE_CACHE: usize = 1024;
 
 impl Pack {
+    /// A generation no pack had: what a pack is given when loaded and when its parameters
+    /// change.
+    pub(crate) fn new_generation() -> u64 {
+        GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// A stage gate from data (a MigrationConfiguration's success condition), compiled with
     /// the pack's environment and limits, once.
     pub(crate) fn gate(&self, source: &str) -> Result<cel::Program, String> {
@@ -382,6 +394,7 @@ impl Pack {
         let bound = crate::params::bind(self.name(), &self.parameters, values)?;
         self.params_json = serde_json::Value::Object(bound);
         self.params_cel = cel::Value::from_json(&self.params_json);
+        self.generation = Pack::new_generation();
         Ok(())
     }
 
@@ -511,6 +524,8 @@ pub(crate) struct CompiledRule {
     pub member_roles: BTreeMap<String, String>,
     /// No `watch`: evaluated for the pack's own trigger ([`Pack::pack_trigger`]).
     pub triggerless: bool,
+    /// What of `self` the rule's expressions can read (its trigger is converted that far).
+    pub self_needed: cel::Needed,
 }
 
 /// A rule's stages, compiled.
@@ -567,6 +582,10 @@ pub(crate) struct Expr {
     pub origin: Option<Arc<ExprOrigin>>,
     /// How errors name it when the path does not say enough (`vars.replicas`).
     pub label: Option<String>,
+    /// The lookups (indices into the rule's) whose objects, with the pack's tables and
+    /// parameters, are all its value depends on, when that is so (see
+    /// `order::mark_shared`): triggers that look up the same objects share the value.
+    pub shared_by: Option<Box<[usize]>>,
 }
 
 /// The scalar an expression was read from, to map a position in the expression to the file.

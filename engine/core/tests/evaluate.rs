@@ -604,8 +604,57 @@ fn an_object_read_by_many_triggers_is_converted_once_per_round() {
         .unwrap();
         assert_eq!(outcome.desired.len(), 2);
     }
-    // Two triggers and the one Team both of them look up.
-    assert_eq!(conversions.len(), 3);
+    // The one Team both of them look up. The triggers are converted only as far as the
+    // rule reads them, and such a conversion is not kept.
+    assert_eq!(conversions.len(), 1);
+}
+
+#[test]
+fn a_variable_of_looked_up_objects_alone_is_shared_by_the_triggers_that_find_them() {
+    // `team` reads only the lookup: evaluated for the first trigger, shared with the
+    // second. `mine` reads the trigger too: evaluated for each.
+    let rule = RULE.replace(
+        "  vars:\n",
+        "  vars:\n    - name: team\n      expression: \"owner.metadata.name + '-' + string(size(owner.metadata.name))\"\n    - name: mine\n      expression: vars.team + '/' + self.metadata.name\n",
+    ).replace(
+        "      cities: self.spec.cities.size()\n",
+        "      cities: self.spec.cities.size()\n      team: vars.team\n      mine: vars.mine\n",
+    );
+    let pack = pack_with(&rule);
+    let a = app("a", &["x"], "n");
+    let b = app("b", &["y", "z"], "n");
+    let w = world(&[a.clone(), b.clone(), team()]);
+    let shared = switchyard_core::Conversions::default();
+    for trigger in [&a, &b] {
+        let alone = run(&pack, trigger, &w);
+        let sharing = switchyard_core::evaluate_in(
+            &pack,
+            Trigger {
+                cluster: "source",
+                object: trigger,
+            },
+            &w,
+            now(),
+            &shared,
+        )
+        .unwrap();
+        assert!(alone.errors.is_empty(), "{:?}", alone.errors);
+        // The same outcome, the CEL cost spent included.
+        assert_eq!(sharing.cost, alone.cost);
+        assert_eq!(sharing.status, alone.status);
+        assert_eq!(sharing.desired, alone.desired);
+        let status = alone.status.unwrap();
+        assert_eq!(
+            status["mine"],
+            json!(format!(
+                "red-3/{}",
+                trigger["metadata"]["name"].as_str().unwrap()
+            ))
+        );
+        assert_eq!(status["team"], json!("red-3"));
+        // `namespace` and `team`, kept when the first trigger evaluated them.
+        assert_eq!(shared.shared_values(), 2);
+    }
 }
 
 #[test]

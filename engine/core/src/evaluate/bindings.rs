@@ -7,6 +7,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchyard_cel as cel;
 
+/// The most lookups a shared value may depend on.
+pub(super) const SHARED_LOOKUPS: usize = 4;
+
 /// The bindings of one rule evaluation, as CEL values and as JSON for templates.
 ///
 /// The CEL side lives in one activation, kept up to date as names are bound, rather than
@@ -20,6 +23,9 @@ pub(super) struct Bindings<'e> {
     /// What the activation binds besides the rule's names (`self`, `vars`, ...), to restore
     /// one that an extra binding of the same name hid.
     pub(super) fixed: [(&'static str, cel::Value); 6],
+    /// What each of the rule's lookups found, by identity (see [`Bindings::found`]), once
+    /// it has run.
+    found: Vec<Option<usize>>,
 }
 
 impl<'e> Bindings<'e> {
@@ -28,6 +34,7 @@ impl<'e> Bindings<'e> {
         env: &'e cel::Env,
         fixed: [(&'static str, cel::Value); 6],
         vars: usize,
+        lookups: usize,
     ) -> Self {
         let mut activation = cel::Activation::with_capacity(env, 12);
         for (name, value) in &fixed {
@@ -39,7 +46,30 @@ impl<'e> Bindings<'e> {
             vars: Vec::with_capacity(vars),
             activation,
             fixed,
+            found: vec![None; lookups],
         }
+    }
+
+    /// Records what lookup `i` (found by name) bound: the address of the object it found,
+    /// which the round's [`Conversions`](super::conversions::Conversions) keeps alive, or 0
+    /// for none (null).
+    pub(super) fn found(&mut self, i: usize, identity: usize) {
+        if let Some(slot) = self.found.get_mut(i) {
+            *slot = Some(identity);
+        }
+    }
+
+    /// What the lookups `deps` found, when each has run: the key of a value shared by the
+    /// triggers whose lookups found the same objects.
+    pub(super) fn found_by(&self, deps: &[usize]) -> Option<[usize; SHARED_LOOKUPS]> {
+        let mut key = [0; SHARED_LOOKUPS];
+        if deps.len() > SHARED_LOOKUPS {
+            return None;
+        }
+        for (slot, &i) in key.iter_mut().zip(deps) {
+            *slot = (*self.found.get(i)?)?;
+        }
+        Some(key)
     }
 
     pub(super) fn add_var(&mut self, name: Arc<str>, value: cel::Value) {

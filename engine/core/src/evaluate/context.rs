@@ -13,7 +13,7 @@ use crate::outcome::{ErrorLocation, Outcome, ReadKey, RuleError, TraceEntry, Tri
 use crate::pack::{Expr, Pack};
 
 use super::bindings::Bindings;
-use super::conversions::Conversions;
+use super::conversions::{Conversions, SharedKey};
 
 /// What an evaluation records besides its decisions.
 #[derive(Debug, Clone, Copy)]
@@ -82,9 +82,10 @@ impl<'a> EvalContext<'a> {
         outcome: &'a mut Outcome,
         reads_clusters: bool,
         record: Record,
+        needed: &cel::Needed,
     ) -> Self {
         let (role, member) = split_cluster(trigger.cluster);
-        let self_value = conversions.trigger(trigger.object);
+        let self_value = conversions.trigger(trigger.object, needed);
         let now_text = now.to_rfc3339_opts(SecondsFormat::Secs, true);
         let cluster_json = Arc::new(json!({"role": role, "name": member}));
         // Built only for rules that read it: it asks the world for every role's members.
@@ -142,7 +143,7 @@ impl<'a> EvalContext<'a> {
 
     /// Empty bindings for a rule of `vars` variables: what every expression may read
     /// besides its names.
-    pub(super) fn new_bindings(&self, vars: usize) -> Bindings<'a> {
+    pub(super) fn new_bindings(&self, vars: usize, lookups: usize) -> Bindings<'a> {
         Bindings::new(
             &self.pack.env,
             [
@@ -154,6 +155,7 @@ impl<'a> EvalContext<'a> {
                 ("params", self.pack.params_cel.clone()),
             ],
             vars,
+            lookups,
         )
     }
 }
@@ -188,6 +190,19 @@ impl<'a> EvalContext<'a> {
         bindings: &Bindings,
         item: Option<(&cel::Value, usize)>,
     ) -> Result<cel::Value, Stop> {
+        self.eval_sharing(rule, expr, bindings, item)
+            .map(|(value, _)| value)
+    }
+
+    /// [`Self::eval`], and whether the value is one shared between triggers (see
+    /// `Expr::shared_by`): those are kept only when they have a JSON form.
+    fn eval_sharing(
+        &mut self,
+        rule: &str,
+        expr: &Expr,
+        bindings: &Bindings,
+        item: Option<(&cel::Value, usize)>,
+    ) -> Result<(cel::Value, bool), Stop> {
         // Each expression may spend up to its own limit, and all of them together up to
         // the object's budget: one tenant's huge object cannot starve the others.
         let remaining = self.cost_budget.saturating_sub(self.cost_used);
@@ -195,6 +210,24 @@ impl<'a> EvalContext<'a> {
         let per_expression = expr.max_cost.map_or(pack_limit, |m| m.min(pack_limit));
         let object_bound = remaining < per_expression;
         let limit = remaining.min(per_expression);
+        // A value that depends only on looked-up objects: the first trigger that found them
+        // evaluated it. Evaluation is deterministic: it would cost the same again, and fails
+        // only when that cost is past the limit (then it runs, for its error).
+        let shared = match (item, &expr.shared_by) {
+            (None, Some(deps)) => bindings.found_by(deps).map(|found| SharedKey {
+                pack: self.pack.generation,
+                expr: std::ptr::from_ref(expr) as usize,
+                found,
+            }),
+            _ => None,
+        };
+        if let Some(key) = &shared
+            && let Some((value, cost)) = self.conversions.shared_value(key)
+            && cost <= limit
+        {
+            self.cost_used += cost;
+            return Ok((value, true));
+        }
         let result = match item {
             None => expr.program.eval_within(&bindings.activation, limit),
             Some((value, index)) => {
@@ -208,7 +241,12 @@ impl<'a> EvalContext<'a> {
         match result {
             Ok((v, cost)) => {
                 self.cost_used += cost;
-                Ok(v)
+                if let Some(key) = shared
+                    && v.check_json().is_ok()
+                {
+                    self.conversions.share_value(key, &v, cost);
+                }
+                Ok((v, false))
             }
             Err(e) => {
                 let at = e.line.zip(e.column);
@@ -329,7 +367,10 @@ impl<'a> EvalContext<'a> {
         expr: &Expr,
         bindings: &Bindings<'_>,
     ) -> Result<cel::Value, Stop> {
-        let value = self.eval(rule, expr, bindings, None)?;
+        let (value, shared) = self.eval_sharing(rule, expr, bindings, None)?;
+        if shared {
+            return Ok(value);
+        }
         match value.check_json() {
             Ok(()) => Ok(value),
             Err(e) => Err(self.fail_expr(rule, expr, e.message)),

@@ -40,6 +40,7 @@ impl<'a> EvalContext<'a> {
                 lookup.name.clone(),
                 (cel::Value::from_json(&empty), Arc::new(empty)),
             );
+            bindings.found(i, 0);
             return Ok(());
         }
         let namespace = match &lookup.namespace {
@@ -91,23 +92,24 @@ impl<'a> EvalContext<'a> {
             LookupKey::Name(expr) => {
                 let object_name = self.eval_string(name, expr, bindings)?;
                 for cluster in &clusters {
-                    let key = ObjectKey {
-                        cluster: cluster.clone(),
-                        api_version: lookup.api_version.clone(),
-                        kind: lookup.kind.clone(),
-                        namespace: namespace.clone(),
-                        name: object_name.clone(),
-                    };
                     if let Some(o) = self.world.get(
                         cluster,
-                        &key.api_version,
-                        &key.kind,
+                        &lookup.api_version,
+                        &lookup.kind,
                         namespace.as_deref(),
                         &object_name,
                     ) {
                         found.push((cluster, o));
                     }
-                    self.read(|| ReadKey::Object(key));
+                    self.read(|| {
+                        ReadKey::Object(ObjectKey {
+                            cluster: cluster.clone(),
+                            api_version: lookup.api_version.clone(),
+                            kind: lookup.kind.clone(),
+                            namespace: namespace.clone(),
+                            name: object_name.clone(),
+                        })
+                    });
                 }
                 (Sought::Name(object_name), expr)
             }
@@ -267,11 +269,16 @@ impl<'a> EvalContext<'a> {
                 )),
             )
         } else {
-            match found.first() {
+            let (binding, identity) = match found.first() {
                 // The world's own copy: the templates read it where it is.
-                Some((_, o)) => (self.conversions.shared(o), Arc::clone(o)),
-                None => (cel::Value::null(), Arc::new(Value::Null)),
-            }
+                Some((_, o)) => (
+                    (self.conversions.shared(o), Arc::clone(o)),
+                    Arc::as_ptr(o) as usize,
+                ),
+                None => ((cel::Value::null(), Arc::new(Value::Null)), 0),
+            };
+            bindings.found(i, identity);
+            binding
         };
         bindings.bind_lookup(lookup.name.clone(), binding);
         Ok(())

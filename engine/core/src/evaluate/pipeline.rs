@@ -143,6 +143,17 @@ pub(crate) fn evaluate_traced<'w>(
     }
 
     let reads_clusters = rules.iter().any(|r| r.reads_clusters);
+    // What of the trigger the rules' expressions can read.
+    let needed = match rules.as_slice() {
+        [rule] => std::borrow::Cow::Borrowed(&rule.self_needed),
+        _ => {
+            let mut needed = switchyard_cel::Needed::default();
+            for rule in &rules {
+                needed.join(&rule.self_needed);
+            }
+            std::borrow::Cow::Owned(needed)
+        }
+    };
     let mut ctx = EvalContext::new(
         pack,
         trigger,
@@ -152,6 +163,7 @@ pub(crate) fn evaluate_traced<'w>(
         &mut outcome,
         reads_clusters,
         record,
+        &needed,
     );
     // Only the rules that write status have their say in it (`writeStatus: false`).
     let mut results = Vec::new();
@@ -197,7 +209,7 @@ pub(crate) fn evaluate_traced<'w>(
 
 impl<'a> EvalContext<'a> {
     fn run_rule(&mut self, rule: &CompiledRule) -> RuleResult {
-        let mut bindings = self.new_bindings(rule.vars.len());
+        let mut bindings = self.new_bindings(rule.vars.len(), rule.lookups.len());
         match self.try_rule(rule, &mut bindings) {
             Ok(result) => result,
             Err(Stop::Skip(guard)) => RuleResult::Skipped {

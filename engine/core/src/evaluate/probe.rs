@@ -99,8 +99,10 @@ pub fn probe_rule(
         &mut outcome,
         true,
         Record::READS,
+        // A probe may go on to evaluate what the rule does not.
+        &switchyard_cel::Needed::Whole,
     );
-    let mut bindings = ctx.new_bindings(rule.vars.len());
+    let mut bindings = ctx.new_bindings(rule.vars.len(), rule.lookups.len());
     let mut notes = Vec::new();
     for step in &rule.steps {
         match *step {

@@ -239,6 +239,7 @@ impl<'a> EvalContext<'a> {
                         max_cost: None,
                         origin: None,
                         label: None,
+                        shared_by: None,
                     }),
                     Err(e) => {
                         return Err(self.fail(

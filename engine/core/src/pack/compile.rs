@@ -1,7 +1,7 @@
 //! Compiling a rule: its lookups, guards, variables, outputs and status mapping, with every
 //! expression and template reference checked against what the rule defines.
 
-use super::order::order_steps;
+use super::order::{mark_shared, order_steps};
 use super::*;
 
 /// CEL's type names are identifiers (`type(x) == int`), not variables a rule must define.
@@ -48,6 +48,7 @@ impl Loader<'_> {
                     max_cost: None,
                     origin: Some(Arc::new(origin)),
                     label: None,
+                    shared_by: None,
                 })
             }
             Err(e) => {
@@ -783,6 +784,21 @@ impl Loader<'_> {
                 all_exprs.extend(c.message.iter().map(|e| (e, extra)));
             }
         }
+        // What of the trigger the rule's expressions can read: the trigger is converted to
+        // CEL values only that far. Gates from data are compiled when met, and can read
+        // anything.
+        let data_gates = stages
+            .as_ref()
+            .is_some_and(|st| st.from.as_ref().is_some_and(|f| f.gates.is_some()));
+        let mut self_needed = cel::Needed::default();
+        if data_gates {
+            self_needed = cel::Needed::Whole;
+        }
+        for (expr, _) in &all_exprs {
+            if let Some(needed) = expr.program.references().fields.get("self") {
+                self_needed.join(needed);
+            }
+        }
         let mut reference_errors = Vec::new();
         // Whether anything reads `clusters`: evaluation builds it only then.
         let mut reads_clusters = false;
@@ -972,7 +988,10 @@ impl Loader<'_> {
         }
 
         let steps = match order_steps(&lookups, &guards, &vars) {
-            Ok(steps) => steps,
+            Ok(steps) => {
+                mark_shared(&lookups, &mut guards, &mut vars, &steps, CEL_TYPE_NAMES);
+                steps
+            }
             Err(cycle) => {
                 self.error(
                     Diagnostic::error(
@@ -1041,6 +1060,7 @@ impl Loader<'_> {
             reads_clusters,
             member_roles,
             triggerless: spec.watch.is_none(),
+            self_needed,
         })
     }
 

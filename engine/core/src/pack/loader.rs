@@ -303,6 +303,7 @@ impl<'a> Loader<'a> {
             env,
             tests,
             files: self.files.clone(),
+            generation: Pack::new_generation(),
         })
     }
 

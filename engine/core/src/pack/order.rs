@@ -98,3 +98,67 @@ impl Ord for Step {
         key(self).cmp(&key(other))
     }
 }
+
+/// Marks the guards and variables whose value depends only on objects the rule looks up by
+/// name (and on the pack's `tables` and `params`), with those lookups (`Expr::shared_by`):
+/// the FleetWorkloads of one namespace read the same Fleet, and what a rule makes of the
+/// Fleet alone is the same for each of them. An expression qualifies when every name it
+/// reads is such a lookup, `tables`, `params`, a CEL type name or `vars`, the variables it
+/// selects qualify themselves, and it reads `vars` only field by field. `steps` is the
+/// evaluation order: a variable comes after those it reads.
+pub(super) fn mark_shared(
+    lookups: &[CompiledLookup],
+    guards: &mut [CompiledGuard],
+    vars: &mut [CompiledVar],
+    steps: &[Step],
+    type_names: &[&str],
+) {
+    let by_name: BTreeMap<&str, usize> = lookups
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.finds_list())
+        .map(|(i, l)| (l.name.as_str(), i))
+        .collect();
+    let var_index: BTreeMap<String, usize> = vars
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.name.clone(), i))
+        .collect();
+    let mut var_deps: Vec<Option<BTreeSet<usize>>> = vec![None; vars.len()];
+    let deps_of = |expr: &Expr, var_deps: &[Option<BTreeSet<usize>>]| {
+        let refs = expr.program.references();
+        if refs.whole.contains("vars") {
+            return None;
+        }
+        let mut deps = BTreeSet::new();
+        for variable in &refs.variables {
+            match variable.as_str() {
+                "vars" | "tables" | "params" => {}
+                name if type_names.contains(&name) => {}
+                name => {
+                    deps.insert(*by_name.get(name)?);
+                }
+            }
+        }
+        for (root, field) in &refs.selections {
+            if root == "vars" {
+                deps.extend(var_deps[*var_index.get(field)?].as_ref()?.iter().copied());
+            }
+        }
+        Some(deps)
+    };
+    for step in steps {
+        match *step {
+            Step::Guard(i) => {
+                let deps = deps_of(&guards[i].expr, &var_deps);
+                guards[i].expr.shared_by = deps.map(|d| d.into_iter().collect());
+            }
+            Step::Var(i) => {
+                let deps = deps_of(&vars[i].expr, &var_deps);
+                vars[i].expr.shared_by = deps.as_ref().map(|d| d.iter().copied().collect());
+                var_deps[i] = deps;
+            }
+            Step::Lookup(_) => {}
+        }
+    }
+}

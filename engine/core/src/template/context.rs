@@ -71,7 +71,7 @@ impl CelMap {
         self.members
             .iter()
             .rev()
-            .find(|(n, ..)| &**n == name)
+            .find(|(n, ..)| switchyard_cel::same_str(n, name))
             .map(|(_, value, json)| json.get_or_init(|| Self::json(value)))
     }
 

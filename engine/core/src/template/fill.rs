@@ -36,7 +36,10 @@ impl RenderContext<'_> {
         next: Option<&str>,
     ) -> Result<Option<(&Value, bool)>, Fail> {
         match &self.root {
-            Root::Names(names) => match names.iter().find(|(n, _)| n == name) {
+            Root::Names(names) => match names
+                .iter()
+                .find(|(n, _)| switchyard_cel::same_str(n, name))
+            {
                 None => Ok(None),
                 Some((_, Held::Cel(map))) => match next {
                     Some(next) => Ok(map.member(next).map(|v| (v, true))),
