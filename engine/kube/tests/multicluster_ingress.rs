@@ -29,7 +29,9 @@ const POLICY: &str = "policy.karmada.io/v1alpha1";
 /// Every `status.loadBalancer.ingress[0].ip` an object of `kind` named `name` in `default`
 /// takes, in order, as a watch started before it exists sees them (a value repeated by
 /// later changes is recorded once).
-fn record_addresses(client: kube::Client, kind: &str, plural: &str, name: &str) -> Recorder {
+/// Records every address the object takes, from a watch that is open when this returns: the
+/// changes made after are all seen, however fast they come.
+async fn record_addresses(client: kube::Client, kind: &str, plural: &str, name: &str) -> Recorder {
     let resource = ApiResource::from_gvk_with_plural(
         &kube::core::GroupVersionKind::gvk("networking.karmada.io", "v1alpha1", kind),
         plural,
@@ -40,10 +42,15 @@ fn record_addresses(client: kube::Client, kind: &str, plural: &str, name: &str) 
     let params = WatchParams::default()
         .fields(&format!("metadata.name={name}"))
         .timeout(290);
+    let (opened, open) = tokio::sync::oneshot::channel();
+    let mut opened = Some(opened);
     let task = tokio::spawn(async move {
         let mut version = "0".to_string();
         loop {
             let mut stream = api.watch(&params, &version).await.unwrap().boxed();
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
             while let Some(event) = stream.next().await {
                 let object = match event.unwrap() {
                     WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
@@ -69,6 +76,7 @@ fn record_addresses(client: kube::Client, kind: &str, plural: &str, name: &str) 
             }
         }
     });
+    open.await.unwrap();
     Recorder { seen, task }
 }
 
@@ -240,7 +248,8 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
         "MultiClusterIngress",
         "multiclusteringresses",
         "shop",
-    );
+    )
+    .await;
     karmada.put(&ingress(&["serve", "cart"])).await;
     let status = wait_for("the ingress's status", CONVERGE, || async {
         let live = karmada
@@ -382,7 +391,8 @@ async fn ingresses_services_and_multicluster_services_as_the_seed_handles_them()
         "MultiClusterService",
         "multiclusterservices",
         "api",
-    );
+    )
+    .await;
     karmada.put(&multicluster_service(&["LoadBalancer"])).await;
     wait_for("api exported", CONVERGE, || exported(&karmada, "api")).await;
     wait_for("the MultiClusterService's address", CONVERGE, || async {
