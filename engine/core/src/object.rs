@@ -89,9 +89,20 @@ impl ObjectKey {
         let api_version = field(&["apiVersion"]).ok_or("object has no `apiVersion`")?;
         let kind = field(&["kind"]).ok_or("object has no `kind`")?;
         let name = field(&["metadata", "name"]).ok_or("object has no `metadata.name`")?;
-        let namespace = field(&["metadata", "namespace"])
-            .filter(|ns| !ns.is_empty())
-            .map(str::to_string);
+        let namespace = field(&["metadata", "namespace"]);
+        ObjectKey::named(cluster, api_version, kind, namespace, name)
+    }
+
+    /// The key of the object of that kind, namespace (none when empty) and name, or why
+    /// it has none.
+    pub fn named(
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<ObjectKey, String> {
+        let namespace = namespace.filter(|ns| !ns.is_empty()).map(str::to_string);
         // Names become identities (`switchyard.dev/owners` joins them with `,`): hold them
         // to Kubernetes' own rules before they do.
         if let Some(ns) = &namespace

@@ -217,16 +217,25 @@ impl KindCache {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<Arc<Value>> {
+        self.cached(workspace, namespace, name)
+            .map(|c| Arc::new(c.value()))
+    }
+
+    /// An object as kept, not decoded.
+    pub fn cached(
+        &self,
+        workspace: Option<&str>,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Cached>> {
         let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
-        let found = objects
+        objects
             .get(&(
                 workspace.map(Arc::from),
                 namespace.map(str::to_string),
                 name.to_string(),
             ))
-            .cloned();
-        drop(objects);
-        found.map(|c| Arc::new(c.value()))
+            .cloned()
     }
 
     /// The objects of one workspace (or all, in other caches) in one namespace or all.
@@ -258,6 +267,28 @@ impl KindCache {
             .values()
             .cloned()
             .collect()
+    }
+
+    /// Visits every object with its key in the cluster `watched`, as kept: the keys come
+    /// from where each is kept, so none needs decoding, and nothing is gathered (a scan of
+    /// twenty thousand outputs made all their keys at once would hold megabytes at its
+    /// peak). An object whose name is no valid key is left out, as [`Store::key_of`] leaves
+    /// it out. The cache is read-locked meanwhile: `visit` does little.
+    pub fn for_each_keyed(&self, kind: &KindKey, mut visit: impl FnMut(ObjectKey, &Arc<Cached>)) {
+        let objects = self.objects.read().unwrap_or_else(PoisonError::into_inner);
+        for (at, cached) in objects.iter() {
+            let (_, namespace, name) = at;
+            let cluster = KindCache::cluster_at(&kind.cluster, at);
+            if let Ok(key) = ObjectKey::named(
+                &cluster,
+                &kind.api_version,
+                &kind.kind,
+                namespace.as_deref(),
+                name,
+            ) {
+                visit(key, cached);
+            }
+        }
     }
 
     /// The workspaces that have objects here.
@@ -558,6 +589,15 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The cached version of an object, not decoded: what its resource version alone
+    /// answers needs no decoding.
+    pub fn cached_key(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
+        let (cache, workspace) = self.find(&key.cluster, &key.api_version, &key.kind)?;
+        cache.cached(workspace, key.namespace.as_deref(), &key.name)
+    }
+}
+
 impl World for Store {
     fn get(
         &self,
@@ -774,5 +814,35 @@ mod tests {
         let shop_b = store.key_of(&key, &object(Some("ws-b"), "shop")).unwrap();
         assert_eq!(shop_b.cluster, "source/ws-b");
         assert_eq!(store.watch_clusters("source"), ["source"]);
+        // Keys read from where objects are kept are the keys of the objects themselves.
+        let mut keyed = Vec::new();
+        cache.for_each_keyed(&key, |k, _| keyed.push(k));
+        let of_objects: Vec<ObjectKey> = cache
+            .all()
+            .iter()
+            .filter_map(|c| store.key_of(&key, &c.value()))
+            .collect();
+        assert_eq!(keyed, of_objects);
+        assert_eq!(keyed.len(), 3);
+        assert!(keyed.contains(&shop_b));
+        assert_eq!(
+            store.cached_key(&shop_b).map(|c| c.value()),
+            Some(Value::clone(&object(Some("ws-b"), "shop")))
+        );
+    }
+
+    #[test]
+    fn an_object_whose_name_is_no_key_has_none_where_it_is_kept_either() {
+        let cache = KindCache::new(false);
+        put(&cache, cm("default", "shop")).unwrap();
+        put(&cache, cm("default", "Not_A_Name")).unwrap();
+        let key = KindKey {
+            cluster: "source".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        let mut keyed = Vec::new();
+        cache.for_each_keyed(&key, |k, _| keyed.push(k.to_string()));
+        assert_eq!(keyed, ["source:ConfigMap:default/shop"]);
     }
 }

@@ -756,8 +756,12 @@ async fn a_conflict_is_won_by_the_older_trigger_and_reported_by_the_other() {
         kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
     let broker = Broker::start(&packs.packs(), &kubeconfigs).await;
 
+    // The merge's conflict, not a write's (a `409 Conflict` retried meanwhile).
     let lost = wait_synced(&source, "default/web to lose", "default", "web", |c| {
         c["reason"] == "Conflict"
+            && c["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("is rendered with different contents"))
     })
     .await;
     assert_eq!(lost["status"], "False");

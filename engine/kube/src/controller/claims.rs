@@ -17,9 +17,8 @@ use serde_json::Value;
 use switchyard_core::ObjectKey;
 use switchyard_core::model::DeletionPolicy;
 use switchyard_core::names::{ANNOTATION_CREATED, ANNOTATION_RULE};
-use switchyard_core::plan::OWNERS_MORE;
-
 use switchyard_core::object::World;
+use switchyard_core::plan::OWNERS_MORE;
 
 use super::outputs::{annotation, created_by};
 use super::state::{Controller, Initial, ReconcileError};

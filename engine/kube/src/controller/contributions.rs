@@ -9,6 +9,7 @@ use serde_json::Value;
 use switchyard_core::DesiredObject;
 use switchyard_core::ObjectKey;
 use switchyard_core::evaluate::Precedence;
+use switchyard_core::model::OutputMode;
 use switchyard_core::names::{ANNOTATION_APPLIED, ANNOTATION_OWNERS};
 use switchyard_core::plan::{Conflict, absorb, stamp_merged};
 
@@ -42,7 +43,8 @@ impl PackState {
                     Some((shared, _)) => shared.clone(),
                     None => Arc::new(d.key.clone()),
                 };
-                Kept::new(d, key, hash)
+                let owners = owners_hash(&d.object);
+                Kept::new(d, key, hash, owners)
             })
             .collect();
         for d in &previous {
@@ -154,10 +156,31 @@ impl PackState {
         Some(MergedOutput::Ready(merged))
     }
 
+    /// The content hash and `owners_hash` of the merged form of an output applied whole,
+    /// where they are known without merging: cached from the last merge, or those of its one
+    /// owner's contribution.
+    pub(super) fn known_merged_hash(&self, key: &Key) -> Option<(&str, u64)> {
+        if let Some(merged) = self.merged.get(key) {
+            return (merged.desired.mode == OutputMode::Apply)
+                .then(|| (merged.hash.as_str(), owners_hash(&merged.desired.object)));
+        }
+        let owners = self.by_output.get(key)?;
+        let [owner] = owners.iter().collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let kept = self
+            .contributions
+            .get(owner)?
+            .iter()
+            .find(|d| d.key() == key)?;
+        kept.applies_whole()
+            .then_some((kept.hash.as_str(), kept.owners_hash))
+    }
+
     /// Releases the objects of the trigger's contribution that only it desires: they were
     /// just written (or their write failed, and its retry evaluates again). An output that
     /// becomes shared later has its owner evaluated again for the merge
-    /// ([`MergedOutput::Evaluate`]).
+    /// ([`MergedOutput::Evaluate`]). The objects of shared outputs are kept compact.
     pub(super) fn release_objects(&mut self, trigger: &ObjectKey) {
         let Some(kept) = self.contributions.get_mut(trigger) else {
             return;
@@ -165,6 +188,8 @@ impl PackState {
         for d in kept {
             if self.by_output.get(d.key()).is_some_and(|o| o.len() == 1) {
                 d.release();
+            } else {
+                d.compact();
             }
         }
     }
@@ -210,18 +235,71 @@ impl PackState {
 /// maps are ordered: the text is canonical) without the owners annotation, whose changes
 /// alone do not need a write (see `owners_covered`), first 16 hex digits. Stable across
 /// restarts and versions: it is written onto the object and compared after a restart.
+/// The text goes straight into the digest, the two annotations skipped on the way: an
+/// evaluation hashes every output it renders.
 pub(super) fn hash_value(value: &Value) -> String {
     use sha2::{Digest, Sha256};
-    let mut comparable = value.clone();
-    if let Some(annotations) = comparable
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-    {
-        annotations.remove(ANNOTATION_OWNERS);
-        annotations.remove(ANNOTATION_APPLIED);
+    struct Digesting(Sha256);
+    impl std::io::Write for Digesting {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
-    let digest = Sha256::digest(comparable.to_string().as_bytes());
+    let mut digesting = Digesting(Sha256::new());
+    // Writing into a digest cannot fail, nor can serialising a `Value`.
+    let _ = serde_json::to_writer(&mut digesting, &Comparable::Object(value));
+    let digest = digesting.0.finalize();
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A hash of an object's owners annotation, which `hash_value` leaves out: what tells an
+/// object applied for other owners from one applied for these (kept in memory only).
+pub(super) fn owners_hash(object: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let owners = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(ANNOTATION_OWNERS))
+        .and_then(Value::as_str);
+    let mut hasher = std::hash::DefaultHasher::new();
+    owners.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// An object serialised without the annotations that do not count as its content.
+enum Comparable<'v> {
+    Object(&'v Value),
+    Metadata(&'v Value),
+    Annotations(&'v Value),
+}
+
+impl serde::Serialize for Comparable<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (Comparable::Object(value)
+        | Comparable::Metadata(value)
+        | Comparable::Annotations(value)) = *self;
+        let Value::Object(map) = value else {
+            return value.serialize(serializer);
+        };
+        let mut out = serializer.serialize_map(None)?;
+        for (k, v) in map {
+            match (self, k.as_str()) {
+                (Comparable::Object(_), "metadata") => {
+                    out.serialize_entry(k, &Comparable::Metadata(v))?
+                }
+                (Comparable::Metadata(_), "annotations") => {
+                    out.serialize_entry(k, &Comparable::Annotations(v))?
+                }
+                (Comparable::Annotations(_), ANNOTATION_OWNERS | ANNOTATION_APPLIED) => {}
+                _ => out.serialize_entry(k, v)?,
+            }
+        }
+        out.end()
+    }
 }
 
 #[cfg(test)]
@@ -258,6 +336,40 @@ mod tests {
             namespace: None,
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn the_hash_leaves_out_the_owners_and_applied_annotations_and_nothing_else() {
+        let object = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "a",
+                "annotations": {
+                    ANNOTATION_OWNERS: "source:a",
+                    ANNOTATION_APPLIED: "0123456789abcdef",
+                    "keep": "this",
+                },
+                "labels": {"annotations": "stay"},
+            },
+            "data": {"metadata": {"annotations": {ANNOTATION_OWNERS: "data, kept"}}},
+        });
+        let without = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": "a",
+                "annotations": {"keep": "this"},
+                "labels": {"annotations": "stay"},
+            },
+            "data": {"metadata": {"annotations": {ANNOTATION_OWNERS: "data, kept"}}},
+        });
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(without.to_string().as_bytes());
+        let expected: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hash_value(&object), expected);
+        assert_eq!(hash_value(&without), expected);
+        assert_ne!(hash_value(&object["data"]), expected);
     }
 
     fn trigger(name: &str) -> Key {

@@ -15,6 +15,7 @@ use switchyard_core::names::{
 use switchyard_core::object::World;
 use switchyard_core::plan::{OWNERS_MORE, owners_annotation, owners_covered};
 
+use super::contributions::owners_hash;
 use super::state::{
     Applied, Controller, Key, Merged, MergedOutput, PackState, ReconcileError, Work,
 };
@@ -31,7 +32,15 @@ impl PackState {
             let Some(cache) = store.cache(kind) else {
                 continue;
             };
-            for cached in cache.all() {
+            // What a trigger desires is passed over undecoded: a prune after a round reads
+            // only the objects nobody desires.
+            let mut candidates = Vec::new();
+            cache.for_each_keyed(kind, |at, cached| {
+                if !self.by_output.contains_key(&at) {
+                    candidates.push(cached.clone());
+                }
+            });
+            for cached in candidates {
                 let o = cached.value();
                 if !created_by(&o, pack_name) {
                     continue;
@@ -207,6 +216,42 @@ impl Controller {
         }
     }
 
+    /// Of the outputs a trigger desires as its last evaluation did, those that may not be
+    /// as this broker last applied them. The cache's resource version of each is compared
+    /// with the one recorded when the same content was last applied (or found applied): equal,
+    /// nobody has written the object since, and neither it nor the desired object need be
+    /// decoded to know. Anything else (another version, a merge not known, sharding, whose
+    /// writers each hold their own claim) is checked whole by `sync_outputs`.
+    pub(super) fn maybe_stale(&self, pack_name: &str, unchanged: BTreeSet<Key>) -> BTreeSet<Key> {
+        let recorded: Vec<(Key, Option<String>)> = {
+            let state = self.lock();
+            let Some(p) = state.packs.get(pack_name).filter(|p| p.shard_count <= 1) else {
+                return unchanged;
+            };
+            unchanged
+                .into_iter()
+                .map(|key| {
+                    let version = p
+                        .known_merged_hash(&key)
+                        .zip(state.applied.get(&key))
+                        .filter(|((hash, owners), record)| {
+                            record.hash == *hash && record.owners == *owners
+                        })
+                        .and_then(|(_, record)| record.resource_version.clone());
+                    (key, version)
+                })
+                .collect()
+        };
+        recorded
+            .into_iter()
+            .filter(|(key, version)| {
+                let cached = version.as_ref().and_then(|_| self.store.cached_key(key));
+                cached.is_none_or(|c| c.resource_version() != version.as_deref())
+            })
+            .map(|(key, _)| key)
+            .collect()
+    }
+
     /// An output the pack owns (`apply` or `create`): created when absent, applied when it
     /// is the pack's and not up to date, adopted or left alone when it is someone else's.
     async fn sync_owned(
@@ -267,11 +312,11 @@ impl Controller {
             self.store.is_metadata_only(key),
             manager,
         ) {
-            Freshness::Recorded => return Ok(Synced::Done),
-            Freshness::FromLive => {
-                // After a restart: the live object holds what would be applied; remember it
-                // so a later change of the object is seen as one.
-                self.record(key, &merged.hash, &live);
+            Freshness::Recorded | Freshness::FromLive => {
+                // The live object holds what would be applied (after a restart, say):
+                // remember it, version included, so a later change of the object is seen as
+                // one and `maybe_stale` knows it current until then.
+                self.record(key, &merged.hash, writer.object(merged), &live);
                 return Ok(Synced::Done);
             }
             Freshness::Stale => {}
@@ -283,7 +328,7 @@ impl Controller {
             .apply_output_status(manager, key, &object, stored)
             .await?;
         self.count_apply(pack_name, key);
-        self.record_stored(key, &merged.hash, &stored);
+        self.record_stored(key, &merged.hash, &object, &stored);
         tracing::debug!(object = %key, "applied");
         Ok(Synced::Done)
     }
@@ -308,7 +353,7 @@ impl Controller {
                     .clusters
                     .apply_output_status(manager, key, &object, marked)
                     .await?;
-                self.record_stored(key, &merged.hash, &marked);
+                self.record_stored(key, &merged.hash, &object, &marked);
                 tracing::debug!(object = %key, "created");
                 Ok(Synced::Done)
             }
@@ -336,7 +381,7 @@ impl Controller {
                         .apply_output_status(manager, key, &object, stored)
                         .await?;
                     self.count_apply(pack_name, key);
-                    self.record_stored(key, &merged.hash, &stored);
+                    self.record_stored(key, &merged.hash, &object, &stored);
                     Ok(Synced::Done)
                 } else if merged.desired.adopt {
                     self.adopt(pack_name, key, merged, writer, &uid).await
@@ -371,7 +416,7 @@ impl Controller {
             .clusters
             .apply_output_status(manager, key, &object, marked)
             .await?;
-        self.record_stored(key, &merged.hash, &marked);
+        self.record_stored(key, &merged.hash, &object, &marked);
         tracing::info!(object = %key, "adopted an existing object (adopt: true)");
         Ok(Synced::Done)
     }
@@ -384,18 +429,54 @@ impl Controller {
         created: bool,
         manager: &str,
     ) -> Result<kube::api::DynamicObject, ApplyError> {
-        let marked = self
+        let marked = match self
             .clusters
             .mark_created(manager, key, live, created)
-            .await?;
+            .await
+        {
+            Ok(marked) => marked,
+            Err(e) if e.is_conflict() => {
+                // Two workers saw the object unmarked (its create, and another trigger
+                // desiring it): the other one's mark may have landed first. Marked with
+                // this uid, it is done; anything else is the conflict it is.
+                let uid = live.metadata.uid.as_deref();
+                match self.clusters.get(key).await? {
+                    Some(now)
+                        if uid.is_some()
+                            && now.metadata.uid.as_deref() == uid
+                            && now
+                                .metadata
+                                .annotations
+                                .as_ref()
+                                .and_then(|a| a.get(ANNOTATION_CREATED))
+                                .map(String::as_str)
+                                == uid =>
+                    {
+                        self.lock().unmarked.remove(key);
+                        return Ok(now);
+                    }
+                    _ => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         self.count_apply(pack_name, key);
         self.lock().unmarked.remove(key);
         Ok(marked)
     }
 
-    fn record_stored(&self, key: &Key, hash: &str, stored: &kube::api::DynamicObject) {
+    /// Records an apply of `applied` (with content `hash`) that the API server answered
+    /// with `stored`.
+    fn record_stored(
+        &self,
+        key: &Key,
+        hash: &str,
+        applied: &Value,
+        stored: &kube::api::DynamicObject,
+    ) {
         let record = Applied {
             hash: hash.to_string(),
+            owners: owners_hash(applied),
             uid: stored.metadata.uid.clone(),
             generation: stored.metadata.generation,
             resource_version: stored.metadata.resource_version.clone(),
@@ -403,9 +484,11 @@ impl Controller {
         self.lock().applied.insert(key.clone(), record);
     }
 
-    fn record(&self, key: &Key, hash: &str, live: &Value) {
+    /// Records that `live` holds `desired` (with content `hash`).
+    fn record(&self, key: &Key, hash: &str, desired: &Value, live: &Value) {
         let record = Applied {
             hash: hash.to_string(),
+            owners: owners_hash(desired),
             uid: live
                 .pointer("/metadata/uid")
                 .and_then(Value::as_str)
@@ -856,7 +939,7 @@ pub fn is_subset(want: &Value, have: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::contributions::hash_value;
+    use super::super::contributions::{hash_value, owners_hash};
     use super::*;
     use serde_json::json;
 
@@ -886,6 +969,7 @@ mod tests {
             uid: None,
             generation: Some(3),
             resource_version: Some("10".into()),
+            owners: owners_hash(&desired),
         };
         let live = json!({"metadata": {"generation": 3, "resourceVersion": "11", "labels": {"switchyard.dev/pack": "p"}}});
         let check = |live: &Value, record: Option<&Applied>, metadata_only: bool| {

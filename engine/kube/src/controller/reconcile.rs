@@ -142,7 +142,7 @@ impl Controller {
                 wait + Duration::from_secs(1),
             );
         }
-        let touched = {
+        let (mut touched, unchanged) = {
             let mut state = self.lock();
             let Some(p) = state.packs.get_mut(pack_name) else {
                 return Ok(());
@@ -152,10 +152,10 @@ impl Controller {
                 if !p.contributions.contains_key(trigger) {
                     p.unknown.insert(trigger.clone());
                 }
-                BTreeSet::new()
+                (BTreeSet::new(), BTreeSet::new())
             } else {
                 p.unknown.remove(trigger);
-                let mut touched = p.set_contribution(
+                let touched = p.set_contribution(
                     trigger,
                     std::mem::take(&mut outcome.desired),
                     Some(&outcome.facts.precedence),
@@ -163,28 +163,38 @@ impl Controller {
                 if p.orphans_any(&touched) {
                     self.queue.add(Work::Prune(pack_name.clone()));
                 }
-                // Outputs desired before: checked again so drift is corrected.
-                if let Some(kept) = p.contributions.get(trigger) {
-                    touched.extend(kept.iter().map(|k| k.key().clone()));
-                }
-                touched
+                // Outputs desired as before: checked again so drift is corrected.
+                let unchanged: BTreeSet<Key> = p
+                    .contributions
+                    .get(trigger)
+                    .into_iter()
+                    .flatten()
+                    .map(|k| k.key().clone())
+                    .filter(|k| !touched.contains(k))
+                    .collect();
+                (touched, unchanged)
             }
         };
+        let desires_any = !touched.is_empty() || !unchanged.is_empty();
+        touched.extend(self.maybe_stale(pack_name, unchanged));
 
         // The finalizer goes on before any output exists, so a delete can never skip cleanup.
         if let Some(f) = &finalizer
             && !has_finalizer(&object, f)
-            && !touched.is_empty()
+            && desires_any
         {
-            self.clusters
+            let set = self
+                .clusters
                 .set_finalizer(pack_name, trigger, &object, f, true)
-                .await?;
+                .await;
+            if let Err(e) = set {
+                self.release_objects(pack_name, trigger);
+                return Err(e.into());
+            }
             self.count_finalizer(pack_name);
         }
         let applied = self.sync_outputs(pack_name, &touched).await;
-        if let Some(p) = self.lock().packs.get_mut(pack_name) {
-            p.release_objects(trigger);
-        }
+        self.release_objects(pack_name, trigger);
         // The merge refused this trigger's version of an output: its status says so.
         let refused = {
             let state = self.lock();
@@ -272,6 +282,14 @@ impl Controller {
         })
         .await
         .map_err(|e| format!("the evaluation stopped: {e}"))?
+    }
+
+    /// Releases what the trigger's contribution holds of its objects once they are written
+    /// (see [`super::state::PackState::release_objects`]).
+    fn release_objects(&self, pack_name: &Arc<str>, trigger: &ObjectKey) {
+        if let Some(p) = self.lock().packs.get_mut(pack_name) {
+            p.release_objects(trigger);
+        }
     }
 
     /// Queues the triggers (other than `current`) that a merge made win or lose an output,

@@ -219,18 +219,15 @@ impl<'a> IntoIterator for &'a Owners {
 }
 
 /// One trigger's desired object, kept until its next evaluation: the hash of its content
-/// (so an unchanged evaluation is seen as such) and, while a merge may need it, the object
-/// in compact form (its JSON text, as the caches keep objects, see `store::Cached`).
+/// (so an unchanged evaluation is seen as such) and, while a merge may need it, the object.
 #[derive(Debug)]
 pub(super) struct Kept {
     key: Key,
-    /// The object, compact as the caches keep theirs; `None` once released (see
-    /// [`PackState::release_objects`]): an output only its own trigger desires is written
-    /// right after that trigger's evaluation, and any later write of it comes from a new
-    /// evaluation, so keeping it would only hold its text in memory.
-    object: Option<Cached>,
+    object: KeptObject,
     /// `hash_value` of the object: the merged hash when the trigger is its only owner.
     pub(super) hash: String,
+    /// `owners_hash` of the object.
+    pub(super) owners_hash: u64,
     // The rest of the `DesiredObject`, its sets as slices (a `BTreeSet` node has eleven
     // slots; these hold one or two names).
     sources: Box<[String]>,
@@ -240,10 +237,24 @@ pub(super) struct Kept {
     adopt: bool,
 }
 
+/// What a contribution holds of its object.
+#[derive(Debug)]
+enum KeptObject {
+    /// As evaluated, until the outputs are written.
+    Whole(Value),
+    /// Compact as the caches keep theirs (its JSON text, see `store::Cached`): an output
+    /// several triggers desire, for the next merge.
+    Compact(Cached),
+    /// Released (see [`PackState::release_objects`]): an output only its own trigger
+    /// desires is written right after that trigger's evaluation, and any later write of it
+    /// comes from a new evaluation, so keeping it would only hold its text in memory.
+    Released,
+}
+
 impl Kept {
-    /// `key`: the desired object's key, shared with the maps that name the output; `hash`:
-    /// `hash_value` of the desired object.
-    pub(super) fn new(desired: DesiredObject, key: Key, hash: String) -> Kept {
+    /// `key`: the desired object's key, shared with the maps that name the output; `hash`
+    /// and `owners_hash`: `hash_value` and `owners_hash` of the desired object.
+    pub(super) fn new(desired: DesiredObject, key: Key, hash: String, owners_hash: u64) -> Kept {
         let DesiredObject {
             key: _,
             object,
@@ -255,7 +266,8 @@ impl Kept {
         } = desired;
         Kept {
             key,
-            object: Some(Cached::new(&object)),
+            owners_hash,
+            object: KeptObject::Whole(object),
             hash,
             sources: sources.into_iter().collect(),
             owners: owners.into_iter().collect(),
@@ -273,7 +285,11 @@ impl Kept {
     pub(super) fn desired(&self) -> Option<DesiredObject> {
         Some(DesiredObject {
             key: ObjectKey::clone(&self.key),
-            object: self.object.as_ref()?.value(),
+            object: match &self.object {
+                KeptObject::Whole(object) => object.clone(),
+                KeptObject::Compact(cached) => cached.value(),
+                KeptObject::Released => return None,
+            },
             sources: self.sources.iter().cloned().collect(),
             owners: self.owners.iter().cloned().collect(),
             deletion: self.deletion,
@@ -284,11 +300,23 @@ impl Kept {
 
     /// Forgets the object, keeping its hash.
     pub(super) fn release(&mut self) {
-        self.object = None;
+        self.object = KeptObject::Released;
+    }
+
+    /// Keeps the object in compact form only.
+    pub(super) fn compact(&mut self) {
+        if let KeptObject::Whole(object) = &self.object {
+            self.object = KeptObject::Compact(Cached::new(object));
+        }
+    }
+
+    /// The output is applied whole (not created once, not patched onto another's object).
+    pub(super) fn applies_whole(&self) -> bool {
+        self.mode == OutputMode::Apply
     }
 
     pub(super) fn is_released(&self) -> bool {
-        self.object.is_none()
+        matches!(self.object, KeptObject::Released)
     }
 }
 
@@ -333,6 +361,9 @@ pub(super) struct Applied {
     pub(super) uid: Option<String>,
     pub(super) generation: Option<i64>,
     pub(super) resource_version: Option<String>,
+    /// `owners_hash` of the object applied: the owners annotation the live object was
+    /// known to cover at `resource_version` (the content hash leaves it out).
+    pub(super) owners: u64,
 }
 
 /// Everything the controller remembers, behind one lock.

@@ -95,7 +95,15 @@ impl PackState {
                 let Some(cache) = store.cache(&kind) else {
                     continue;
                 };
-                for cached in cache.all() {
+                // Decoded only to match a selector, after the scan.
+                let mut selecting = Vec::new();
+                cache.for_each_keyed(&kind, |key, cached| match &rule.selector {
+                    None => {
+                        triggers.insert(self.shared_trigger(key));
+                    }
+                    Some(_) => selecting.push(cached.clone()),
+                });
+                for cached in selecting {
                     let object = cached.value();
                     let selected = rule
                         .selector
@@ -480,14 +488,11 @@ impl Controller {
                         let Some(cache) = self.store.cache(&kind) else {
                             continue;
                         };
-                        for cached in cache.all() {
-                            let object = cached.value();
-                            if let Some(key) = self.store.key_of(&kind, &object)
-                                && state.holds(&key)
-                            {
+                        cache.for_each_keyed(&kind, |key, _| {
+                            if state.holds(&key) {
                                 work.push(Work::Trigger(name.clone(), p.shared_trigger(key)));
                             }
-                        }
+                        });
                     }
                 }
                 if let Some((key, _)) = p.pack.pack_trigger()
