@@ -135,6 +135,26 @@ fn world(objects: &[Value]) -> MemoryWorld {
 }
 
 /// Evaluates `trigger` (in the source cluster) against `world` at the test clock.
+/// [`run`] with a conversion cache shared across the triggers of a round.
+fn run_in(
+    pack: &Pack,
+    trigger: &Value,
+    world: &MemoryWorld,
+    conversions: &switchyard_core::Conversions<'_>,
+) -> switchyard_core::Outcome {
+    switchyard_core::evaluate_in(
+        pack,
+        Trigger {
+            cluster: "source",
+            object: trigger,
+        },
+        world,
+        now(),
+        conversions,
+    )
+    .unwrap()
+}
+
 fn run(pack: &Pack, trigger: &Value, world: &MemoryWorld) -> switchyard_core::Outcome {
     evaluate(
         pack,
@@ -591,17 +611,7 @@ fn an_object_read_by_many_triggers_is_converted_once_per_round() {
     let w = world(&[a.clone(), b.clone(), team()]);
     let conversions = switchyard_core::Conversions::default();
     for trigger in [&a, &b] {
-        let outcome = switchyard_core::evaluate_in(
-            &pack,
-            Trigger {
-                cluster: "source",
-                object: trigger,
-            },
-            &w,
-            now(),
-            &conversions,
-        )
-        .unwrap();
+        let outcome = run_in(&pack, trigger, &w, &conversions);
         assert_eq!(outcome.desired.len(), 2);
     }
     // The one Team both of them look up. The triggers are converted only as far as the
@@ -627,17 +637,7 @@ fn a_variable_of_looked_up_objects_alone_is_shared_by_the_triggers_that_find_the
     let shared = switchyard_core::Conversions::default();
     for trigger in [&a, &b] {
         let alone = run(&pack, trigger, &w);
-        let sharing = switchyard_core::evaluate_in(
-            &pack,
-            Trigger {
-                cluster: "source",
-                object: trigger,
-            },
-            &w,
-            now(),
-            &shared,
-        )
-        .unwrap();
+        let sharing = run_in(&pack, trigger, &w, &shared);
         assert!(alone.errors.is_empty(), "{:?}", alone.errors);
         // The same outcome, the CEL cost spent included.
         assert_eq!(sharing.cost, alone.cost);

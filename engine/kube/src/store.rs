@@ -541,6 +541,13 @@ impl Store {
         ObjectKey::of(&cluster, object).ok()
     }
 
+    /// The cached version of an object, not decoded: what its resource version alone
+    /// answers needs no decoding.
+    pub fn cached_key(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
+        let (cache, workspace) = self.find(&key.cluster, &key.api_version, &key.kind)?;
+        cache.cached(workspace, key.namespace.as_deref(), &key.name)
+    }
+
     pub fn cache(&self, key: &KindKey) -> Option<Arc<KindCache>> {
         self.kinds
             .read()
@@ -586,15 +593,6 @@ impl Store {
             return self.cache(&key(role)).map(|c| (c, Some(member)));
         }
         self.cache(&key(cluster)).map(|c| (c, None))
-    }
-}
-
-impl Store {
-    /// The cached version of an object, not decoded: what its resource version alone
-    /// answers needs no decoding.
-    pub fn cached_key(&self, key: &ObjectKey) -> Option<Arc<Cached>> {
-        let (cache, workspace) = self.find(&key.cluster, &key.api_version, &key.kind)?;
-        cache.cached(workspace, key.namespace.as_deref(), &key.name)
     }
 }
 

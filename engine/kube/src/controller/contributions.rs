@@ -102,6 +102,7 @@ impl PackState {
             let merged = Merged {
                 desired: Arc::new(kept.desired()?),
                 hash: kept.hash.clone(),
+                owners: kept.owners_hash,
                 conflicts: Vec::new(),
             };
             if let Some(before) = self.refused.remove(key) {
@@ -147,9 +148,11 @@ impl PackState {
             self.refused.insert(key.clone(), refused);
         }
         let hash = hash_value(&desired.object);
+        let owners = owners_hash(&desired.object);
         let merged = Arc::new(Merged {
             desired: Arc::new(desired),
             hash,
+            owners,
             conflicts,
         });
         self.merged.insert(key.clone(), merged.clone());
@@ -162,12 +165,13 @@ impl PackState {
     pub(super) fn known_merged_hash(&self, key: &Key) -> Option<(&str, u64)> {
         if let Some(merged) = self.merged.get(key) {
             return (merged.desired.mode == OutputMode::Apply)
-                .then(|| (merged.hash.as_str(), owners_hash(&merged.desired.object)));
+                .then_some((merged.hash.as_str(), merged.owners));
         }
         let owners = self.by_output.get(key)?;
-        let [owner] = owners.iter().collect::<Vec<_>>()[..] else {
+        if owners.len() != 1 {
             return None;
-        };
+        }
+        let owner = owners.iter().next()?;
         let kept = self
             .contributions
             .get(owner)?
@@ -239,20 +243,10 @@ impl PackState {
 /// evaluation hashes every output it renders.
 pub(super) fn hash_value(value: &Value) -> String {
     use sha2::{Digest, Sha256};
-    struct Digesting(Sha256);
-    impl std::io::Write for Digesting {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.update(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut digesting = Digesting(Sha256::new());
+    let mut hasher = Sha256::new();
     // Writing into a digest cannot fail, nor can serialising a `Value`.
-    let _ = serde_json::to_writer(&mut digesting, &Comparable::Object(value));
-    let digest = digesting.0.finalize();
+    let _ = serde_json::to_writer(&mut hasher, &Comparable::Object(value));
+    let digest = hasher.finalize();
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -348,6 +348,8 @@ pub(super) struct Merged {
     /// The hash of the content without the owners annotation (see
     /// `switchyard_core::names::ANNOTATION_APPLIED`).
     pub(super) hash: String,
+    /// `owners_hash` of the merged object.
+    pub(super) owners: u64,
     /// Triggers whose different version was refused.
     pub(super) conflicts: Vec<Conflict>,
 }
