@@ -23,7 +23,7 @@ use crate::model::{
 };
 use crate::object::ObjectKey;
 use crate::table::{Table, TableLocation};
-use crate::template::{Decider, TemplateSet};
+use crate::template::{Decider, TemplateEdit, TemplateSet};
 use crate::validate::InputCheck;
 use crate::yaml::{self, Node, NodeValue, PathSegment, Pos};
 
@@ -311,6 +311,25 @@ impl Pack {
             .collect()
     }
 
+    /// Which triggers of rule `rule` may render differently than with `previous` (this pack
+    /// before a reload) through an edit of the templates the rule's outputs render (see
+    /// [`TemplateEdit`]). For a rule whose other files did not change; a rule that is new,
+    /// gone, or renders other templates than before changes every trigger.
+    #[must_use]
+    pub fn template_edit(&self, previous: &Pack, rule: &str) -> TemplateEdit {
+        let templates = |pack: &'_ Pack| -> Option<Vec<String>> {
+            let r = pack.rules.iter().find(|r| r.name == rule)?;
+            Some(r.every_output().map(|o| o.template.clone()).collect())
+        };
+        match (templates(previous), templates(self)) {
+            (Some(before), Some(after)) if before == after => {
+                let names: Vec<&str> = after.iter().map(String::as_str).collect();
+                self.templates.edit_since(&previous.templates, &names)
+            }
+            _ => TemplateEdit::everywhere(),
+        }
+    }
+
     /// The rules whose evaluation may change when the members of `role` change: those that
     /// watch, look up or write in the role, and those whose rule file or templates name
     /// `clusters` (the members of every role). A rule whose file cannot be read back, whose
@@ -326,11 +345,7 @@ impl Pack {
         self.rules
             .iter()
             .filter(|r| {
-                let outputs = r.outputs.iter().chain(
-                    r.stages
-                        .iter()
-                        .flat_map(|s| s.stages.iter().flat_map(|stage| &stage.outputs)),
-                );
+                let outputs = r.every_output();
                 let mut templates = outputs
                     .clone()
                     .map(|o| text(&format!("templates/{}", o.template)));
@@ -526,6 +541,17 @@ pub(crate) struct CompiledRule {
     pub triggerless: bool,
     /// What of `self` the rule's expressions can read (its trigger is converted that far).
     pub self_needed: cel::Needed,
+}
+
+impl CompiledRule {
+    /// The rule's outputs, those of its stages included.
+    pub(crate) fn every_output(&self) -> impl Iterator<Item = &CompiledOutput> + Clone {
+        self.outputs.iter().chain(
+            self.stages
+                .iter()
+                .flat_map(|s| s.stages.iter().flat_map(|stage| &stage.outputs)),
+        )
+    }
 }
 
 /// A rule's stages, compiled.

@@ -85,6 +85,9 @@
 
 mod context;
 mod decode;
+mod edit;
+#[cfg(test)]
+mod edit_tests;
 mod fill;
 mod helpers;
 mod limits;
@@ -104,6 +107,7 @@ use handlebars::{Handlebars, Path, RenderError, RenderErrorReason};
 use serde_json::Value;
 
 pub use context::{CelMap, Held, RenderContext};
+pub use edit::TemplateEdit;
 pub use helpers::Decider;
 use helpers::{BLOCK_HELPERS, RESERVED_PREFIX, VALUE_HELPER, ValueTable, is_known_helper};
 pub use paths::TemplatePath;
@@ -476,6 +480,25 @@ impl TemplateSet {
     pub fn render_structured(&self, name: &str, context: &Value) -> Option<Vec<Value>> {
         self.fill(name, &RenderContext::of(context))
             .map(|(documents, _)| documents)
+    }
+
+    /// What the edit from `previous` (the set before a reload) changes in templates
+    /// `names`, trigger by trigger (see [`TemplateEdit`]). A template that renders as text
+    /// before or after changes every trigger unless no template or partial changed at all;
+    /// one that is in only one of the sets changes every trigger.
+    #[must_use]
+    pub fn edit_since(&self, previous: &TemplateSet, names: &[&str]) -> TemplateEdit {
+        let mut edit = TemplateEdit::default();
+        let (before, after) = (previous.structures(), self.structures());
+        for name in names {
+            match (before.get(*name), after.get(*name)) {
+                (Some(Ok(old)), Some(Ok(new))) => edit.structure(old, new),
+                (Some(_), Some(_))
+                    if previous.registry.get_templates() == self.registry.get_templates() => {}
+                _ => return TemplateEdit::everywhere(),
+            }
+        }
+        edit
     }
 
     /// Whether template `name` renders from compiled structure (else as text).

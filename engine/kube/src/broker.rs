@@ -104,7 +104,8 @@ pub async fn run(
 
     // The first pack set: a broken one leaves the broker running and not ready, waiting for
     // a fixed set on disk.
-    let mut fingerprints: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut fingerprints: BTreeMap<String, BTreeMap<String, packs::RuleFingerprint>> =
+        BTreeMap::new();
     reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
     ensure_watches(&wiring, &mut watches);
 
@@ -400,7 +401,7 @@ async fn reload(
     controller: &Controller,
     clusters: &Clusters,
     health: &Health,
-    fingerprints: &mut BTreeMap<String, BTreeMap<String, u64>>,
+    fingerprints: &mut BTreeMap<String, BTreeMap<String, packs::RuleFingerprint>>,
 ) {
     let started = std::time::Instant::now();
     let to_load = config.clone();
@@ -425,30 +426,23 @@ async fn reload(
         health.set_reload_error(mismatch);
         return;
     }
-    let mut install = Vec::new();
-    let mut next = BTreeMap::new();
-    for pack in &set.packs {
-        let rules = packs::rule_fingerprints(pack);
-        // Changed and added rules, and removed ones (what they kept must go).
-        let changed: Option<BTreeSet<String>> = fingerprints.get(pack.name()).map(|before| {
-            rules
-                .iter()
-                .filter(|(rule, print)| before.get(*rule) != Some(*print))
-                .map(|(rule, _)| rule.clone())
-                .chain(before.keys().filter(|r| !rules.contains_key(*r)).cloned())
-                .collect()
-        });
-        next.insert(pack.name().to_string(), rules);
-        if changed.as_ref().is_some_and(BTreeSet::is_empty)
-            && fingerprints.contains_key(pack.name())
-        {
-            // Nothing this pack's rules depend on changed.
-            install.push((pack.clone(), Some(BTreeSet::new())));
-        } else {
-            install.push((pack.clone(), changed));
-        }
-    }
-    *fingerprints = next;
+    // Each pack loaded before with what changed in it; a new pack as a whole (`None`).
+    let install = set
+        .packs
+        .iter()
+        .map(|pack| {
+            let change = fingerprints.get(pack.name()).map(|before| {
+                let after = set
+                    .fingerprints
+                    .get(pack.name())
+                    .cloned()
+                    .unwrap_or_default();
+                packs::PackChange::between(before, &after)
+            });
+            (pack.clone(), change)
+        })
+        .collect();
+    fingerprints.clone_from(&set.fingerprints);
     let names: Vec<(String, String)> = set
         .packs
         .iter()

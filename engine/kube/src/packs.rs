@@ -24,7 +24,7 @@ pub struct PackSet {
     /// Each pack's folder, in the order of `packs`.
     pub dirs: Vec<PathBuf>,
     /// Pack name -> [`rule_fingerprints`] of the pack.
-    pub fingerprints: BTreeMap<String, BTreeMap<String, u64>>,
+    pub fingerprints: BTreeMap<String, BTreeMap<String, RuleFingerprint>>,
     /// The packs' warnings (they do not stop loading; `switchyard check` shows them).
     pub warnings: Vec<Diagnostic>,
 }
@@ -54,7 +54,7 @@ impl PackSet {
     /// The rules that differ from `previous`, by pack name: changed fingerprints, added and
     /// removed rules, and every rule of an added or removed pack. Packs without a difference
     /// are left out. A changed rule's triggers are those its old and its new version watch.
-    pub fn changed_rules(&self, previous: &PackSet) -> BTreeMap<String, BTreeSet<String>> {
+    pub fn changed_rules(&self, previous: &PackSet) -> BTreeMap<String, PackChange> {
         let empty = BTreeMap::new();
         let packs: BTreeSet<&String> = self
             .fingerprints
@@ -63,16 +63,12 @@ impl PackSet {
             .collect();
         let mut changed = BTreeMap::new();
         for pack in packs {
-            let new = self.fingerprints.get(pack).unwrap_or(&empty);
-            let old = previous.fingerprints.get(pack).unwrap_or(&empty);
-            let rules: BTreeSet<String> = new
-                .keys()
-                .chain(old.keys())
-                .filter(|rule| new.get(*rule) != old.get(*rule))
-                .cloned()
-                .collect();
-            if !rules.is_empty() {
-                changed.insert(pack.clone(), rules);
+            let change = PackChange::between(
+                previous.fingerprints.get(pack).unwrap_or(&empty),
+                self.fingerprints.get(pack).unwrap_or(&empty),
+            );
+            if !change.is_empty() {
+                changed.insert(pack.clone(), change);
             }
         }
         changed
@@ -296,10 +292,13 @@ pub fn load_pack_set(config: &BrokerConfig) -> Result<PackSet, PackSetError> {
 /// - every file under `tables/` when the rule file or one of those templates mentions
 ///   `decide` or `tables` (a table may be chosen by an expression, so any table counts).
 ///
+/// The templates are fingerprinted apart from the rest ([`RuleFingerprint`]): a change of
+/// templates only can be narrowed to the triggers it renders differently.
+///
 /// Tests, examples and CRDs do not change evaluation and are left out. A rule that cannot be
 /// attributed to its file (not expected of a loaded pack) depends on every file. Fingerprints
 /// are comparable within one process only.
-pub fn rule_fingerprints(pack: &Pack) -> BTreeMap<String, u64> {
+pub fn rule_fingerprints(pack: &Pack) -> BTreeMap<String, RuleFingerprint> {
     let files = pack.files();
     let sources = rule_sources(files);
     let manifest = files.files.get("pack.yaml").map(String::as_str);
@@ -310,32 +309,80 @@ pub fn rule_fingerprints(pack: &Pack) -> BTreeMap<String, u64> {
         .collect();
     pack.rule_names()
         .map(|rule| {
-            let mut hasher = DefaultHasher::new();
-            ("pack.yaml", manifest).hash(&mut hasher);
+            let mut definition = DefaultHasher::new();
+            let mut templates = DefaultHasher::new();
+            ("pack.yaml", manifest).hash(&mut definition);
             match sources.get(rule) {
                 Some(source) => {
                     let rule_text = files.files.get(&source.file).map(String::as_str);
-                    (&source.file, rule_text).hash(&mut hasher);
+                    (&source.file, rule_text).hash(&mut definition);
                     let used = template_closure(files, &source.templates);
                     for (key, text) in &used {
-                        (key, text).hash(&mut hasher);
+                        (key, text).hash(&mut templates);
                     }
                     let mentions_tables =
                         |text: &str| text.contains("decide") || text.contains("tables");
                     if rule_text.is_some_and(mentions_tables)
                         || used.values().any(|t| mentions_tables(t))
                     {
-                        table_files.hash(&mut hasher);
+                        table_files.hash(&mut definition);
                     }
                 }
                 None => {
-                    files.files.hash(&mut hasher);
-                    files.shared_partials.hash(&mut hasher);
+                    files.files.hash(&mut definition);
+                    files.shared_partials.hash(&mut definition);
                 }
             }
-            (rule.to_string(), hasher.finish())
+            let print = RuleFingerprint {
+                definition: definition.finish(),
+                templates: templates.finish(),
+            };
+            (rule.to_string(), print)
         })
         .collect()
+}
+
+/// A rule's [`rule_fingerprints`]: of the files it depends on apart from its templates, and
+/// of its templates and their partials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleFingerprint {
+    pub definition: u64,
+    pub templates: u64,
+}
+
+/// What differs between two loads of a pack: its changed, added and removed rules, and of
+/// the changed ones those where only templates changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackChange {
+    pub rules: BTreeSet<String>,
+    pub templates_only: BTreeSet<String>,
+}
+
+impl PackChange {
+    /// The change from the fingerprints `before` to `after` of one pack.
+    pub fn between(
+        before: &BTreeMap<String, RuleFingerprint>,
+        after: &BTreeMap<String, RuleFingerprint>,
+    ) -> Self {
+        let mut change = PackChange::default();
+        for rule in before.keys().chain(after.keys()) {
+            match (before.get(rule), after.get(rule)) {
+                (Some(old), Some(new)) if old == new => {}
+                (Some(old), Some(new)) if old.definition == new.definition => {
+                    change.rules.insert(rule.clone());
+                    change.templates_only.insert(rule.clone());
+                }
+                _ => {
+                    change.rules.insert(rule.clone());
+                }
+            }
+        }
+        change
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
 }
 
 /// Where a rule is written and which templates its outputs render.

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use switchyard_kube::config::BrokerConfig;
-use switchyard_kube::packs::{PackSet, PackSetError, load_pack_set, pack_dirs};
+use switchyard_kube::packs::{
+    PackChange, PackSet, PackSetError, RuleFingerprint, load_pack_set, pack_dirs,
+};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -124,6 +126,11 @@ fn load(packs: &Path) -> PackSet {
 
 /// The rules of `city` whose fingerprint differs after `edit`.
 fn changed_by(edit: impl FnOnce(&Path)) -> BTreeSet<String> {
+    change_by(edit).rules
+}
+
+/// What differs in `city` after `edit`.
+fn change_by(edit: impl FnOnce(&Path)) -> PackChange {
     let repo = repository();
     let packs = repo.path().join("packs");
     let before = load(&packs);
@@ -132,6 +139,24 @@ fn changed_by(edit: impl FnOnce(&Path)) -> BTreeSet<String> {
     let changed = after.changed_rules(&before);
     assert!(changed.keys().all(|p| p == "city"), "{changed:?}");
     changed.get("city").cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_change_of_templates_alone_is_told_apart() {
+    // Templates and partials alone: the edit can be narrowed to the triggers it changes.
+    let change = change_by(|repo| {
+        append(repo.join("packs/city/templates/a.yaml.hbs"), "  more: x\n");
+        append(repo.join("templates/common/labels.hbs"), "team: x\n");
+    });
+    assert_eq!(change.rules, names(&["a", "b"]));
+    assert_eq!(change.templates_only, names(&["a", "b"]));
+    // The rule file too: not.
+    let change = change_by(|repo| {
+        append(repo.join("packs/city/templates/a.yaml.hbs"), "  more: x\n");
+        append(repo.join("packs/city/rules/a.yaml"), "# a comment\n");
+    });
+    assert_eq!(change.rules, names(&["a"]));
+    assert_eq!(change.templates_only, BTreeSet::new());
 }
 
 fn append(path: PathBuf, text: &str) {
@@ -394,7 +419,7 @@ fn a_configmap_volume_loads_its_visible_packs_once() {
     symlink("..data/city", volume.join("city")).unwrap();
     let set = load(&volume);
     assert_eq!(set.dirs, [volume.join("city")]);
-    let fingerprints: BTreeMap<String, BTreeMap<String, u64>> = set.fingerprints;
+    let fingerprints: BTreeMap<String, BTreeMap<String, RuleFingerprint>> = set.fingerprints;
     assert_eq!(fingerprints["city"].len(), 2);
 }
 

@@ -345,3 +345,129 @@ async fn a_reload_rewrites_a_shared_output_only_when_its_merge_changes() {
     );
     broker.stop().await;
 }
+
+/// An edit of a template inside `{{#if}}` on the trigger's fields is evaluated again only for
+/// the triggers it holds for (and those whose last evaluation failed): the others render as
+/// before and are left alone. An edit outside any block reaches every trigger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_edit_under_a_condition_reevaluates_only_the_triggers_it_holds_for() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return;
+    }
+    // Rule a's template fails for a trigger with `data.bad` (it reads a field nobody has).
+    let failing = |text: String| {
+        format!("{text}{{{{#if self.data.bad}}}}\n  bad: {{{{self.data.nothing}}}}\n{{{{/if}}}}\n")
+    };
+    let (_plane, cluster, dir, broker) = start(4, 0, |d| {
+        write_pack(d, "one");
+        std::fs::write(
+            d.join("mirror/templates/a.yaml.hbs"),
+            failing(template("a", "one")),
+        )
+        .unwrap();
+    })
+    .await;
+    // Two more triggers of rule a, flagged; one whose evaluation fails.
+    for name in ["f0", "f1"] {
+        let mut map = source_map(name, "a");
+        map["data"]["flag"] = json!("yes");
+        cluster.put(&map).await;
+    }
+    let mut broken = source_map("x", "a");
+    broken["data"]["bad"] = json!("yes");
+    cluster.put(&broken).await;
+    let copies = ["a0", "a1", "a2", "a3", "f0", "f1"];
+    let notes = |expected: &'static [(&'static str, Option<&'static str>)]| {
+        let cluster = cluster.clone();
+        async move {
+            for (name, edited) in expected {
+                let c = cluster
+                    .get("v1", "ConfigMap", Some("mirror-out"), &format!("a-{name}"))
+                    .await
+                    .ok_or(format!("a-{name} missing"))?;
+                if c["data"].get("edited").and_then(Value::as_str) != *edited {
+                    return Err(format!("a-{name}: {}", c["data"]));
+                }
+            }
+            Ok(())
+        }
+    };
+    wait_for("6 copies", CONVERGE, || {
+        notes(&[
+            ("a0", None),
+            ("a1", None),
+            ("a2", None),
+            ("a3", None),
+            ("f0", None),
+            ("f1", None),
+        ])
+    })
+    .await;
+    wait_for("the first round to finish", CONVERGE, || async {
+        let (code, body) = broker.readyz().await;
+        if code == 200 { Ok(()) } else { Err(body) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let key = |name: &str| switchyard_core::ObjectKey {
+        cluster: "source".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        namespace: Some("mirror-in".into()),
+        name: name.into(),
+    };
+    let count = |name: &str| broker.controller.evaluations_of(&key(name));
+    let before: Vec<u64> = copies.iter().map(|n| count(n)).collect();
+    let broken_before = count("x");
+    assert!(broken_before > 0, "the failing trigger was never evaluated");
+
+    // Inside `{{#if self.data.flag}}`: f0 and f1 change, and x (it failed) is tried again.
+    let guarded = template("a", "one").replace(
+        "  note: one\n",
+        "  note: one\n{{#if self.data.flag}}\n  edited: \"yes\"\n{{/if}}\n",
+    );
+    std::fs::write(
+        dir.path().join("mirror/templates/a.yaml.hbs"),
+        failing(guarded.clone()),
+    )
+    .unwrap();
+    wait_for("the flagged copies to carry the edit", CONVERGE, || {
+        notes(&[("f0", Some("yes")), ("f1", Some("yes")), ("a0", None)])
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after: Vec<u64> = copies.iter().map(|n| count(n)).collect();
+    for ((name, before), after) in copies.iter().zip(&before).zip(&after) {
+        let flagged = name.starts_with('f');
+        assert_eq!(
+            after > before,
+            flagged,
+            "{name}: evaluated {before} times before the edit, {after} after"
+        );
+    }
+    assert!(
+        count("x") > broken_before,
+        "the failing trigger was not evaluated again"
+    );
+
+    // Outside any block: every trigger.
+    std::fs::write(
+        dir.path().join("mirror/templates/a.yaml.hbs"),
+        failing(guarded.replace("note: one", "note: two")),
+    )
+    .unwrap();
+    wait_for("every copy to carry the second edit", CONVERGE, || async {
+        for name in copies {
+            let c = cluster
+                .get("v1", "ConfigMap", Some("mirror-out"), &format!("a-{name}"))
+                .await
+                .ok_or(format!("a-{name} missing"))?;
+            if c["data"]["note"] != "two" {
+                return Err(format!("a-{name}: {}", c["data"]));
+            }
+        }
+        Ok(())
+    })
+    .await;
+    broker.stop().await;
+}

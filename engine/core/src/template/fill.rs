@@ -267,21 +267,7 @@ impl<'a> Filler<'a> {
         frames: &mut Vec<Frame<'a>>,
         sink: &mut Sink<'_>,
     ) -> Result<(), Fail> {
-        // Handlebars evaluates every argument before calling the helper; the block helpers
-        // read the first and `includeZero`.
-        let mut first = None;
-        for expr in &site.params {
-            let value = self.eval(expr, frames)?;
-            first.get_or_insert(value);
-        }
-        let mut include_zero = false;
-        for (key, expr) in &site.hash {
-            let value = self.eval(expr, frames)?;
-            if &**key == "includeZero" {
-                include_zero = value.value().as_bool().unwrap_or(false);
-            }
-        }
-        let first = first.ok_or(Fail)?;
+        let (first, include_zero) = self.argument(site, frames)?;
         let first = &first;
         match site.kind {
             BlockKind::If | BlockKind::Unless => {
@@ -310,6 +296,42 @@ impl<'a> Filler<'a> {
                 None => self.items(otherwise, frames, sink),
             },
         }
+    }
+
+    /// A block's first argument and its `includeZero`. Handlebars evaluates every argument
+    /// before calling the helper; the block helpers read the first and `includeZero`.
+    fn argument(&self, site: &'a BlockSite, frames: &[Frame<'a>]) -> Result<(Got<'a>, bool), Fail> {
+        let mut first = None;
+        for expr in &site.params {
+            let value = self.eval(expr, frames)?;
+            first.get_or_insert(value);
+        }
+        let mut include_zero = false;
+        for (key, expr) in &site.hash {
+            let value = self.eval(expr, frames)?;
+            if &**key == "includeZero" {
+                include_zero = value.value().as_bool().unwrap_or(false);
+            }
+        }
+        Ok((first.ok_or(Fail)?, include_zero))
+    }
+
+    /// Whether block `site`, met in the template's root context, renders its body rather
+    /// than its inverse: `#if`'s argument holds, `#unless`'s does not, `#with`'s is truthy,
+    /// `#each`'s has elements.
+    pub(super) fn takes_body(&self, site: &'a BlockSite) -> Result<bool, Fail> {
+        let frames = [Frame {
+            base: Base::Root,
+            params: Vec::new(),
+            locals: Locals::default(),
+        }];
+        let (first, include_zero) = self.argument(site, &frames)?;
+        Ok(match site.kind {
+            BlockKind::If => truthy(first.value(), include_zero),
+            BlockKind::Unless => !truthy(first.value(), include_zero),
+            BlockKind::With => truthy(first.value(), false),
+            BlockKind::Each => iteration(&first).is_some(),
+        })
     }
 
     /// `#each` over `elements` (with `keys` for a map).
@@ -543,7 +565,7 @@ impl<'a> Filler<'a> {
             _ => Err(Fail),
         };
         let bool_value = |b: bool| Ok(Got::Own(Rc::new(Value::Bool(b))));
-        match call.helper {
+        match &call.helper {
             CallHelper::Eq => bool_value(need(0)? == need(1)?),
             CallHelper::Ne => bool_value(need(0)? != need(1)?),
             CallHelper::Gt => bool_value(compare(need(0)?, need(1)?) == Some(Ordering::Greater)),
@@ -586,14 +608,16 @@ impl<'a> Filler<'a> {
                     got => Ok(got),
                 }
             }
-            CallHelper::Own { helper, decides } => {
+            CallHelper::Own {
+                helper, decides, ..
+            } => {
                 let params: Vec<Arg<'_>> = params.iter().map(Got::arg).collect();
                 let hash: Vec<(&str, Arg<'_>)> = hash.iter().map(|(k, p)| (*k, p.arg())).collect();
                 let args = Args {
                     params: &params,
                     hash: &hash,
                 };
-                if decides {
+                if *decides {
                     self.decided.set(true);
                 }
                 match helper(&args, self.decider) {

@@ -46,7 +46,7 @@ use super::decode::{Piece, collection_tag, resolve_plain, split, string_tag};
 use super::helpers::{OwnHelper, TOKEN_PREFIX, VALUE_HELPER, own_helper};
 
 /// A template's expression: a handlebars parameter, compiled.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) enum Expr {
     Literal(Value),
     Path(PathExpr),
@@ -59,7 +59,7 @@ pub(super) enum Expr {
 }
 
 /// A path, as handlebars resolves it (`parse_json_visitor`).
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(super) struct PathExpr {
     /// `../` before the first name.
     pub(super) up: usize,
@@ -73,7 +73,7 @@ pub(super) struct PathExpr {
 }
 
 /// A helper call in a subexpression (`(eq a b)`) or an expression (`{{join xs ","}}`).
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) struct Call {
     pub(super) helper: CallHelper,
     pub(super) params: Vec<Expr>,
@@ -82,7 +82,7 @@ pub(super) struct Call {
 }
 
 /// Handlebars' value helpers, and Switchyard's own.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) enum CallHelper {
     Eq,
     Ne,
@@ -95,12 +95,23 @@ pub(super) enum CallHelper {
     Not,
     Len,
     Lookup,
-    /// One of Switchyard's helpers; `decides`: it is `decide`, which asks the decision
-    /// tables.
+    /// One of Switchyard's helpers, by `name`; `decides`: it is `decide`, which asks the
+    /// decision tables.
     Own {
+        name: Box<str>,
         helper: OwnHelper,
         decides: bool,
     },
+}
+
+// By name: helpers are function pointers, whose addresses say nothing about sameness.
+impl PartialEq for CallHelper {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (CallHelper::Own { name: a, .. }, CallHelper::Own { name: b, .. }) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
 }
 
 /// The block helpers a structure has nodes for.
@@ -113,7 +124,7 @@ pub(super) enum BlockKind {
 }
 
 /// A block's helper and arguments.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) struct BlockSite {
     pub(super) kind: BlockKind,
     pub(super) params: Vec<Expr>,
@@ -123,14 +134,14 @@ pub(super) struct BlockSite {
 }
 
 /// A partial call's context argument and `key=value` arguments.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) struct PartialSite {
     pub(super) param: Option<Expr>,
     pub(super) hash: Vec<(Box<str>, Expr)>,
 }
 
 /// A node of a template's YAML.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) enum Node {
     /// A scalar without values: its value, and its text as a mapping key.
     Fixed {
@@ -180,14 +191,14 @@ impl Item {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) enum Part {
     Text(Box<str>),
     Hole(Arc<Expr>),
 }
 
 /// An entry of a collection: an item, a mapping entry, or a block or partial of entries.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) enum Item {
     Value(Node),
     Entry(Node, Node),
@@ -203,7 +214,7 @@ pub(super) enum Item {
 }
 
 /// A template compiled into structure: its documents.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(super) struct Structure {
     pub(super) docs: Vec<Node>,
 }
@@ -592,6 +603,7 @@ fn compile_expr(p: &Parameter) -> Result<Expr, String> {
                 "lookup" => CallHelper::Lookup,
                 other => match own_helper(other) {
                     Some(helper) => CallHelper::Own {
+                        name: other.into(),
                         helper,
                         decides: other == "decide",
                     },

@@ -9,7 +9,7 @@ use switchyard_core::object::split_cluster;
 use switchyard_core::{ObjectKey, Outcome};
 
 use super::index::{output_kinds, role_plan, watch_plan};
-use super::state::Controller;
+use super::state::{Controller, Scope};
 use crate::store::KindKey;
 use crate::watch::WatchMode;
 
@@ -91,8 +91,12 @@ impl Controller {
                 // when that is every rule.
                 let affected = p.pack.rules_reading_members(role);
                 let every = p.pack.rule_names().all(|r| affected.contains(r));
-                let triggers =
-                    p.begin_rounds(name, &self.store, (!every).then_some(&affected), &mut work);
+                let scope = if every {
+                    Scope::All
+                } else {
+                    Scope::rules(&affected)
+                };
+                let triggers = p.begin_rounds(name, &self.store, &scope, &mut work);
                 tracing::info!(pack = %name, %role, rules = affected.len(), triggers, "members changed; evaluating the triggers of the rules reading them");
             }
         }

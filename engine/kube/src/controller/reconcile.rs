@@ -73,6 +73,7 @@ impl Controller {
                     return Ok(());
                 };
                 p.unknown.remove(trigger);
+                p.failing.remove(trigger);
                 p.deleting.remove(trigger);
                 p.gone.remove(trigger);
                 let touched = p.set_contribution(trigger, Vec::new(), None);
@@ -107,6 +108,7 @@ impl Controller {
                 state.reads.record(pack_name, trigger, BTreeSet::new());
                 match state.packs.get_mut(pack_name) {
                     Some(p) => {
+                        p.failing.remove(trigger);
                         let touched = p.set_contribution(trigger, Vec::new(), None);
                         if p.mark_evaluated(trigger, round) || p.orphans_any(&touched) {
                             self.queue.add(Work::Prune(pack_name.clone()));
@@ -152,9 +154,11 @@ impl Controller {
                 if !p.contributions.contains_key(trigger) {
                     p.unknown.insert(trigger.clone());
                 }
+                p.failing.insert(trigger.clone());
                 (BTreeSet::new(), BTreeSet::new())
             } else {
                 p.unknown.remove(trigger);
+                p.failing.remove(trigger);
                 let touched = p.set_contribution(
                     trigger,
                     std::mem::take(&mut outcome.desired),

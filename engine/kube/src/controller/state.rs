@@ -10,6 +10,7 @@ use serde_json::Value;
 use switchyard_core::evaluate::Precedence;
 use switchyard_core::model::{DeletionPolicy, OutputMode};
 use switchyard_core::plan::Conflict;
+use switchyard_core::template::TemplateEdit;
 use switchyard_core::{DesiredObject, ObjectKey, Pack};
 
 pub(super) use super::index::Key;
@@ -31,13 +32,50 @@ pub enum Work {
 /// Where a pack stands in its first round of evaluations after start or reload.
 #[derive(Debug)]
 pub(super) enum Initial {
-    /// Some watch the pack needs has not synced yet; then the triggers of these rules (all
-    /// rules: `None`) are evaluated.
-    Waiting(Option<BTreeSet<String>>),
+    /// Some watch the pack needs has not synced yet; then the triggers in scope are
+    /// evaluated.
+    Waiting(Scope),
     /// These triggers have not been evaluated yet.
     Pending(HashSet<Key>),
     /// Every trigger has been evaluated once: prune may run.
     Done,
+}
+
+/// Which triggers a first round evaluates.
+#[derive(Debug, Clone)]
+pub(super) enum Scope {
+    /// Every trigger of the pack, those known from before that are gone included.
+    All,
+    /// The triggers of these rules; of a rule with a template edit, those the edit may
+    /// render differently, those not evaluated yet and those whose last evaluation failed.
+    Rules(BTreeMap<String, Option<Arc<TemplateEdit>>>),
+}
+
+impl Scope {
+    /// The triggers of every rule named.
+    pub(super) fn rules<'a>(names: impl IntoIterator<Item = &'a String>) -> Self {
+        Scope::Rules(names.into_iter().map(|r| (r.clone(), None)).collect())
+    }
+
+    /// The triggers in either scope.
+    pub(super) fn join(self, other: Scope) -> Scope {
+        let (Scope::Rules(mut mine), Scope::Rules(theirs)) = (self, other) else {
+            return Scope::All;
+        };
+        for (rule, edit) in theirs {
+            let joined = match (mine.remove(&rule), edit) {
+                (None, edit) => edit,
+                (Some(Some(a)), Some(b)) => {
+                    let mut both = (*a).clone();
+                    both.join((*b).clone());
+                    Some(Arc::new(both))
+                }
+                (Some(_), _) => None,
+            };
+            mine.insert(rule, joined);
+        }
+        Scope::Rules(mine)
+    }
 }
 
 /// One loaded pack: its watches, its triggers' contributions and merged outputs, and where
@@ -70,6 +108,9 @@ pub(super) struct PackState {
     pub(super) rules: Vec<switchyard_core::pack::RuleKinds>,
     /// Triggers whose evaluation failed before any succeeded: what they own is unknown.
     pub(super) unknown: HashSet<Key>,
+    /// Triggers whose last evaluation failed (or stopped short of its outputs): a template
+    /// edit evaluates them again whatever it changes, their status may quote the template.
+    pub(super) failing: HashSet<Key>,
     /// Triggers being deleted that wait for their outputs to be gone.
     pub(super) deleting: HashSet<Key>,
     /// Triggers that had outputs in members that are gone, and those members.
@@ -99,9 +140,9 @@ pub(super) struct Round {
 }
 
 impl Round {
-    pub(super) fn waiting(rules: Option<BTreeSet<String>>) -> Self {
+    pub(super) fn waiting(scope: Scope) -> Self {
         Round {
-            initial: Initial::Waiting(rules),
+            initial: Initial::Waiting(scope),
             round: 0,
             started: std::time::Instant::now(),
         }
@@ -124,11 +165,12 @@ impl PackState {
             refused: HashMap::new(),
             restate: BTreeSet::new(),
             unknown: HashSet::new(),
+            failing: HashSet::new(),
             deleting: HashSet::new(),
             rounds: shards
                 .held
                 .iter()
-                .map(|s| (*s, Round::waiting(None)))
+                .map(|s| (*s, Round::waiting(Scope::All)))
                 .collect(),
             next_round: 1,
             shard_count: shards.count,
@@ -605,5 +647,62 @@ impl Controller {
             }
         }
         needed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(scope: &Scope) -> Option<Vec<(&str, bool)>> {
+        match scope {
+            Scope::All => None,
+            Scope::Rules(rules) => Some(
+                rules
+                    .iter()
+                    .map(|(r, edit)| (r.as_str(), edit.is_some()))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn narrowed(names: &[&str]) -> Scope {
+        Scope::Rules(
+            names
+                .iter()
+                .map(|n| ((*n).to_string(), Some(Arc::new(TemplateEdit::default()))))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn scopes_join_to_the_triggers_of_either() {
+        let a = Scope::rules(&["a".to_string()]);
+        assert_eq!(rules(&a.clone().join(Scope::All)), None);
+        assert_eq!(rules(&Scope::All.join(a.clone())), None);
+        // A rule narrowed in one and whole in the other is whole; narrowed in both, narrowed.
+        let joined = a.join(narrowed(&["a", "b"])).join(narrowed(&["b", "c"]));
+        assert_eq!(
+            rules(&joined),
+            Some(vec![("a", false), ("b", true), ("c", true)])
+        );
+    }
+
+    #[test]
+    fn a_round_under_way_widens_to_every_trigger() {
+        // Its triggers not evaluated yet must be before prune: a reload or a member change
+        // that names some rules may not narrow it.
+        let pending = Initial::Pending(HashSet::new());
+        let b = Scope::rules(&["b".to_string()]);
+        assert_eq!(rules(&PackState::widen(&pending, b.clone())), None);
+        let waiting = Initial::Waiting(Scope::rules(&["a".to_string()]));
+        assert_eq!(
+            rules(&PackState::widen(&waiting, b.clone())),
+            Some(vec![("a", false), ("b", false)])
+        );
+        assert_eq!(
+            rules(&PackState::widen(&Initial::Done, b)),
+            Some(vec![("b", false)])
+        );
     }
 }

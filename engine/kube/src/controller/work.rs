@@ -2,7 +2,7 @@
 //! periodic resync and changed objects become work items on the queue (a pack's first round
 //! is tracked here), and [`Controller::process`] runs one.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -11,8 +11,9 @@ use switchyard_core::object::{labels, selector_matches};
 use switchyard_core::{ObjectKey, Pack};
 
 use super::index::{kind_in_role, output_kinds, watch_plan};
-use super::state::{Controller, Initial, Key, PackState, ReconcileError, Work};
+use super::state::{Controller, Initial, Key, PackState, ReconcileError, Scope, Work};
 use super::status::has_finalizer;
+use crate::packs::PackChange;
 use crate::store::{Cached, KindKey};
 use crate::watch::Change;
 
@@ -68,54 +69,62 @@ impl PackState {
     pub(super) fn shard_triggers(
         &self,
         store: &crate::store::Store,
-        rules: Option<&BTreeSet<String>>,
+        scope: &Scope,
         shard: u32,
     ) -> HashSet<Key> {
-        let mut triggers = self.cached_triggers(store, rules);
+        let mut triggers = self.cached_triggers(store, scope);
         if self.shard_count > 1 {
             triggers.retain(|t| self.shard_of(t) == shard);
         }
         triggers
     }
 
-    /// The triggers of these rules (all: `None`) the caches hold; for all rules, also the
-    /// triggers known from before that are gone now (they must be cleaned up too).
-    fn cached_triggers(
-        &self,
-        store: &crate::store::Store,
-        rules: Option<&BTreeSet<String>>,
-    ) -> HashSet<Key> {
+    /// The triggers in scope the caches hold; for all rules, also the triggers known from
+    /// before that are gone now (they must be cleaned up too).
+    fn cached_triggers(&self, store: &crate::store::Store, scope: &Scope) -> HashSet<Key> {
         let mut triggers = HashSet::new();
         for rule in self.pack.rule_kinds() {
-            if rules.is_some_and(|r| !r.contains(&rule.name)) {
-                continue;
-            }
+            let edit = match scope {
+                Scope::All => None,
+                Scope::Rules(rules) => match rules.get(&rule.name) {
+                    None => continue,
+                    Some(edit) => edit.as_deref(),
+                },
+            };
             let w = &rule.watch;
             for kind in kind_in_role(store, &w.cluster, &w.api_version, &w.kind) {
                 let Some(cache) = store.cache(&kind) else {
                     continue;
                 };
-                // Decoded only to match a selector, after the scan.
-                let mut selecting = Vec::new();
-                cache.for_each_keyed(&kind, |key, cached| match &rule.selector {
-                    None => {
+                // Decoded only to match a selector or ask the edit, after the scan.
+                let mut deciding = Vec::new();
+                cache.for_each_keyed(&kind, |key, cached| {
+                    if rule.selector.is_none() && edit.is_none() {
                         triggers.insert(self.shared_trigger(key));
+                    } else {
+                        deciding.push(cached.clone());
                     }
-                    Some(_) => selecting.push(cached.clone()),
                 });
-                for cached in selecting {
+                for cached in deciding {
                     let object = cached.value();
                     let selected = rule
                         .selector
                         .as_ref()
                         .is_none_or(|sel| selector_matches(sel, &labels(&object)));
-                    if selected && let Some(key) = store.key_of(&kind, &object) {
-                        triggers.insert(self.shared_trigger(key));
+                    if !selected {
+                        continue;
+                    }
+                    let Some(key) = store.key_of(&kind, &object) else {
+                        continue;
+                    };
+                    let key = self.shared_trigger(key);
+                    if edit.is_none_or(|edit| self.unsettled(&key) || edit.may_change(&object)) {
+                        triggers.insert(key);
                     }
                 }
             }
         }
-        if rules.is_none() {
+        if matches!(scope, Scope::All) {
             // Triggers known from before that are gone now must be cleaned up too.
             triggers.extend(self.contributions.keys().cloned());
         }
@@ -132,6 +141,23 @@ impl PackState {
                 .cloned(),
         );
         triggers
+    }
+
+    /// Whether a trigger's last evaluation is not known to have succeeded with the pack as
+    /// it was: never evaluated, or failed.
+    fn unsettled(&self, trigger: &Key) -> bool {
+        !self.contributions.contains_key(trigger) || self.failing.contains(trigger)
+    }
+
+    /// The scope a shard's first round takes on when `scope` is added to it: joined with
+    /// what a round still waiting would evaluate; every trigger when its round is under way
+    /// (the triggers it has not evaluated yet must be, before anything is pruned).
+    pub(super) fn widen(initial: &Initial, scope: Scope) -> Scope {
+        match initial {
+            Initial::Done => scope,
+            Initial::Waiting(waiting) => waiting.clone().join(scope),
+            Initial::Pending(_) => Scope::All,
+        }
     }
 
     /// A shard's first round begins: these triggers are evaluated, and prune waits for each.
@@ -165,24 +191,26 @@ impl PackState {
         );
     }
 
-    /// Every held shard whose round is under way starts again (members changed): the
-    /// triggers of each of these rules (all: `None`) are evaluated.
+    /// Every held shard starts its first round again (members changed): the triggers in
+    /// `scope` are evaluated, now, or once the pack's watches synced when they have not.
     pub(super) fn begin_rounds(
         &mut self,
         name: &Arc<str>,
         store: &crate::store::Store,
-        rules: Option<&BTreeSet<String>>,
+        scope: &Scope,
         work: &mut Vec<Work>,
     ) -> usize {
-        let shards: Vec<u32> = self
-            .rounds
-            .iter()
-            .filter(|(_, r)| !matches!(r.initial, Initial::Waiting(_)))
-            .map(|(s, _)| *s)
-            .collect();
+        let mut starting = Vec::new();
+        for (shard, round) in &mut self.rounds {
+            let widened = Self::widen(&round.initial, scope.clone());
+            match round.initial {
+                Initial::Waiting(_) => round.initial = Initial::Waiting(widened),
+                _ => starting.push((*shard, widened)),
+            }
+        }
         let mut count = 0;
-        for shard in shards {
-            let triggers = self.shard_triggers(store, rules, shard);
+        for (shard, scope) in starting {
+            let triggers = self.shard_triggers(store, &scope, shard);
             count += triggers.len();
             self.begin_round(name, shard, triggers, work);
         }
@@ -204,10 +232,11 @@ impl PackState {
 }
 
 impl Controller {
-    /// Installs a new set of packs. `changed_rules` names, per pack, the rules whose
-    /// definition changed (`None`: the pack is new or changed as a whole). Only triggers of
-    /// changed rules are evaluated again; the pack's prune waits until they all were.
-    pub fn install(&self, packs: Vec<(Arc<Pack>, Option<BTreeSet<String>>)>) {
+    /// Installs a new set of packs, each with what changed in it since it was installed
+    /// (`None`: new, or changed as a whole). Only the triggers of changed rules are evaluated
+    /// again, and of a rule whose templates alone changed, only those the edit may render
+    /// differently (see [`switchyard_core::template::TemplateEdit`]); the pack's prune waits until they all were.
+    pub fn install(&self, packs: Vec<(Arc<Pack>, Option<PackChange>)>) {
         let loaded: Vec<Arc<Pack>> = packs.iter().map(|(p, _)| p.clone()).collect();
         self.store.set_workspace_roles(&loaded);
         let mut state = self.lock();
@@ -238,6 +267,8 @@ impl Controller {
             let name: Arc<str> = Arc::from(pack.name());
             match state.packs.get_mut(&name) {
                 Some(existing) => {
+                    let scope =
+                        changed.map_or(Scope::All, |c| reload_scope(&existing.pack, &pack, &c));
                     existing.kinds = watch_plan(&pack, &self.store);
                     existing.output_kinds = output_kinds(&pack, &self.store);
                     existing.rules = pack.rule_kinds();
@@ -250,13 +281,24 @@ impl Controller {
                         existing.merged.clear();
                     }
                     existing.pack = pack;
-                    match changed {
+                    match scope {
                         // Nothing the rules depend on changed: nothing to evaluate again.
-                        Some(rules) if rules.is_empty() => {}
-                        changed => {
-                            tracing::info!(pack = %name, rules = ?changed, "pack reloaded");
+                        Scope::Rules(rules) if rules.is_empty() => {}
+                        scope => {
+                            match &scope {
+                                Scope::All => tracing::info!(pack = %name, "pack reloaded"),
+                                Scope::Rules(rules) => tracing::info!(
+                                    pack = %name,
+                                    rules = ?rules.keys().collect::<Vec<_>>(),
+                                    narrowed = ?rules.iter().filter(|(_, e)| e.is_some()).map(|(r, _)| r).collect::<Vec<_>>(),
+                                    "pack reloaded"
+                                ),
+                            }
                             for round in existing.rounds.values_mut() {
-                                round.initial = Initial::Waiting(changed.clone());
+                                round.initial = Initial::Waiting(PackState::widen(
+                                    &round.initial,
+                                    scope.clone(),
+                                ));
                             }
                         }
                     }
@@ -356,7 +398,8 @@ impl Controller {
             let mut state = self.lock();
             state.shards.held.insert(shard);
             for p in state.packs.values_mut() {
-                p.rounds.insert(shard, super::state::Round::waiting(None));
+                p.rounds
+                    .insert(shard, super::state::Round::waiting(Scope::All));
             }
         }
         self.start_ready_packs();
@@ -385,6 +428,7 @@ impl Controller {
             for trigger in &triggers {
                 p.set_contribution(trigger, Vec::new(), None);
                 p.unknown.remove(trigger);
+                p.failing.remove(trigger);
                 p.deleting.remove(trigger);
                 p.gone.remove(trigger);
                 forgotten.push((name.clone(), trigger.clone()));
@@ -424,16 +468,16 @@ impl Controller {
                 if !p.kinds.keys().all(|k| synced.contains(k)) {
                     continue;
                 }
-                let waiting: Vec<(u32, Option<BTreeSet<String>>)> = p
+                let waiting: Vec<(u32, Scope)> = p
                     .rounds
                     .iter()
                     .filter_map(|(s, r)| match &r.initial {
-                        Initial::Waiting(rules) => Some((*s, rules.clone())),
+                        Initial::Waiting(scope) => Some((*s, scope.clone())),
                         _ => None,
                     })
                     .collect();
-                for (shard, rules) in waiting {
-                    let triggers = p.shard_triggers(&self.store, rules.as_ref(), shard);
+                for (shard, scope) in waiting {
+                    let triggers = p.shard_triggers(&self.store, &scope, shard);
                     if p.shard_count > 1 {
                         tracing::info!(pack = %name, shard, triggers = triggers.len(), "watches synced; evaluating every trigger of the shard");
                     } else {
@@ -589,4 +633,26 @@ impl Controller {
             Work::Release(pack, trigger) => self.release(pack, trigger).await,
         }
     }
+}
+
+/// The triggers a reload from `old` to `new` evaluates again: those of the rules `change`
+/// names; of a rule whose templates alone changed, those the edit may render differently
+/// (none when it renders every trigger as before).
+fn reload_scope(old: &Pack, new: &Pack, change: &PackChange) -> Scope {
+    let mut rules = BTreeMap::new();
+    for rule in &change.rules {
+        if !change.templates_only.contains(rule) {
+            rules.insert(rule.clone(), None);
+            continue;
+        }
+        let edit = new.template_edit(old, rule);
+        if edit.changes_nothing() {
+            continue;
+        }
+        rules.insert(
+            rule.clone(),
+            (!edit.is_everywhere()).then(|| Arc::new(edit)),
+        );
+    }
+    Scope::Rules(rules)
 }
