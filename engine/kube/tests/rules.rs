@@ -103,6 +103,27 @@ async fn start(
     (plane, cluster, dir, broker)
 }
 
+/// Waits until the broker's first round has finished, and a second more for what it queued.
+async fn first_round_done(broker: &Broker) {
+    wait_for("the first round to finish", CONVERGE, || async {
+        let (code, body) = broker.readyz().await;
+        if code == 200 { Ok(()) } else { Err(body) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// The key of source ConfigMap `name`.
+fn source_key(name: &str) -> switchyard_core::ObjectKey {
+    switchyard_core::ObjectKey {
+        cluster: "source".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        namespace: Some("mirror-in".into()),
+        name: name.into(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
     if switchyard_testenv::external_kubeconfig().is_some() {
@@ -135,20 +156,8 @@ async fn reload_reevaluates_only_changed_rules_and_orphan_keeps_outputs() {
         }
     })
     .await;
-    wait_for("the first round to finish", CONVERGE, || async {
-        let (code, body) = broker.readyz().await;
-        if code == 200 { Ok(()) } else { Err(body) }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let key = |name: &str| switchyard_core::ObjectKey {
-        cluster: "source".into(),
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        namespace: Some("mirror-in".into()),
-        name: name.into(),
-    };
-    let count = |name: &str| broker.controller.evaluations_of(&key(name));
+    first_round_done(&broker).await;
+    let count = |name: &str| broker.controller.evaluations_of(&source_key(name));
     let before: Vec<u64> = (0..6).map(|i| count(&format!("a{i}"))).collect();
     let before_b: Vec<u64> = (0..3).map(|i| count(&format!("b{i}"))).collect();
 
@@ -279,12 +288,7 @@ async fn a_reload_rewrites_a_shared_output_only_when_its_merge_changes() {
         }
     })
     .await;
-    wait_for("the first round to finish", CONVERGE, || async {
-        let (code, body) = broker.readyz().await;
-        if code == 200 { Ok(()) } else { Err(body) }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    first_round_done(&broker).await;
     let shared = get("shared").await.unwrap();
     assert_eq!(version(&shared), "0.1.0");
     assert_eq!(shared["data"]["note"], "first");
@@ -403,20 +407,8 @@ async fn a_template_edit_under_a_condition_reevaluates_only_the_triggers_it_hold
         ])
     })
     .await;
-    wait_for("the first round to finish", CONVERGE, || async {
-        let (code, body) = broker.readyz().await;
-        if code == 200 { Ok(()) } else { Err(body) }
-    })
-    .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let key = |name: &str| switchyard_core::ObjectKey {
-        cluster: "source".into(),
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
-        namespace: Some("mirror-in".into()),
-        name: name.into(),
-    };
-    let count = |name: &str| broker.controller.evaluations_of(&key(name));
+    first_round_done(&broker).await;
+    let count = |name: &str| broker.controller.evaluations_of(&source_key(name));
     let before: Vec<u64> = copies.iter().map(|n| count(n)).collect();
     let broken_before = count("x");
     assert!(broken_before > 0, "the failing trigger was never evaluated");
