@@ -1,9 +1,10 @@
 //! Renders 10,000 FleetWorkloads through the `kcp-karmada` pack (`plan`: evaluate every
 //! trigger and merge) and through the hand-written equivalent, in the same run, and prints
-//! both throughputs and their ratio; then times `switchyard render` (the release binary) of
-//! 10,000 generated FleetWorkloads and prints its wall time and peak RSS.
+//! both throughputs and their ratio, then the ratio measured side by side (the two in turn);
+//! then times `switchyard render` (the release binary) of 10,000 generated FleetWorkloads and
+//! prints its wall time and peak RSS.
 //!
-//! `cargo bench -p switchyard-bench` (about a minute on 2 cores).
+//! `cargo bench -p switchyard-bench` (about two minutes on 2 cores).
 // Bench code: a failed setup aborts the run.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -158,6 +159,7 @@ fn main() {
         by_pack.iterations.get(),
         by_hand.iterations.get()
     );
+    alternating(&pack, &world, now);
 
     // The CLI at scale: the release binary renders 10,000 FleetWorkloads of 100 workspaces
     // (`fleet_workloads_yaml`), its wall time and peak RSS as `/usr/bin/time -v` reports them.
@@ -168,4 +170,57 @@ fn main() {
         }
         Err(e) => println!("switchyard render not measured: {e}"),
     }
+}
+
+/// Rounds of the side-by-side measurement.
+const ROUNDS: usize = 20;
+
+/// The two sides in turn, one run of each per round, which goes first alternating: criterion
+/// measures one side for ten seconds and then the other, so a change in the load of this
+/// shared machine between the two weighs on one side only; here it weighs on both alike. The
+/// figure is the median of the rounds' ratios. Each result is dropped inside its timing, as
+/// criterion's `iter` drops it.
+fn alternating(
+    pack: &switchyard_core::Pack,
+    world: &switchyard_core::MemoryWorld,
+    now: DateTime<Utc>,
+) {
+    let time_pack = || {
+        let start = Instant::now();
+        drop(black_box(plan(pack, black_box(world), now)));
+        start.elapsed()
+    };
+    let time_hand = || {
+        let start = Instant::now();
+        drop(black_box(handwritten(black_box(world), now)));
+        start.elapsed()
+    };
+    // Warm-up: one of each.
+    time_pack();
+    time_hand();
+    let mut ratios = Vec::with_capacity(ROUNDS);
+    let (mut pack_total, mut hand_total) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..ROUNDS {
+        let (pack_time, hand_time) = if round % 2 == 0 {
+            let p = time_pack();
+            (p, time_hand())
+        } else {
+            let h = time_hand();
+            (time_pack(), h)
+        };
+        pack_total += pack_time;
+        hand_total += hand_time;
+        ratios.push(pack_time.as_secs_f64() / hand_time.as_secs_f64());
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = (ratios[ROUNDS / 2 - 1] + ratios[ROUNDS / 2]) / 2.0;
+    println!(
+        "side by side ({ROUNDS} rounds, one run of each per round, in turn): pack {:.0} ms, \
+         handwritten {:.0} ms per {FLEET_WORKLOADS} FleetWorkloads (means); \
+         ratio handwritten/pack: {median:.2} (median of the rounds; {:.2} to {:.2})",
+        pack_total.as_secs_f64() * 1000.0 / ROUNDS as f64,
+        hand_total.as_secs_f64() * 1000.0 / ROUNDS as f64,
+        ratios[0],
+        ratios[ROUNDS - 1]
+    );
 }
