@@ -272,9 +272,9 @@ pub async fn run(
                 if next == config {
                     continue;
                 }
-                let packs_moved = apply_config(&wiring, &mut watches, &config, &next, &members_tx, &mut sources).await;
+                let packs_changed = apply_config(&wiring, &mut watches, &config, &next, &members_tx, &mut sources).await;
                 config = next;
-                if packs_moved {
+                if packs_changed {
                     let pack_dirs = packs::pack_dirs(&config.packs.clone().unwrap_or_default()).unwrap_or_default();
                     let watched = crate::reload::watched_paths(&config, &pack_dirs);
                     match crate::reload::watch_paths(&watched, config.reload_debounce()) {
@@ -680,7 +680,8 @@ fn cluster_fingerprint(cluster: &crate::config::ClusterConfig) -> u64 {
 /// A changed configuration file, applied to the running broker: clusters added, removed or
 /// with new credentials become members joining, gone or rotated; member sources start and
 /// stop (a source that changes drops its members, and the new one finds them again).
-/// Returns whether the packs folder, partials or CRDs moved (the caller reloads the packs).
+/// Returns whether the packs folder, partials or CRDs moved, or the values bound to the packs'
+/// parameters changed (the caller reloads the packs).
 /// What only a start can change is logged.
 async fn apply_config(
     wiring: &Wiring,
@@ -803,6 +804,7 @@ async fn apply_config(
         || old.partials != new.partials
         || old.crds != new.crds
         || old.reload_debounce_millis != new.reload_debounce_millis
+        || old.values != new.values
 }
 
 /// A member found, changed or gone.

@@ -283,8 +283,9 @@ pub fn load_pack_set(config: &BrokerConfig) -> Result<PackSet, PackSetError> {
 /// rule's fingerprint is unchanged after a reload, its triggers evaluate as before.
 ///
 /// A rule depends on:
-/// - `pack.yaml` (clusters, scope, limits, name and version stamped on outputs): a change
-///   there changes every rule;
+/// - `pack.yaml` (clusters, scope, limits, name and version stamped on outputs) and the
+///   values the broker's configuration binds to the pack's parameters: a change there
+///   changes every rule;
 /// - its own rule file (every rule of a file with several rules changes together);
 /// - the templates of its outputs and, transitively, every partial they include (`{{> name}}`,
 ///   resolved to the pack's `templates/name` and the shared partial `name`): a template
@@ -302,6 +303,7 @@ pub fn rule_fingerprints(pack: &Pack) -> BTreeMap<String, RuleFingerprint> {
     let files = pack.files();
     let sources = rule_sources(files);
     let manifest = files.files.get("pack.yaml").map(String::as_str);
+    let params = pack.params().to_string();
     let table_files: Vec<(&String, &String)> = files
         .files
         .iter()
@@ -312,6 +314,8 @@ pub fn rule_fingerprints(pack: &Pack) -> BTreeMap<String, RuleFingerprint> {
             let mut definition = DefaultHasher::new();
             let mut templates = DefaultHasher::new();
             ("pack.yaml", manifest).hash(&mut definition);
+            // The configured values every rule can read as `params`.
+            params.hash(&mut definition);
             match sources.get(rule) {
                 Some(source) => {
                     let rule_text = files.files.get(&source.file).map(String::as_str);

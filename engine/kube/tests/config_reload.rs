@@ -156,3 +156,96 @@ async fn members_follow_the_configuration_file() {
     );
     broker.stop().await;
 }
+
+/// The values bound to a pack's parameters, changed in the configuration file: the packs
+/// reload with them and every trigger renders with the new values; values the parameters
+/// refuse keep the running set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_values_reach_every_output() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return;
+    }
+    let plane = ControlPlane::start(&["one"]).await.unwrap();
+    let server = plane.cluster("one").unwrap();
+    let mut app_crd = open_crd("example.com", "App", "apps");
+    app_crd["spec"]["versions"][0]["name"] = json!("v1");
+    server.install_crds(&[app_crd]).await.unwrap();
+    let cluster = Cluster::new(server.client().await.unwrap());
+    cluster
+        .put(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+        .await;
+    for name in ["web", "api"] {
+        cluster
+            .put(&json!({"apiVersion": "example.com/v1", "kind": "App",
+                         "metadata": {"name": name, "namespace": "team"}, "spec": {}}))
+            .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let packs = dir.path().join("packs");
+    copy_dir(
+        &repo().join("tests/fixtures/packs/params"),
+        &packs.join("params"),
+    );
+    let path = dir.path().join("broker.yaml");
+    let port = free_port();
+    let kubeconfig = server.kubeconfig_path();
+    let write = |values: &str| {
+        let text = format!(
+            "apiVersion: switchyard.dev/v1alpha1\nkind: BrokerConfig\nspec:\n  packs: {}\n  \
+             resyncSeconds: 3600\n  workers: 4\n  healthAddr: 127.0.0.1:{port}\n  \
+             metricsAddr: 127.0.0.1:{port}\n  reloadDebounceMillis: 200\n  clusters:\n    \
+             - {{role: source, kubeconfig: {k}}}\n    - {{role: edge, kubeconfig: {k}}}\n  \
+             values:\n    params: {values}\n",
+            packs.display(),
+            k = kubeconfig.display()
+        );
+        let next = path.with_extension("next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(&next, &path).unwrap();
+    };
+    write("{ingressClass: traefik, replicas: 3}");
+    let mut config = BrokerConfig::from_file(&path)
+        .unwrap()
+        .with_flags(Flags::default())
+        .unwrap();
+    config.origin = Some(ConfigOrigin {
+        path: path.clone(),
+        flags: Flags::default(),
+    });
+    let broker = Broker::start_config(config, port).await;
+    let configs_say = |class: &'static str, replicas: &'static str| {
+        let cluster = cluster.clone();
+        async move {
+            for name in ["web", "api"] {
+                let c = cluster
+                    .get("v1", "ConfigMap", Some("team"), name)
+                    .await
+                    .ok_or(format!("{name} missing"))?;
+                if c["data"]["class"] != class || c["data"]["replicas"] != replicas {
+                    return Err(format!("{name}: {}", c["data"]));
+                }
+            }
+            Ok(())
+        }
+    };
+    wait_for("the outputs with the first values", CONVERGE, || {
+        configs_say("traefik", "3")
+    })
+    .await;
+
+    write("{ingressClass: nginx, replicas: 4}");
+    wait_for("the outputs with the new values", CONVERGE, || {
+        configs_say("nginx-public", "4")
+    })
+    .await;
+
+    // A value the parameter refuses: the running set stays, and readiness says why.
+    write("{ingressClass: haproxy, replicas: 4}");
+    let body = readyz_until(&broker, "the refused values", |body| {
+        body.contains("haproxy")
+    })
+    .await;
+    assert!(body.contains("Unsupported value"), "{body}");
+    configs_say("nginx-public", "4").await.unwrap();
+    broker.stop().await;
+}

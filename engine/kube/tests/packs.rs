@@ -443,6 +443,19 @@ fn configured_values_bind_pack_parameters() {
         set.get("params").unwrap().params(),
         &serde_json::json!({"ingressClass": "traefik", "replicas": 3, "labels": {}})
     );
+    // Other values change what every rule reads: each rule counts as changed, as a whole.
+    let other = load("  values:\n    params: {ingressClass: nginx, replicas: 3}\n").unwrap();
+    let changed = other.changed_rules(&set);
+    let change = &changed["params"];
+    assert!(!change.rules.is_empty());
+    assert_eq!(change.rules.len(), other.fingerprints["params"].len());
+    assert!(change.templates_only.is_empty());
+    assert!(
+        load("  values:\n    params: {ingressClass: traefik, replicas: 3}\n")
+            .unwrap()
+            .changed_rules(&set)
+            .is_empty()
+    );
     assert_eq!(
         load("").unwrap_err().to_string(),
         "pack `params`: parameter `ingressClass` (string) has no default, and no value was given for it"
