@@ -399,7 +399,21 @@ impl Drop for Broker {
     }
 }
 
-async fn eventually<F, Fut>(what: &str, timeout: Duration, mut check: F) -> Duration
+async fn eventually<F, Fut>(what: &str, timeout: Duration, check: F) -> Duration
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    eventually_or(what, timeout, || {}, check).await
+}
+
+/// As [`eventually`], calling `on_timeout` (to print what helps explain it) before failing.
+async fn eventually_or<F, Fut>(
+    what: &str,
+    timeout: Duration,
+    on_timeout: impl Fn(),
+    mut check: F,
+) -> Duration
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
@@ -410,7 +424,10 @@ where
         if last.is_ok() {
             return started.elapsed();
         }
-        assert!(started.elapsed() < timeout, "{what}: {last:?}");
+        if started.elapsed() >= timeout {
+            on_timeout();
+            panic!("{what}: {last:?}");
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -671,9 +688,29 @@ async fn shards_spread_over_brokers_move_when_one_dies_and_keep_shared_outputs()
         .filter(|g| *g != "group-solo")
         .cloned()
         .collect();
-    eventually(
+    // On a timeout the survivors' log of the deletions is printed: under load this phase
+    // has been seen to fall behind (40 of 114 copies gone after 90 s), cause not found yet.
+    let dump = || {
+        for (i, b) in survivors.iter().enumerate() {
+            let lines: Vec<String> = b
+                .logs()
+                .lines()
+                .filter(|l| !l.contains("evaluating"))
+                .filter(|l| {
+                    ["finalizer", "prune", "delet", "waiting", "WARN", "ERROR"]
+                        .iter()
+                        .any(|w| l.contains(w))
+                })
+                .map(str::to_string)
+                .collect();
+            let tail = &lines[lines.len().saturating_sub(60)..];
+            eprintln!("survivor {i}, last deletion lines:\n{}", tail.join("\n"));
+        }
+    };
+    eventually_or(
         "one shard's grouped triggers deleted",
         Duration::from_secs(90),
+        dump,
         || async {
             let copies = setup.copies().await;
             let groups = setup.groups().await;
