@@ -432,6 +432,22 @@ where
     }
 }
 
+/// Prints each broker's last `last` log lines that name one of `words` (evaluations left
+/// out): what explains a timeout.
+fn print_logs(brokers: &[&Broker], words: &[&str], last: usize) {
+    for (i, b) in brokers.iter().enumerate() {
+        let lines: Vec<String> = b
+            .logs()
+            .lines()
+            .filter(|l| !l.contains("evaluating"))
+            .filter(|l| words.iter().any(|w| l.contains(w)))
+            .map(str::to_string)
+            .collect();
+        let tail = &lines[lines.len().saturating_sub(last)..];
+        eprintln!("survivor {i}:\n{}", tail.join("\n"));
+    }
+}
+
 /// Every shard held by exactly one of `brokers`, each holding its fair share.
 fn spread(brokers: &[&Broker]) -> Result<Vec<BTreeSet<u32>>, String> {
     let held: Vec<BTreeSet<u32>> = brokers
@@ -581,18 +597,7 @@ async fn shards_spread_over_brokers_move_when_one_dies_and_keep_shared_outputs()
         match spread(&survivors) {
             Ok(held) => break held,
             Err(e) if killed.elapsed() > Duration::from_secs(LEASE_SECONDS + 20) => {
-                for (i, b) in survivors.iter().enumerate() {
-                    let lines: Vec<String> = b
-                        .logs()
-                        .lines()
-                        .filter(|l| !l.contains("evaluating"))
-                        .filter(|l| {
-                            l.contains("shard") || l.contains("lease") || l.contains("lead")
-                        })
-                        .map(str::to_string)
-                        .collect();
-                    eprintln!("survivor {i}:\n{}", lines.join("\n"));
-                }
+                print_logs(&survivors, &["shard", "lease", "lead"], usize::MAX);
                 panic!("the shards moved: {e}");
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
@@ -691,21 +696,11 @@ async fn shards_spread_over_brokers_move_when_one_dies_and_keep_shared_outputs()
     // On a timeout the survivors' log of the deletions is printed: under load this phase
     // has been seen to fall behind (40 of 114 copies gone after 90 s), cause not found yet.
     let dump = || {
-        for (i, b) in survivors.iter().enumerate() {
-            let lines: Vec<String> = b
-                .logs()
-                .lines()
-                .filter(|l| !l.contains("evaluating"))
-                .filter(|l| {
-                    ["finalizer", "prune", "delet", "waiting", "WARN", "ERROR"]
-                        .iter()
-                        .any(|w| l.contains(w))
-                })
-                .map(str::to_string)
-                .collect();
-            let tail = &lines[lines.len().saturating_sub(60)..];
-            eprintln!("survivor {i}, last deletion lines:\n{}", tail.join("\n"));
-        }
+        print_logs(
+            &survivors,
+            &["finalizer", "prune", "delet", "waiting", "WARN", "ERROR"],
+            60,
+        );
     };
     eventually_or(
         "one shard's grouped triggers deleted",

@@ -156,16 +156,12 @@ fn run_in(
 }
 
 fn run(pack: &Pack, trigger: &Value, world: &MemoryWorld) -> switchyard_core::Outcome {
-    evaluate(
+    run_in(
         pack,
-        Trigger {
-            cluster: "source",
-            object: trigger,
-        },
+        trigger,
         world,
-        now(),
+        &switchyard_core::Conversions::default(),
     )
-    .unwrap()
 }
 
 fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {

@@ -41,6 +41,20 @@ fn write_config(path: &Path, packs: &Path, port: u16, clusters: &[(&str, &Path)]
     std::fs::rename(&next, path).unwrap();
 }
 
+/// A broker started on the configuration file at `path` and watching it, its probes on
+/// `port`.
+async fn start_watching(path: &Path, port: u16) -> Broker {
+    let mut config = BrokerConfig::from_file(path)
+        .unwrap()
+        .with_flags(Flags::default())
+        .unwrap();
+    config.origin = Some(ConfigOrigin {
+        path: path.to_path_buf(),
+        flags: Flags::default(),
+    });
+    Broker::start_config(config, port).await
+}
+
 async fn readyz_until(broker: &Broker, what: &str, check: impl Fn(&str) -> bool) -> String {
     wait_for(what, CONVERGE, || async {
         let (_, body) = broker.readyz().await;
@@ -78,15 +92,7 @@ async fn members_follow_the_configuration_file() {
         port,
         &[source, ("mesh/m1", m1.kubeconfig_path())],
     );
-    let mut config = BrokerConfig::from_file(&path)
-        .unwrap()
-        .with_flags(Flags::default())
-        .unwrap();
-    config.origin = Some(ConfigOrigin {
-        path: path.clone(),
-        flags: Flags::default(),
-    });
-    let broker = Broker::start_config(config, port).await;
+    let broker = start_watching(&path, port).await;
     home.put(
         &json!({"apiVersion": "mesh.example.dev/v1alpha1", "kind": "GlobalService",
                 "metadata": {"name": "dns", "namespace": "kube-system"}, "spec": {}}),
@@ -204,15 +210,7 @@ async fn changed_values_reach_every_output() {
         std::fs::rename(&next, &path).unwrap();
     };
     write("{ingressClass: traefik, replicas: 3}");
-    let mut config = BrokerConfig::from_file(&path)
-        .unwrap()
-        .with_flags(Flags::default())
-        .unwrap();
-    config.origin = Some(ConfigOrigin {
-        path: path.clone(),
-        flags: Flags::default(),
-    });
-    let broker = Broker::start_config(config, port).await;
+    let broker = start_watching(&path, port).await;
     let configs_say = |class: &'static str, replicas: &'static str| {
         let cluster = cluster.clone();
         async move {

@@ -41,6 +41,19 @@ pub(super) enum Initial {
     Done,
 }
 
+impl Initial {
+    /// The scope this round takes on when `scope` is added to it: joined with what a round
+    /// still waiting would evaluate; every trigger when the round is under way (the triggers
+    /// it has not evaluated yet must be, before anything is pruned).
+    pub(super) fn widened(&self, scope: Scope) -> Scope {
+        match self {
+            Initial::Done => scope,
+            Initial::Waiting(waiting) => waiting.clone().join(scope),
+            Initial::Pending(_) => Scope::All,
+        }
+    }
+}
+
 /// Which triggers a first round evaluates.
 #[derive(Debug, Clone)]
 pub(super) enum Scope {
@@ -694,15 +707,12 @@ mod tests {
         // that names some rules may not narrow it.
         let pending = Initial::Pending(HashSet::new());
         let b = Scope::rules(&["b".to_string()]);
-        assert_eq!(rules(&PackState::widen(&pending, b.clone())), None);
+        assert_eq!(rules(&pending.widened(b.clone())), None);
         let waiting = Initial::Waiting(Scope::rules(&["a".to_string()]));
         assert_eq!(
-            rules(&PackState::widen(&waiting, b.clone())),
+            rules(&waiting.widened(b.clone())),
             Some(vec![("a", false), ("b", false)])
         );
-        assert_eq!(
-            rules(&PackState::widen(&Initial::Done, b)),
-            Some(vec![("b", false)])
-        );
+        assert_eq!(rules(&Initial::Done.widened(b)), Some(vec![("b", false)]));
     }
 }

@@ -149,17 +149,6 @@ impl PackState {
         !self.contributions.contains_key(trigger) || self.failing.contains(trigger)
     }
 
-    /// The scope a shard's first round takes on when `scope` is added to it: joined with
-    /// what a round still waiting would evaluate; every trigger when its round is under way
-    /// (the triggers it has not evaluated yet must be, before anything is pruned).
-    pub(super) fn widen(initial: &Initial, scope: Scope) -> Scope {
-        match initial {
-            Initial::Done => scope,
-            Initial::Waiting(waiting) => waiting.clone().join(scope),
-            Initial::Pending(_) => Scope::All,
-        }
-    }
-
     /// A shard's first round begins: these triggers are evaluated, and prune waits for each.
     pub(super) fn begin_round(
         &mut self,
@@ -202,7 +191,7 @@ impl PackState {
     ) -> usize {
         let mut starting = Vec::new();
         for (shard, round) in &mut self.rounds {
-            let widened = Self::widen(&round.initial, scope.clone());
+            let widened = round.initial.widened(scope.clone());
             match round.initial {
                 Initial::Waiting(_) => round.initial = Initial::Waiting(widened),
                 _ => starting.push((*shard, widened)),
@@ -295,10 +284,8 @@ impl Controller {
                                 ),
                             }
                             for round in existing.rounds.values_mut() {
-                                round.initial = Initial::Waiting(PackState::widen(
-                                    &round.initial,
-                                    scope.clone(),
-                                ));
+                                round.initial =
+                                    Initial::Waiting(round.initial.widened(scope.clone()));
                             }
                         }
                     }
