@@ -150,7 +150,7 @@ fn main() {
     );
     println!(
         "pack: {pack_rate:.0} FleetWorkloads/s, handwritten: {hand_rate:.0} FleetWorkloads/s, \
-         ratio handwritten/pack: {:.1}",
+         ratio handwritten/pack: {:.2}",
         hand_rate / pack_rate
     );
     println!(

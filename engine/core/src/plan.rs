@@ -2,7 +2,8 @@
 //! state. An output desired by several triggers (a tenant's namespace) is one object, kept
 //! while any trigger still desires it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -217,8 +218,6 @@ pub struct CompactPlan {
     objects: Vec<Compact>,
     /// Per outcome, its status while held compactly.
     statuses: Vec<Option<Vec<u8>>>,
-    pack: String,
-    version: String,
 }
 
 impl CompactPlan {
@@ -227,7 +226,7 @@ impl CompactPlan {
         self.plan.error_messages()
     }
 
-    /// The plan with its objects (each stamped as [`merge`] stamps it) and statuses.
+    /// The plan with its objects and statuses.
     ///
     /// # Errors
     /// An internal error decoding an object.
@@ -237,11 +236,7 @@ impl CompactPlan {
         plan.objects = self
             .objects
             .iter()
-            .map(|c| {
-                let mut desired = c.expand()?;
-                stamp_merged(&self.pack, &self.version, &mut desired);
-                Ok(desired)
-            })
+            .map(Compact::expand)
             .collect::<Result<_, String>>()?;
         Ok(plan)
     }
@@ -253,10 +248,9 @@ impl CompactPlan {
     pub fn write_yaml(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let mut text = String::new();
         for (i, c) in self.objects.iter().enumerate() {
-            let mut desired = c
+            let desired = c
                 .expand()
                 .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-            stamp_merged(&self.pack, &self.version, &mut desired);
             text.clear();
             push_yaml(&mut text, i, &desired);
             out.write_all(text.as_bytes())?;
@@ -305,7 +299,11 @@ fn merge_compact(
                 conflicts.push(((at, j), *conflict));
             }
         }
-        objects.push(joined.map_or(first, Compact::new));
+        // As in `merge`, only a joined object is stamped again.
+        objects.push(joined.map_or(first, |mut joined| {
+            stamp_merged(pack.name(), &pack.version_text, &mut joined);
+            Compact::new(joined)
+        }));
     }
     let conflicts = in_claim_order(conflicts);
     // The statuses a conflict restates are expanded for it.
@@ -325,8 +323,6 @@ fn merge_compact(
         },
         objects,
         statuses,
-        pack: pack.name().to_string(),
-        version: pack.version_text.clone(),
     })
 }
 
@@ -390,7 +386,12 @@ pub fn merge(pack: &Pack, mut outcomes: Vec<Outcome>) -> Plan {
             }
             incoming.object = Value::Null;
         }
-        stamp_merged(pack.name(), &pack.version_text, &mut merged);
+        // An object one trigger desires carries the stamp of its sources and owners from the
+        // render (`EvalContext::output`, restamped where one trigger rendered it twice);
+        // only a join changes them.
+        if !others.is_empty() {
+            stamp_merged(pack.name(), &pack.version_text, &mut merged);
+        }
         objects.push(merged);
     }
     let conflicts = in_claim_order(conflicts);
@@ -416,16 +417,74 @@ fn claim_order<'k>(
     for (position, i) in precedence_order(outcomes).into_iter().enumerate() {
         rank[i] = position;
     }
-    let mut entries: Vec<(usize, usize)> = (0..outcomes.len())
-        .flat_map(|i| (0..len(i)).map(move |j| (i, j)))
+    let pairs = || (0..outcomes.len()).flat_map(|i| (0..len(i)).map(move |j| (i, j)));
+    // A plan has few clusters and kinds but many objects: each pair's cluster, scope and
+    // kind are ranked once into a number, so most comparisons of the sort compare numbers
+    // rather than strings held apart in memory. Same order as `plan_order`.
+    let prefixes = KindRanks::of(pairs().map(|(i, j)| key(i, j)));
+    let mut sorted: Vec<ClaimPlace> = pairs()
+        .map(|(i, j)| {
+            let k = key(i, j);
+            (
+                prefixes.prefix(k),
+                k.namespace.as_deref(),
+                k.name.as_str(),
+                rank[i],
+                j,
+                i,
+            )
+        })
         .collect();
-    entries.sort_by(|&(ai, aj), &(bi, bj)| {
-        plan_order(key(ai, aj))
-            .cmp(&plan_order(key(bi, bj)))
-            .then(rank[ai].cmp(&rank[bi]))
-            .then(aj.cmp(&bj))
-    });
+    // Unstable is enough: no two entries are equal (each (i, j) once).
+    sorted.sort_unstable();
+    let entries = sorted.into_iter().map(|(.., j, i)| (i, j)).collect();
     (rank, entries)
+}
+
+/// A (trigger, object) pair's place in the claim order: its key's `KindRanks::prefix`,
+/// namespace and name, its trigger's claim rank, then the pair itself (object, trigger).
+type ClaimPlace<'k> = (u64, Option<&'k str>, &'k str, usize, usize, usize);
+
+/// The ranks of the clusters and of the (apiVersion, kind) pairs of some keys, in their
+/// order.
+struct KindRanks<'k> {
+    clusters: foldhash::HashMap<&'k str, u64>,
+    kinds: foldhash::HashMap<(&'k str, &'k str), u64>,
+}
+
+impl<'k> KindRanks<'k> {
+    fn of(keys: impl Iterator<Item = &'k ObjectKey>) -> Self {
+        let mut clusters: foldhash::HashMap<&str, u64> = foldhash::HashMap::default();
+        let mut kinds: foldhash::HashMap<(&str, &str), u64> = foldhash::HashMap::default();
+        for k in keys {
+            clusters.entry(k.cluster.as_str()).or_default();
+            kinds
+                .entry((k.api_version.as_str(), k.kind.as_str()))
+                .or_default();
+        }
+        fn rank<K: Ord + Copy + std::hash::Hash>(map: &mut foldhash::HashMap<K, u64>) {
+            let mut distinct: Vec<K> = map.keys().copied().collect();
+            distinct.sort_unstable();
+            for (position, k) in (0u64..).zip(distinct) {
+                map.insert(k, position);
+            }
+        }
+        rank(&mut clusters);
+        rank(&mut kinds);
+        KindRanks { clusters, kinds }
+    }
+
+    /// `plan_order` up to the namespace: the cluster's rank, then whether the object is
+    /// namespaced, then its kind's rank (within 2^31 of each).
+    fn prefix(&self, k: &ObjectKey) -> u64 {
+        let cluster = self.clusters.get(k.cluster.as_str()).copied().unwrap_or(0);
+        let kind = self
+            .kinds
+            .get(&(k.api_version.as_str(), k.kind.as_str()))
+            .copied()
+            .unwrap_or(0);
+        (cluster << 32) | (u64::from(k.namespace.is_some()) << 31) | kind
+    }
 }
 
 /// Conflicts, each with the claim rank and place of its refused version, as the triggers
@@ -436,19 +495,23 @@ fn in_claim_order(mut conflicts: Vec<((usize, usize), Conflict)>) -> Vec<Conflic
 }
 
 /// Turns `Synced` False on every trigger whose version of an object the merge refused,
-/// naming the first such object (in reverse, the first is written last).
+/// naming the first such object.
 fn restate_conflicts(outcomes: &mut [Outcome], conflicts: &[Conflict]) {
     if conflicts.is_empty() {
         return;
     }
-    // Each trigger's name once, rather than once per conflict.
-    let names: Vec<String> = outcomes.iter().map(|o| o.trigger.to_string()).collect();
-    for conflict in conflicts.iter().rev() {
-        for (outcome, _) in outcomes
-            .iter_mut()
-            .zip(&names)
-            .filter(|(_, name)| conflict.refused.contains(*name))
-        {
+    let mut first: BTreeMap<&str, &Conflict> = BTreeMap::new();
+    for conflict in conflicts {
+        for name in &conflict.refused {
+            first.entry(name.as_str()).or_insert(conflict);
+        }
+    }
+    // Each trigger's name written into one buffer, rather than a string per trigger.
+    let mut name = String::new();
+    for outcome in outcomes.iter_mut() {
+        name.clear();
+        let _ = write!(name, "{}", outcome.trigger);
+        if let Some(conflict) = first.get(name.as_str()) {
             outcome.set_synced("False", REASON_CONFLICT, &conflict.refused_message());
         }
     }
