@@ -13,6 +13,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use futures::{StreamExt, stream};
+
 use serde_json::Value;
 use switchyard_core::ObjectKey;
 use switchyard_core::model::DeletionPolicy;
@@ -20,8 +22,9 @@ use switchyard_core::names::{ANNOTATION_CREATED, ANNOTATION_RULE};
 use switchyard_core::object::World;
 use switchyard_core::plan::OWNERS_MORE;
 
-use super::outputs::{annotation, created_by};
+use super::outputs::{PRUNE_IN_FLIGHT, annotation, created_by};
 use super::state::{Controller, Initial, ReconcileError};
+use crate::apply::ApplyError;
 use crate::shards;
 
 /// What a prune does to one output.
@@ -179,72 +182,79 @@ impl Controller {
                 Act::Release(_) => true,
             });
         }
-        let mut first_error = None;
-        for (key, act) in acts {
-            let result = match act {
-                Act::Release(managers) => {
-                    let uid = self.store.get_key(&key).and_then(|o| {
-                        o.pointer("/metadata/uid")
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    });
-                    let mut result = Ok(());
-                    for manager in managers {
-                        tracing::info!(object = %key, %manager, "claim taken back: no trigger of the shard desires it, another claim remains");
-                        if let Err(e) = self
-                            .clusters
-                            .take_back(&manager, &key, uid.as_deref())
-                            .await
-                        {
-                            result = Err(e);
-                            break;
-                        }
-                        self.count_apply(pack_name, &key);
-                    }
-                    result
-                }
-                Act::Remove {
-                    uid,
-                    version,
-                    policy: DeletionPolicy::Delete,
-                } => {
-                    tracing::info!(object = %key, "pruning an output no shard claims");
-                    match self.clusters.delete_version(&key, &uid, &version).await {
-                        Ok(deleted) => {
-                            if deleted {
-                                self.count_prune(pack_name, &key);
+        // Several writes in flight, as in `prune`.
+        let first_error = stream::iter(acts)
+            .map(|(key, act)| async move {
+                    let result = match act {
+                        Act::Release(managers) => {
+                            let uid = self.store.get_key(&key).and_then(|o| {
+                                o.pointer("/metadata/uid")
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string)
+                            });
+                            let mut result = Ok(());
+                            for manager in managers {
+                                tracing::info!(object = %key, %manager, "claim taken back: no trigger of the shard desires it, another claim remains");
+                                if let Err(e) = self
+                                    .clusters
+                                    .take_back(&manager, &key, uid.as_deref())
+                                    .await
+                                {
+                                    result = Err(e);
+                                    break;
+                                }
+                                self.count_apply(pack_name, &key);
                             }
-                            self.lock().applied.remove(&key);
-                            Ok(())
+                            result
                         }
-                        Err(e) => {
-                            self.lock().deleted.remove(&key);
-                            Err(e)
+                        Act::Remove {
+                            uid,
+                            version,
+                            policy: DeletionPolicy::Delete,
+                        } => {
+                            tracing::info!(object = %key, "pruning an output no shard claims");
+                            match self.clusters.delete_version(&key, &uid, &version).await {
+                                Ok(deleted) => {
+                                    if deleted {
+                                        self.count_prune(pack_name, &key);
+                                    }
+                                    self.lock().applied.remove(&key);
+                                    Ok(())
+                                }
+                                Err(e) => {
+                                    self.lock().deleted.remove(&key);
+                                    Err(e)
+                                }
+                            }
                         }
-                    }
+                        Act::Remove { .. } => {
+                            tracing::info!(object = %key, "orphaning an output no shard claims");
+                            match self.clusters.orphan(pack_name, &key).await {
+                                Ok(()) => {
+                                    self.count_prune(pack_name, &key);
+                                    self.lock().applied.remove(&key);
+                                    Ok(())
+                                }
+                                Err(e) => {
+                                    self.lock().deleted.remove(&key);
+                                    Err(e)
+                                }
+                            }
+                        }
+                    };
+                if let Err(e) = &result {
+                    // A claim written meanwhile (the version changed), or no answer: the next
+                    // prune looks again.
+                    tracing::info!(object = %key, error = %e, "prune not done; tried again later");
                 }
-                Act::Remove { .. } => {
-                    tracing::info!(object = %key, "orphaning an output no shard claims");
-                    match self.clusters.orphan(pack_name, &key).await {
-                        Ok(()) => {
-                            self.count_prune(pack_name, &key);
-                            self.lock().applied.remove(&key);
-                            Ok(())
-                        }
-                        Err(e) => {
-                            self.lock().deleted.remove(&key);
-                            Err(e)
-                        }
-                    }
-                }
-            };
-            if let Err(e) = result {
-                // A claim written meanwhile (the version changed), or no answer: the next
-                // prune looks again.
-                tracing::info!(object = %key, error = %e, "prune not done; tried again later");
-                first_error.get_or_insert(e);
-            }
-        }
+                result
+            })
+            .buffer_unordered(PRUNE_IN_FLIGHT)
+            // Every one to its end: a delete dropped half-way would stay marked as sent.
+            .collect::<Vec<Result<(), ApplyError>>>()
+            .await
+            .into_iter()
+            .find_map(Result::err);
         match first_error {
             Some(e) => Err(e.into()),
             None => Ok(()),

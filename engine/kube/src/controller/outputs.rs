@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use futures::{StreamExt, stream};
+
 use serde_json::Value;
 use switchyard_core::ObjectKey;
 use switchyard_core::model::{DeletionPolicy, OutputMode};
@@ -22,6 +24,9 @@ use super::state::{
 use crate::apply::{ApplyError, field_manager};
 use crate::shards;
 use crate::store::{KindKey, Store};
+
+/// How many deletes (or orphanings) a prune has in flight.
+pub(super) const PRUNE_IN_FLIGHT: usize = 16;
 
 impl PackState {
     /// Objects in the caches that this pack created and that no trigger desires: what prune
@@ -638,33 +643,42 @@ impl Controller {
                 doomed.push((key, uid, policy));
             }
         }
-        let mut first_error = None;
-        for (key, uid, policy) in doomed {
-            let result = match policy {
-                DeletionPolicy::Delete => {
-                    tracing::info!(object = %key, "pruning an output no trigger desires");
-                    self.clusters.delete(&key, Some(&uid)).await
-                }
-                DeletionPolicy::Orphan => {
-                    tracing::info!(object = %key, "orphaning an output no trigger desires");
-                    self.clusters.orphan(pack_name, &key).await.map(|()| true)
-                }
-            };
-            match result {
-                Ok(deleted) => {
-                    if deleted {
-                        self.count_prune(pack_name, &key);
+        // Several deletes in flight: a prune after many triggers went has as many objects
+        // to delete, and one at a time it fell behind on a loaded API server.
+        let first_error = stream::iter(doomed)
+            .map(|(key, uid, policy)| async move {
+                let result = match policy {
+                    DeletionPolicy::Delete => {
+                        tracing::info!(object = %key, "pruning an output no trigger desires");
+                        self.clusters.delete(&key, Some(&uid)).await
                     }
-                    self.lock().applied.remove(&key);
+                    DeletionPolicy::Orphan => {
+                        tracing::info!(object = %key, "orphaning an output no trigger desires");
+                        self.clusters.orphan(pack_name, &key).await.map(|()| true)
+                    }
+                };
+                match result {
+                    Ok(deleted) => {
+                        if deleted {
+                            self.count_prune(pack_name, &key);
+                        }
+                        self.lock().applied.remove(&key);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        // Not deleted: the next prune tries again.
+                        self.lock().deleted.remove(&key);
+                        tracing::warn!(object = %key, error = %e, "prune failed");
+                        Err(e)
+                    }
                 }
-                Err(e) => {
-                    // Not deleted: the next prune tries again.
-                    self.lock().deleted.remove(&key);
-                    tracing::warn!(object = %key, error = %e, "prune failed");
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
+            })
+            .buffer_unordered(PRUNE_IN_FLIGHT)
+            // Every one to its end: a delete dropped half-way would stay marked as sent.
+            .collect::<Vec<Result<(), ApplyError>>>()
+            .await
+            .into_iter()
+            .find_map(Result::err);
         match first_error {
             Some(e) => Err(e.into()),
             None => Ok(()),

@@ -124,8 +124,9 @@ pub(super) struct PackState {
     /// Triggers whose last evaluation failed (or stopped short of its outputs): a template
     /// edit evaluates them again whatever it changes, their status may quote the template.
     pub(super) failing: HashSet<Key>,
-    /// Triggers being deleted that wait for their outputs to be gone.
-    pub(super) deleting: HashSet<Key>,
+    /// Triggers being deleted that wait for their outputs to be gone, with the outputs they
+    /// had when their deletion was first seen (`None`: unknown, after a restart).
+    pub(super) deleting: HashMap<Key, Option<Arc<[Key]>>>,
     /// Triggers that had outputs in members that are gone, and those members.
     pub(super) gone: HashMap<Key, BTreeSet<String>>,
     /// Objects this pack patched since start, with the shards that patched them: a patch no
@@ -179,7 +180,7 @@ impl PackState {
             restate: BTreeSet::new(),
             unknown: HashSet::new(),
             failing: HashSet::new(),
-            deleting: HashSet::new(),
+            deleting: HashMap::new(),
             rounds: shards
                 .held
                 .iter()

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 use switchyard_core::evaluate::CONDITION_SYNCED;
+use switchyard_core::object::World;
 use switchyard_core::plan::OWNERS_MORE;
 use switchyard_core::{ObjectKey, Pack};
 
-use super::outputs::{annotation, is_subset};
-use super::state::{Controller, Key, ReconcileError, SyncedState};
+use super::outputs::{annotation, created_by, is_subset};
+use super::state::{Controller, Key, ReconcileError, SyncedState, Work};
 
 impl Controller {
     /// Writes the status an evaluation computed, unless the live status already holds it.
@@ -101,24 +102,32 @@ impl Controller {
         round: u64,
     ) -> Result<(), ReconcileError> {
         let finalizer = format!("switchyard.dev/{}", pack.name());
-        let (touched, previous_keys) = {
+        let (touched, newly_deleting) = {
             let mut state = self.lock();
             let Some(p) = state.packs.get_mut(pack_name) else {
                 return Ok(());
             };
-            let previous: Vec<Key> = p
+            // What it had, kept while it waits: its contribution is dropped now.
+            let previous: Option<Arc<[Key]>> = p
                 .contributions
                 .get(trigger)
-                .map(|c| c.iter().map(|d| d.key().clone()).collect())
-                .unwrap_or_default();
+                .map(|c| c.iter().map(|d| d.key().clone()).collect());
             let touched = p.set_contribution(trigger, Vec::new(), None);
-            p.deleting.insert(trigger.clone());
+            let newly_deleting = !p.deleting.contains_key(trigger);
+            if newly_deleting {
+                p.deleting.insert(trigger.clone(), previous);
+            }
             p.mark_evaluated(trigger, round);
-            (touched, previous)
+            (touched, newly_deleting)
         };
         self.sync_outputs(pack_name, &touched).await?;
         self.restate_merged(pack_name, trigger);
-        self.prune(pack_name).await?;
+        // The prune is queued, not run here: triggers deleted together share one (each
+        // prune reads every output the pack has in the caches). Its deletions wake this
+        // trigger (`Controller::changed`), else the cleanup poll does.
+        if newly_deleting || !touched.is_empty() {
+            self.queue.add(Work::Prune(pack_name.clone()));
+        }
         if !has_finalizer(object, &finalizer) {
             self.lock()
                 .packs
@@ -128,7 +137,7 @@ impl Controller {
         }
         // Still there: outputs this trigger had that nobody else desires, or, when its
         // outputs are unknown (after a restart), anything prune could not remove yet.
-        let remaining = self.cleanup_remaining(pack_name, trigger, &previous_keys);
+        let remaining = self.cleanup_remaining(pack_name, trigger);
         if let Some(what) = remaining {
             return Err(ReconcileError::Pending(format!(
                 "waiting for {what} to be deleted before removing the finalizer of {trigger}"
@@ -146,35 +155,68 @@ impl Controller {
     }
 
     /// An output of this trigger that still exists, is not being deleted, and is not desired
-    /// by another trigger.
-    pub(super) fn cleanup_remaining(
-        &self,
-        pack_name: &Arc<str>,
-        trigger: &ObjectKey,
-        previous: &[Key],
-    ) -> Option<String> {
+    /// by another trigger: one of those it had when its deletion was first seen, or, when
+    /// those are unknown (after a restart), one whose owners annotation names it.
+    pub(super) fn cleanup_remaining(&self, pack_name: &Arc<str>, trigger: &Key) -> Option<String> {
         let state = self.lock();
         let p = state.packs.get(pack_name)?;
-        let owner = trigger.to_string();
         // With sharding: the claim of the trigger's shard (other shards' claims keep an
         // output, and this trigger does not wait for it).
         let shard = p.shard_of(trigger);
+        let waits_for = |o: &Value| {
+            // Terminating: its deletion is the API server's now (and other controllers'
+            // finalizers may hold it long after this trigger has any say).
+            o.pointer("/metadata/deletionTimestamp").is_none()
+                && (p.shard_count <= 1
+                    || crate::shards::claims(o, p.shard_count).0.contains(&shard))
+        };
+        if let Some(Some(previous)) = p.deleting.get(trigger) {
+            // Its outputs are known: only they are read (a scan of every output for each
+            // deleting trigger, each time it looks, was what made mass deletions slow).
+            return previous
+                .iter()
+                .filter(|key| !p.by_output.contains_key(*key))
+                .find(|key| {
+                    self.store
+                        .get_key(key)
+                        .is_some_and(|o| created_by(&o, pack_name) && waits_for(&o))
+                })
+                .map(ToString::to_string);
+        }
+        let owner = trigger.to_string();
         let claim = crate::shards::owners_key(shard, p.shard_count);
         p.undesired(&self.store, pack_name)
             .into_iter()
-            // Terminating: its deletion is the API server's now (and other controllers'
-            // finalizers may hold it long after this trigger has any say).
-            .filter(|(_, o)| o.pointer("/metadata/deletionTimestamp").is_none())
-            .filter(|(_, o)| {
-                p.shard_count <= 1 || crate::shards::claims(o, p.shard_count).0.contains(&shard)
-            })
-            .find(|(key, o)| {
-                let owners = annotation(o, &claim);
-                previous.iter().any(|p| **p == *key)
-                    || owners.split(',').any(|x| x == owner || x == OWNERS_MORE)
+            .filter(|(_, o)| waits_for(o))
+            .find(|(_, o)| {
+                annotation(o, &claim)
+                    .split(',')
+                    .any(|x| x == owner || x == OWNERS_MORE)
             })
             .map(|(key, _)| key.to_string())
     }
+}
+
+/// Whether a deleting `trigger` may wait for `object` to go: the object's owners
+/// annotations (one per shard's claim with sharding) name it, say there are more than they
+/// list, or there are none.
+pub(super) fn may_wait_for(object: &Value, trigger: &ObjectKey) -> bool {
+    let Some(annotations) = object
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    else {
+        return true;
+    };
+    let mut owners = annotations
+        .iter()
+        .filter(|(name, _)| crate::shards::is_owners_key(name))
+        .flat_map(|(_, value)| value.as_str().unwrap_or_default().split(','))
+        .peekable();
+    if owners.peek().is_none() {
+        return true;
+    }
+    let trigger = trigger.to_string();
+    owners.any(|owner| owner == trigger || owner == OWNERS_MORE)
 }
 
 pub(super) fn has_finalizer(object: &Value, finalizer: &str) -> bool {
@@ -193,4 +235,47 @@ fn in_conditions(status: &Value, synced: &Value) -> bool {
         .get("conditions")
         .and_then(Value::as_array)
         .is_some_and(|c| c.iter().any(|c| c == synced))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn trigger(name: &str) -> ObjectKey {
+        ObjectKey {
+            cluster: "source".into(),
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("default".into()),
+            name: name.into(),
+        }
+    }
+
+    fn output(annotations: Value) -> Value {
+        json!({"metadata": {"name": "out", "annotations": annotations}})
+    }
+
+    #[test]
+    fn a_deleted_output_wakes_the_deleting_triggers_its_owners_name() {
+        let (a, b) = (trigger("a"), trigger("b"));
+        let named = output(json!({"switchyard.dev/owners": a.to_string()}));
+        assert!(may_wait_for(&named, &a));
+        assert!(!may_wait_for(&named, &b));
+        // With sharding, each shard's claim lists its own triggers.
+        let claimed = output(json!({
+            "switchyard.dev/owners-0-of-6": a.to_string(),
+            "switchyard.dev/owners-3-of-6": b.to_string(),
+            "unrelated": trigger("c").to_string(),
+        }));
+        assert!(may_wait_for(&claimed, &a));
+        assert!(may_wait_for(&claimed, &b));
+        assert!(!may_wait_for(&claimed, &trigger("c")));
+        // More owners than listed, or none: any deleting trigger may wait for it.
+        let more = output(json!({"switchyard.dev/owners": format!("{a},{OWNERS_MORE}")}));
+        assert!(may_wait_for(&more, &b));
+        assert!(may_wait_for(&output(json!({})), &b));
+        assert!(may_wait_for(&json!({"metadata": {"name": "out"}}), &b));
+    }
 }

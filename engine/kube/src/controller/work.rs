@@ -12,7 +12,7 @@ use switchyard_core::{ObjectKey, Pack};
 
 use super::index::{kind_in_role, output_kinds, watch_plan};
 use super::state::{Controller, Initial, Key, PackState, ReconcileError, Scope, Work};
-use super::status::has_finalizer;
+use super::status::{has_finalizer, may_wait_for};
 use crate::packs::PackChange;
 use crate::store::{Cached, KindKey};
 use crate::watch::Change;
@@ -408,7 +408,7 @@ impl Controller {
                 .contributions
                 .keys()
                 .chain(p.unknown.iter())
-                .chain(p.deleting.iter())
+                .chain(p.deleting.keys())
                 .filter(|t| p.shard_of(t) == shard)
                 .cloned()
                 .collect();
@@ -592,11 +592,15 @@ impl Controller {
                     work.push(Work::Prune(name.clone()));
                 }
                 if change.current.is_none() {
-                    // A deleted object may be the last output a deleting trigger waits for.
+                    // A deleted object may be the last output a deleting trigger waits for:
+                    // those it may be waited for by look again (not every deleting trigger
+                    // at each deletion: many deleting at once would each look once per
+                    // output deleted).
                     work.extend(
                         p.deleting
-                            .iter()
+                            .keys()
                             .filter(|t| state.holds(t))
+                            .filter(|t| object.is_none_or(|o| may_wait_for(o, t)))
                             .map(|t| Work::Trigger(name.clone(), t.clone())),
                     );
                 }
