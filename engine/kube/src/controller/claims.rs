@@ -13,8 +13,6 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use futures::{StreamExt, stream};
-
 use serde_json::Value;
 use switchyard_core::ObjectKey;
 use switchyard_core::model::DeletionPolicy;
@@ -22,7 +20,7 @@ use switchyard_core::names::{ANNOTATION_CREATED, ANNOTATION_RULE};
 use switchyard_core::object::World;
 use switchyard_core::plan::OWNERS_MORE;
 
-use super::outputs::{PRUNE_IN_FLIGHT, annotation, created_by};
+use super::outputs::{annotation, created_by, prune_writes};
 use super::state::{Controller, Initial, ReconcileError};
 use crate::apply::ApplyError;
 use crate::shards;
@@ -182,82 +180,62 @@ impl Controller {
                 Act::Release(_) => true,
             });
         }
-        // Several writes in flight, as in `prune`.
-        let first_error = stream::iter(acts)
-            .map(|(key, act)| async move {
-                    let result = match act {
-                        Act::Release(managers) => {
-                            let uid = self.store.get_key(&key).and_then(|o| {
-                                o.pointer("/metadata/uid")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_string)
-                            });
-                            let mut result = Ok(());
-                            for manager in managers {
-                                tracing::info!(object = %key, %manager, "claim taken back: no trigger of the shard desires it, another claim remains");
-                                if let Err(e) = self
-                                    .clusters
-                                    .take_back(&manager, &key, uid.as_deref())
-                                    .await
-                                {
-                                    result = Err(e);
-                                    break;
-                                }
-                                self.count_apply(pack_name, &key);
-                            }
-                            result
-                        }
-                        Act::Remove {
-                            uid,
-                            version,
-                            policy: DeletionPolicy::Delete,
-                        } => {
-                            tracing::info!(object = %key, "pruning an output no shard claims");
-                            match self.clusters.delete_version(&key, &uid, &version).await {
-                                Ok(deleted) => {
-                                    if deleted {
-                                        self.count_prune(pack_name, &key);
-                                    }
-                                    self.lock().applied.remove(&key);
-                                    Ok(())
-                                }
-                                Err(e) => {
-                                    self.lock().deleted.remove(&key);
-                                    Err(e)
-                                }
-                            }
-                        }
-                        Act::Remove { .. } => {
-                            tracing::info!(object = %key, "orphaning an output no shard claims");
-                            match self.clusters.orphan(pack_name, &key).await {
-                                Ok(()) => {
-                                    self.count_prune(pack_name, &key);
-                                    self.lock().applied.remove(&key);
-                                    Ok(())
-                                }
-                                Err(e) => {
-                                    self.lock().deleted.remove(&key);
-                                    Err(e)
-                                }
-                            }
-                        }
-                    };
-                if let Err(e) = &result {
-                    // A claim written meanwhile (the version changed), or no answer: the next
-                    // prune looks again.
-                    tracing::info!(object = %key, error = %e, "prune not done; tried again later");
+        prune_writes(
+            acts.into_iter()
+                .map(|(key, act)| self.prune_act(pack_name, key, act)),
+        )
+        .await
+    }
+
+    /// One write of a sharded prune: a claim taken back, or an output deleted or orphaned.
+    async fn prune_act(
+        &self,
+        pack_name: &Arc<str>,
+        key: ObjectKey,
+        act: Act,
+    ) -> Result<(), ApplyError> {
+        let result = match act {
+            Act::Release(managers) => {
+                let uid = self.store.get_key(&key).and_then(|o| {
+                    o.pointer("/metadata/uid")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                });
+                let mut result = Ok(());
+                for manager in managers {
+                    tracing::info!(object = %key, %manager, "claim taken back: no trigger of the shard desires it, another claim remains");
+                    if let Err(e) = self
+                        .clusters
+                        .take_back(&manager, &key, uid.as_deref())
+                        .await
+                    {
+                        result = Err(e);
+                        break;
+                    }
+                    self.count_apply(pack_name, &key);
                 }
                 result
-            })
-            .buffer_unordered(PRUNE_IN_FLIGHT)
-            // Every one to its end: a delete dropped half-way would stay marked as sent.
-            .collect::<Vec<Result<(), ApplyError>>>()
-            .await
-            .into_iter()
-            .find_map(Result::err);
-        match first_error {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
+            }
+            Act::Remove {
+                uid,
+                version,
+                policy: DeletionPolicy::Delete,
+            } => {
+                tracing::info!(object = %key, "pruning an output no shard claims");
+                let deleted = self.clusters.delete_version(&key, &uid, &version).await;
+                self.removal_done(pack_name, &key, deleted)
+            }
+            Act::Remove { .. } => {
+                tracing::info!(object = %key, "orphaning an output no shard claims");
+                let orphaned = self.clusters.orphan(pack_name, &key).await;
+                self.removal_done(pack_name, &key, orphaned.map(|()| true))
+            }
+        };
+        if let Err(e) = &result {
+            // A claim written meanwhile (the version changed), or no answer: the next
+            // prune looks again.
+            tracing::info!(object = %key, error = %e, "prune not done; tried again later");
         }
+        result
     }
 }

@@ -25,8 +25,23 @@ use crate::apply::{ApplyError, field_manager};
 use crate::shards;
 use crate::store::{KindKey, Store};
 
-/// How many deletes (or orphanings) a prune has in flight.
-pub(super) const PRUNE_IN_FLIGHT: usize = 16;
+/// How many deletes (or orphanings, or claims taken back) a prune has in flight.
+const PRUNE_IN_FLIGHT: usize = 16;
+
+/// Runs a prune's writes, [`PRUNE_IN_FLIGHT`] at a time, every one to its end (a delete
+/// dropped half-way would stay marked as sent); the first error, if any.
+pub(super) async fn prune_writes(
+    writes: impl IntoIterator<Item = impl Future<Output = Result<(), ApplyError>>>,
+) -> Result<(), ReconcileError> {
+    let results: Vec<Result<(), ApplyError>> = stream::iter(writes)
+        .buffer_unordered(PRUNE_IN_FLIGHT)
+        .collect()
+        .await;
+    match results.into_iter().find_map(Result::err) {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
 
 impl PackState {
     /// Objects in the caches that this pack created and that no trigger desires: what prune
@@ -645,43 +660,47 @@ impl Controller {
         }
         // Several deletes in flight: a prune after many triggers went has as many objects
         // to delete, and one at a time it fell behind on a loaded API server.
-        let first_error = stream::iter(doomed)
-            .map(|(key, uid, policy)| async move {
-                let result = match policy {
-                    DeletionPolicy::Delete => {
-                        tracing::info!(object = %key, "pruning an output no trigger desires");
-                        self.clusters.delete(&key, Some(&uid)).await
-                    }
-                    DeletionPolicy::Orphan => {
-                        tracing::info!(object = %key, "orphaning an output no trigger desires");
-                        self.clusters.orphan(pack_name, &key).await.map(|()| true)
-                    }
-                };
-                match result {
-                    Ok(deleted) => {
-                        if deleted {
-                            self.count_prune(pack_name, &key);
-                        }
-                        self.lock().applied.remove(&key);
-                        Ok(())
-                    }
-                    Err(e) => {
-                        // Not deleted: the next prune tries again.
-                        self.lock().deleted.remove(&key);
-                        tracing::warn!(object = %key, error = %e, "prune failed");
-                        Err(e)
-                    }
+        prune_writes(doomed.into_iter().map(|(key, uid, policy)| async move {
+            let result = match policy {
+                DeletionPolicy::Delete => {
+                    tracing::info!(object = %key, "pruning an output no trigger desires");
+                    self.clusters.delete(&key, Some(&uid)).await
                 }
-            })
-            .buffer_unordered(PRUNE_IN_FLIGHT)
-            // Every one to its end: a delete dropped half-way would stay marked as sent.
-            .collect::<Vec<Result<(), ApplyError>>>()
-            .await
-            .into_iter()
-            .find_map(Result::err);
-        match first_error {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
+                DeletionPolicy::Orphan => {
+                    tracing::info!(object = %key, "orphaning an output no trigger desires");
+                    self.clusters.orphan(pack_name, &key).await.map(|()| true)
+                }
+            };
+            let result = self.removal_done(pack_name, &key, result);
+            if let Err(e) = &result {
+                tracing::warn!(object = %key, error = %e, "prune failed");
+            }
+            result
+        }))
+        .await
+    }
+
+    /// Records how a prune's delete or orphaning of `key` ended (`Ok(true)`: it removed
+    /// something): counted and no longer remembered as applied, or, failed, no longer
+    /// remembered as sent, so that the next prune tries again.
+    pub(super) fn removal_done(
+        &self,
+        pack_name: &str,
+        key: &ObjectKey,
+        result: Result<bool, ApplyError>,
+    ) -> Result<(), ApplyError> {
+        match result {
+            Ok(removed) => {
+                if removed {
+                    self.count_prune(pack_name, key);
+                }
+                self.lock().applied.remove(key);
+                Ok(())
+            }
+            Err(e) => {
+                self.lock().deleted.remove(key);
+                Err(e)
+            }
         }
     }
 
