@@ -593,9 +593,9 @@ impl Controller {
                 }
                 if change.current.is_none() {
                     // A deleted object may be the last output a deleting trigger waits for:
-                    // those it may be waited for by look again (not every deleting trigger
-                    // at each deletion: many deleting at once would each look once per
-                    // output deleted).
+                    // the deleting triggers that may wait for it look again (not every
+                    // deleting trigger at each deletion: many deleting at once would each
+                    // look once per output deleted).
                     work.extend(
                         p.deleting
                             .keys()
