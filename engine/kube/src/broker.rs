@@ -16,6 +16,7 @@ use crate::members::{MemberEvent, Membership};
 use crate::metrics::Metrics;
 use crate::packs::{self, PackSet};
 use crate::queue::{Backoff, Queue};
+use crate::reload::Change;
 use crate::serve::Endpoints;
 use crate::store::{KindCache, KindKey, Store};
 use crate::watch::{self, WatchEvent, WatchMode};
@@ -145,6 +146,7 @@ pub async fn run(
     let (mut reloads, mut reloads_guard) =
         crate::reload::watch_paths(&watched, config.reload_debounce())
             .map_err(|e| BrokerError::Io(e.to_string()))?;
+    let mut prefetch: Option<Prefetch> = None;
 
     // Both ports bound before anything runs: one that is taken stops the start.
     let health_addr = config.health_socket_addr()?;
@@ -255,7 +257,7 @@ pub async fn run(
             Some(event) = members_rx.recv() => on_member_event(&wiring, &mut watches, event),
             Some(()) = async {
                 match &mut config_changes {
-                    Some((changes, _)) => changes.recv().await,
+                    Some((changes, _)) => changes.quiet().await.map(drop),
                     None => std::future::pending().await,
                 }
             } => {
@@ -281,6 +283,7 @@ pub async fn run(
                         Ok((next_reloads, guard)) => {
                             reloads = next_reloads;
                             reloads_guard = guard;
+                            prefetch = None;
                         }
                         Err(e) => tracing::error!(error = %e, "the new packs folder cannot be watched"),
                     }
@@ -290,11 +293,19 @@ pub async fn run(
                 }
                 tracing::info!(file = %switchyard_files::display(&origin.path), "configuration reloaded");
             }
-            Some(()) = reloads.recv() => {
-                reload(&config, &controller, &clusters, &health, &mut fingerprints).await;
-                ensure_watches(&wiring, &mut watches);
-                promote_members(&wiring, &mut watches);
-            }
+            Some(change) = reloads.next() => match change {
+                // Loading begins while the debounce runs; it is installed at the quiet only if
+                // nothing changed after it began.
+                Change::Paused(n) => {
+                    prefetch = Some(Prefetch { change: n, loading: Loading::start(&config) });
+                }
+                Change::Quiet(n) => {
+                    let loading = loading_for(prefetch.take(), n, &config);
+                    install_loaded(loading, &controller, &clusters, &health, &mut fingerprints).await;
+                    ensure_watches(&wiring, &mut watches);
+                    promote_members(&wiring, &mut watches);
+                }
+            },
             Ok(()) = recoveries.changed() => {
                 let retried = queue.retry_now();
                 tracing::info!(retried, "a cluster answers again: retrying the work that waited");
@@ -395,6 +406,43 @@ fn publish_metrics(metrics: &Metrics, store: &Store, clusters: &Clusters, queue:
         .set(clusters.reachability().unreachable() as i64);
 }
 
+/// A load of the pack set begun on a blocking thread: with what it took, and the
+/// configuration it was begun with.
+struct Loading {
+    config: BrokerConfig,
+    task: JoinHandle<(Result<PackSet, packs::PackSetError>, Duration)>,
+}
+
+impl Loading {
+    fn start(config: &BrokerConfig) -> Loading {
+        let to_load = config.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            let started = std::time::Instant::now();
+            (packs::load_pack_set(&to_load), started.elapsed())
+        });
+        Loading {
+            config: config.clone(),
+            task,
+        }
+    }
+}
+
+/// A load begun when the packs folder paused after change `n` (see [`crate::reload::Change`]).
+struct Prefetch {
+    change: u64,
+    loading: Loading,
+}
+
+/// The load to install at the quiet after change `n`: the one begun at the pause after the
+/// same change with the same configuration (nothing changed since it began reading), else a
+/// new one.
+fn loading_for(prefetch: Option<Prefetch>, n: u64, config: &BrokerConfig) -> Loading {
+    match prefetch {
+        Some(p) if p.change == n && p.loading.config == *config => p.loading,
+        _ => Loading::start(config),
+    }
+}
+
 /// Loads the pack set from disk; installs it when it loads, keeps the running one when not.
 async fn reload(
     config: &BrokerConfig,
@@ -403,12 +451,27 @@ async fn reload(
     health: &Health,
     fingerprints: &mut BTreeMap<String, BTreeMap<String, packs::RuleFingerprint>>,
 ) {
-    let started = std::time::Instant::now();
-    let to_load = config.clone();
-    let loaded = tokio::task::spawn_blocking(move || packs::load_pack_set(&to_load)).await;
-    let set: PackSet = match loaded {
-        Ok(Ok(set)) => set,
-        Ok(Err(e)) => {
+    install_loaded(
+        Loading::start(config),
+        controller,
+        clusters,
+        health,
+        fingerprints,
+    )
+    .await;
+}
+
+/// Installs the pack set `loading` loads when it loads, keeps the running one when not.
+async fn install_loaded(
+    loading: Loading,
+    controller: &Controller,
+    clusters: &Clusters,
+    health: &Health,
+    fingerprints: &mut BTreeMap<String, BTreeMap<String, packs::RuleFingerprint>>,
+) {
+    let (set, took): (PackSet, Duration) = match loading.task.await {
+        Ok((Ok(set), took)) => (set, took),
+        Ok((Err(e), _)) => {
             tracing::error!("pack set does not load; the running packs stay:\n{e}");
             health.set_reload_error(e.to_string());
             return;
@@ -448,7 +511,7 @@ async fn reload(
         .iter()
         .map(|p| (p.name().to_string(), p.version().to_string()))
         .collect();
-    tracing::info!(packs = ?names, took = ?started.elapsed(), "pack set loaded");
+    tracing::info!(packs = ?names, ?took, "pack set loaded");
     controller.install(install);
     health.set_packs(names);
 }
@@ -968,4 +1031,36 @@ fn publish_inventory(wiring: &Wiring, watches: &Watches) {
     }
     let (lines, problems) = watches.members.report(&roles);
     wiring.health.set_inventory(lines, problems);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn prefetch(change: u64, config: &BrokerConfig) -> (Prefetch, tokio::task::Id) {
+        let loading = Loading::start(config);
+        let id = loading.task.id();
+        (Prefetch { change, loading }, id)
+    }
+
+    /// A load begun at a pause is installed only at the quiet of the same change and with the
+    /// same configuration: anything else may have read files or settings that changed since.
+    #[tokio::test]
+    async fn a_load_begun_at_the_pause_is_used_only_for_its_change() {
+        let config = BrokerConfig::default();
+        let (same, id) = prefetch(3, &config);
+        assert_eq!(loading_for(Some(same), 3, &config).task.id(), id);
+
+        let (older, id) = prefetch(3, &config);
+        assert_ne!(loading_for(Some(older), 4, &config).task.id(), id);
+
+        let (other_config, id) = prefetch(3, &config);
+        let changed = BrokerConfig {
+            workers: config.workers + 1,
+            ..config.clone()
+        };
+        assert_ne!(loading_for(Some(other_config), 3, &changed).task.id(), id);
+    }
 }

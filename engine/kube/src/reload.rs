@@ -1,5 +1,7 @@
 //! Watching the packs folder (and the shared partials and CRDs) for changes: one message per
-//! burst of changes, after the folder has been quiet for the debounce time.
+//! burst of changes, after the folder has been quiet for the debounce time, and one before it,
+//! once the folder has paused for a moment, so that loading can begin while the debounce runs
+//! (a load begun at a pause is used only when no change came after it).
 //!
 //! ConfigMap volumes change by an atomic symlink swap in the mounted folder itself: the
 //! kubelet writes a new `..2026_…` folder, points a `..data_tmp` symlink at it and renames it
@@ -10,11 +12,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use notify::event::{EventKind, MetadataKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
 
@@ -37,12 +39,67 @@ pub enum ReloadError {
     Thread(std::io::Error),
 }
 
-/// Watches `dir` recursively: any creation, change, removal or rename under it sends one `()`
-/// once `debounce` has passed without another.
-pub fn watch(
-    dir: &Path,
-    debounce: Duration,
-) -> Result<(mpsc::Receiver<()>, WatchGuard), ReloadError> {
+/// How long the folder must be quiet before a load may begin (the debounce's, when shorter):
+/// long enough that one editor's save (truncate, write, rename) is one change, short enough to
+/// hide most of a load under the debounce.
+const SETTLE: Duration = Duration::from_millis(50);
+
+/// What a watch reports: the number of the last change seen, once the folder has paused
+/// (quiet for [`SETTLE`]) and once it is quiet (for the whole debounce).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Quiet for a moment after change `n`: a load may begin, to be used if `Quiet(n)`
+    /// follows (a later change makes the quiet carry a larger number).
+    Paused(u64),
+    /// Quiet for the debounce after change `n`: reload.
+    Quiet(u64),
+}
+
+/// The receiving end of a watch: the latest pause and quiet, so a slow reader skips to the
+/// newest rather than queueing stale ones.
+#[derive(Debug)]
+pub struct Changes {
+    rx: watch::Receiver<Progress>,
+    seen: Progress,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Progress {
+    paused: u64,
+    quiet: u64,
+}
+
+impl Changes {
+    /// The next change to act on, a quiet before a pause; `None` once the watch has ended.
+    /// Cancel-safe: nothing is marked seen until it is returned.
+    pub async fn next(&mut self) -> Option<Change> {
+        loop {
+            let now = *self.rx.borrow_and_update();
+            if now.quiet > self.seen.quiet {
+                self.seen = now;
+                return Some(Change::Quiet(now.quiet));
+            }
+            if now.paused > self.seen.paused {
+                self.seen.paused = now.paused;
+                return Some(Change::Paused(now.paused));
+            }
+            self.rx.changed().await.ok()?;
+        }
+    }
+
+    /// The next quiet, pauses skipped; `None` once the watch has ended.
+    pub async fn quiet(&mut self) -> Option<u64> {
+        loop {
+            if let Change::Quiet(n) = self.next().await? {
+                return Some(n);
+            }
+        }
+    }
+}
+
+/// Watches `dir` recursively: any creation, change, removal or rename under it is reported
+/// once the folder pauses and once `debounce` has passed without another.
+pub fn watch(dir: &Path, debounce: Duration) -> Result<(Changes, WatchGuard), ReloadError> {
     watch_paths(&[dir.to_path_buf()], debounce)
 }
 
@@ -56,7 +113,7 @@ pub fn watch(
 pub fn watch_paths(
     paths: &[PathBuf],
     debounce: Duration,
-) -> Result<(mpsc::Receiver<()>, WatchGuard), ReloadError> {
+) -> Result<(Changes, WatchGuard), ReloadError> {
     let (raw_tx, raw_rx) = std_mpsc::channel::<()>();
     let files: Vec<PathBuf> = paths.iter().filter(|p| p.is_file()).cloned().collect();
     let dirs: Vec<PathBuf> = paths.iter().filter(|p| !p.is_file()).cloned().collect();
@@ -101,7 +158,7 @@ pub fn watch_paths(
     let watcher = Arc::new(Mutex::new(watcher));
     let targets = Targets { files, dirs };
     targets.arm(&watcher, true)?;
-    let (tx, rx) = mpsc::channel(1);
+    let (tx, rx) = watch::channel(Progress::default());
     // Weak: dropping the guard drops the watcher, which ends the thread.
     let rearm = Arc::downgrade(&watcher);
     std::thread::Builder::new()
@@ -117,7 +174,11 @@ pub fn watch_paths(
             })
         })
         .map_err(ReloadError::Thread)?;
-    Ok((rx, WatchGuard { _watcher: watcher }))
+    let changes = Changes {
+        rx,
+        seen: Progress::default(),
+    };
+    Ok((changes, WatchGuard { _watcher: watcher }))
 }
 
 /// What is watched: folders (recursively) and files (through their folder), each with its
@@ -165,26 +226,49 @@ impl Targets {
     }
 }
 
-/// Forwards one message per burst of raw events, after `after_burst` (which re-arms the
-/// watches). Ends when the watcher is dropped (the raw sender goes with it) or the receiver
-/// is closed.
+/// Reports each burst of raw events: a pause once it has been quiet for [`SETTLE`] (again
+/// after each later event), the quiet once for `debounce`, after `after_burst` (which re-arms
+/// the watches). Ends when the watcher is dropped (the raw sender goes with it) or the
+/// receiver is.
 fn debounce_loop(
     raw: &std_mpsc::Receiver<()>,
-    tx: &mpsc::Sender<()>,
+    tx: &watch::Sender<Progress>,
     debounce: Duration,
     after_burst: impl Fn(),
 ) {
+    let settle = SETTLE.min(debounce);
+    let mut count: u64 = 0;
     while raw.recv().is_ok() {
+        count += 1;
+        let mut last = Instant::now();
+        let mut paused = false;
         loop {
-            match raw.recv_timeout(debounce) {
-                Ok(()) => {}
+            let wait = if paused { debounce } else { settle };
+            match raw.recv_timeout(wait.saturating_sub(last.elapsed())) {
+                Ok(()) => {
+                    count += 1;
+                    last = Instant::now();
+                    paused = false;
+                }
+                Err(std_mpsc::RecvTimeoutError::Timeout) if !paused => {
+                    paused = true;
+                    if tx.is_closed() {
+                        return;
+                    }
+                    tx.send_modify(|p| p.paused = count);
+                }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => break,
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
         after_burst();
-        // A message already waiting covers this burst too.
-        if let Err(mpsc::error::TrySendError::Closed(())) = tx.try_send(()) {
+        if tx
+            .send(Progress {
+                paused: count,
+                quiet: count,
+            })
+            .is_err()
+        {
             return;
         }
     }
@@ -249,9 +333,12 @@ mod tests {
 
     const DEBOUNCE: Duration = Duration::from_millis(300);
 
-    /// Waits for one message; `None` after `within`.
-    async fn next(rx: &mut mpsc::Receiver<()>, within: Duration) -> Option<()> {
-        tokio::time::timeout(within, rx.recv()).await.ok().flatten()
+    /// Waits for one quiet; `None` after `within`.
+    async fn next(rx: &mut Changes, within: Duration) -> Option<u64> {
+        tokio::time::timeout(within, rx.quiet())
+            .await
+            .ok()
+            .flatten()
     }
 
     fn pack_dir() -> tempfile::TempDir {
@@ -292,6 +379,47 @@ mod tests {
             "sent before the folder was quiet"
         );
         assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    /// A load may begin at the pause: the quiet that follows carries the pause's number when
+    /// nothing changed in between, so the load begun then is the one to install.
+    #[tokio::test]
+    async fn a_pause_comes_before_the_quiet_with_its_number() {
+        let dir = pack_dir();
+        let (mut rx, _guard) = watch(dir.path(), DEBOUNCE).unwrap();
+        let written = Instant::now();
+        std::fs::write(dir.path().join("rules/r.yaml"), "b: 2\n").unwrap();
+        let within = Duration::from_secs(10);
+        let Some(Change::Paused(paused)) = tokio::time::timeout(within, rx.next()).await.unwrap()
+        else {
+            panic!("the first report is not a pause");
+        };
+        assert!(written.elapsed() >= SETTLE, "paused before the settle time");
+        let quiet = next(&mut rx, within).await;
+        assert!(written.elapsed() >= DEBOUNCE, "quiet before the debounce");
+        assert_eq!(quiet, Some(paused));
+        assert!(next(&mut rx, DEBOUNCE * 3).await.is_none());
+    }
+
+    /// A change after the pause: the quiet carries a larger number, and the load begun at the
+    /// pause (which may have read the files before it) is not the one to install.
+    #[tokio::test]
+    async fn a_change_after_the_pause_makes_the_quiet_newer() {
+        let dir = pack_dir();
+        let (mut rx, _guard) = watch(dir.path(), DEBOUNCE).unwrap();
+        std::fs::write(dir.path().join("rules/r.yaml"), "b: 2\n").unwrap();
+        let within = Duration::from_secs(10);
+        let Some(Change::Paused(paused)) = tokio::time::timeout(within, rx.next()).await.unwrap()
+        else {
+            panic!("the first report is not a pause");
+        };
+        std::fs::write(dir.path().join("rules/r.yaml"), "b: 3\n").unwrap();
+        let Some(Change::Paused(again)) = tokio::time::timeout(within, rx.next()).await.unwrap()
+        else {
+            panic!("the second change paused without a report");
+        };
+        assert!(again > paused);
+        assert_eq!(next(&mut rx, within).await, Some(again));
     }
 
     #[tokio::test]
@@ -386,7 +514,7 @@ mod tests {
         let dir = pack_dir();
         let (mut rx, guard) = watch(dir.path(), DEBOUNCE).unwrap();
         drop(guard);
-        let closed = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+        let closed = tokio::time::timeout(Duration::from_secs(10), rx.next()).await;
         assert_eq!(closed, Ok(None));
     }
 

@@ -105,23 +105,20 @@ impl PackState {
                         deciding.push(cached.clone());
                     }
                 });
-                for cached in deciding {
+                let decide = |cached: &Arc<Cached>| {
                     let object = cached.value();
                     let selected = rule
                         .selector
                         .as_ref()
                         .is_none_or(|sel| selector_matches(sel, &labels(&object)));
                     if !selected {
-                        continue;
+                        return None;
                     }
-                    let Some(key) = store.key_of(&kind, &object) else {
-                        continue;
-                    };
-                    let key = self.shared_trigger(key);
-                    if edit.is_none_or(|edit| self.unsettled(&key) || edit.may_change(&object)) {
-                        triggers.insert(key);
-                    }
-                }
+                    let key = self.shared_trigger(store.key_of(&kind, &object)?);
+                    edit.is_none_or(|edit| self.unsettled(&key) || edit.may_change(&object))
+                        .then_some(key)
+                };
+                triggers.extend(in_parallel(&deciding, decide));
             }
         }
         if matches!(scope, Scope::All) {
@@ -626,6 +623,33 @@ impl Controller {
     }
 }
 
+/// Below this many items a decision runs on the calling thread: threads cost more than
+/// they save.
+const PARALLEL_FROM: usize = 2048;
+
+/// The items `decide` keeps, decided on the cores there are (a reload decodes every cached
+/// trigger to ask the edit, while the broker holds the controller's lock and the API servers
+/// wait for its first writes).
+fn in_parallel<T: Sync, K: Send>(items: &[T], decide: impl Fn(&T) -> Option<K> + Sync) -> Vec<K> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || items.len() < PARALLEL_FROM {
+        return items.iter().filter_map(&decide).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let decide = &decide;
+        let parts: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().filter_map(decide).collect::<Vec<K>>()))
+            .collect();
+        parts
+            .into_iter()
+            // A panic in a decision is the caller's panic, as on one thread.
+            .flat_map(|part| part.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// The triggers a reload from `old` to `new` evaluates again: those of the rules `change`
 /// names; of a rule whose templates alone changed, those the edit may render differently
 /// (none when it renders every trigger as before).
@@ -646,4 +670,25 @@ fn reload_scope(old: &Pack, new: &Pack, change: &PackChange) -> Scope {
         );
     }
     Scope::Rules(rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parallel_decision_keeps_what_one_thread_keeps_in_order() {
+        for n in [
+            0,
+            10,
+            PARALLEL_FROM - 1,
+            PARALLEL_FROM,
+            3 * PARALLEL_FROM + 7,
+        ] {
+            let items: Vec<usize> = (0..n).collect();
+            let decide = |i: &usize| i.is_multiple_of(3).then(|| format!("item-{i}"));
+            let one: Vec<String> = items.iter().filter_map(decide).collect();
+            assert_eq!(in_parallel(&items, decide), one, "{n} items");
+        }
+    }
 }
