@@ -197,6 +197,22 @@ impl Controller {
     }
 }
 
+/// Whether the deletion of `object` (at `key`) may be what a deleting `trigger` waits for:
+/// when the outputs it had as its deletion was first seen are known (`outputs`), whether it is
+/// one of them, the very list it waits on; otherwise (a deletion first seen after a restart),
+/// what the object's owners annotations say ([`may_wait_for`]).
+pub(super) fn deletion_wakes(
+    outputs: Option<&[Key]>,
+    key: &ObjectKey,
+    object: Option<&Value>,
+    trigger: &ObjectKey,
+) -> bool {
+    match outputs {
+        Some(outputs) => outputs.iter().any(|o| **o == *key),
+        None => object.is_none_or(|o| may_wait_for(o, trigger)),
+    }
+}
+
 /// Whether a deleting `trigger` may wait for `object` to go: the object's owners
 /// annotations (one per shard's claim with sharding) name it, say there are more than they
 /// list, or there are none.
@@ -277,5 +293,23 @@ mod tests {
         assert!(may_wait_for(&more, &b));
         assert!(may_wait_for(&output(json!({})), &b));
         assert!(may_wait_for(&json!({"metadata": {"name": "out"}}), &b));
+    }
+
+    #[test]
+    fn a_deletion_wakes_by_the_outputs_recorded_when_they_are_known() {
+        let (a, b) = (trigger("a"), trigger("b"));
+        let (out, other) = (trigger("out"), trigger("other"));
+        let recorded: Vec<Key> = vec![Arc::new(out.clone())];
+        // Annotated with `more`: the annotations would wake every deleting trigger; the
+        // record wakes only the one that had it.
+        let more = output(json!({"switchyard.dev/owners": OWNERS_MORE}));
+        assert!(deletion_wakes(Some(&recorded), &out, Some(&more), &a));
+        assert!(!deletion_wakes(Some(&recorded), &other, Some(&more), &a));
+        assert!(!deletion_wakes(Some(&[]), &out, Some(&more), &a));
+        // Unknown (first seen deleting after a restart): the annotations decide.
+        let named = output(json!({"switchyard.dev/owners": a.to_string()}));
+        assert!(deletion_wakes(None, &out, Some(&named), &a));
+        assert!(!deletion_wakes(None, &out, Some(&named), &b));
+        assert!(deletion_wakes(None, &out, None, &b));
     }
 }

@@ -12,7 +12,7 @@ use switchyard_core::{ObjectKey, Pack};
 
 use super::index::{kind_in_role, output_kinds, watch_plan};
 use super::state::{Controller, Initial, Key, PackState, ReconcileError, Scope, Work};
-use super::status::{has_finalizer, may_wait_for};
+use super::status::{deletion_wakes, has_finalizer};
 use crate::packs::PackChange;
 use crate::store::{Cached, KindKey};
 use crate::watch::Change;
@@ -590,15 +590,17 @@ impl Controller {
                 }
                 if change.current.is_none() {
                     // A deleted object may be the last output a deleting trigger waits for:
-                    // the deleting triggers that may wait for it look again (not every
-                    // deleting trigger at each deletion: many deleting at once would each
-                    // look once per output deleted).
+                    // the deleting triggers that may wait for it (by the outputs each had,
+                    // the list it waits on) look again, not every deleting trigger at each
+                    // deletion: many deleting at once would each look once per output.
                     work.extend(
                         p.deleting
-                            .keys()
-                            .filter(|t| state.holds(t))
-                            .filter(|t| object.is_none_or(|o| may_wait_for(o, t)))
-                            .map(|t| Work::Trigger(name.clone(), t.clone())),
+                            .iter()
+                            .filter(|(t, outputs)| {
+                                state.holds(t)
+                                    && deletion_wakes(outputs.as_deref(), &key, object, t)
+                            })
+                            .map(|(t, _)| Work::Trigger(name.clone(), t.clone())),
                     );
                 }
             }
