@@ -294,10 +294,13 @@ pub async fn run(
                 tracing::info!(file = %switchyard_files::display(&origin.path), "configuration reloaded");
             }
             Some(change) = reloads.next() => match change {
-                // Loading begins while the debounce runs; it is installed at the quiet only if
-                // nothing changed after it began.
+                // Loading begins at a pause, while the debounce runs, one load at a time (a
+                // long burst with many pauses does not pile loads up); the quiet installs it
+                // only if nothing changed after it began, and loads again otherwise.
                 Change::Paused(n) => {
-                    prefetch = Some(Prefetch { change: n, loading: Loading::start(&config) });
+                    if prefetch.as_ref().is_none_or(|p| p.loading.task.is_finished()) {
+                        prefetch = Some(Prefetch { change: n, loading: Loading::start(&config) });
+                    }
                 }
                 Change::Quiet(n) => {
                     let loading = loading_for(prefetch.take(), n, &config);

@@ -638,6 +638,22 @@ async fn local_clusters() -> (
     (plane, source, karmada, kubeconfigs)
 }
 
+/// One Fleet and one FleetWorkload `default/web` of it, created in `source`: the world as
+/// `render` takes it.
+async fn one_fleet_workload(source: &Cluster) -> Vec<(String, Value)> {
+    let fleet = json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "Fleet",
+        "metadata": {"name": "edge-eu", "namespace": "default",
+                     "annotations": {"kcp.io/cluster": "2vmzxwqzc9k1ajk0"}},
+        "spec": {"clusterRefs": [{"name": "a"}]}});
+    let workload = fleet_workload("default", "web", "edge-eu");
+    source.put(&fleet).await;
+    source.put(&workload).await;
+    vec![
+        ("source".to_string(), fleet),
+        ("source".to_string(), workload),
+    ]
+}
+
 /// An output the API server refuses: the trigger says why with the API's own reason and
 /// message (`Synced=False/Invalid` naming the object, no debug dump), the work is retried
 /// with backoff, nothing is pruned, and a fixed pack converges.
@@ -649,17 +665,7 @@ async fn a_refused_apply_is_reported_and_retried() {
     let (_plane, source, karmada, kubeconfigs) = local_clusters().await;
     let clusters: BTreeMap<&str, Cluster> =
         [("source", source.clone()), ("karmada", karmada.clone())].into();
-    let fleet = json!({"apiVersion": "platform.edge-portal.eu/v1alpha1", "kind": "Fleet",
-        "metadata": {"name": "edge-eu", "namespace": "default",
-                     "annotations": {"kcp.io/cluster": "2vmzxwqzc9k1ajk0"}},
-        "spec": {"clusterRefs": [{"name": "a"}]}});
-    let workload = fleet_workload("default", "web", "edge-eu");
-    source.put(&fleet).await;
-    source.put(&workload).await;
-    let world = vec![
-        ("source".to_string(), fleet),
-        ("source".to_string(), workload),
-    ];
+    let world = one_fleet_workload(&source).await;
 
     // Kubernetes refuses a negative minReadySeconds. The pack as shipped (its source role a
     // kcp virtual workspace), on one API server that holds the tenant's objects itself.
@@ -811,5 +817,71 @@ async fn a_conflict_is_won_by_the_older_trigger_and_reported_by_the_other() {
     })
     .await;
     assert_eq!(broker.controller.writes().deletes, 0);
+    broker.stop().await;
+}
+
+/// The pack is loaded while the reload debounce runs, from the first pause in the writes: an
+/// edit written again after that pause, within the debounce, is the one installed, and the
+/// first is never applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_written_again_within_the_debounce_is_the_one_installed() {
+    if switchyard_testenv::external_kubeconfig().is_some() {
+        return; // Cluster-wide fixtures of its own; the scenarios above cover a real cluster.
+    }
+    let (_plane, source, karmada, kubeconfigs) = local_clusters().await;
+    let clusters: BTreeMap<&str, Cluster> =
+        [("source", source.clone()), ("karmada", karmada.clone())].into();
+    let world = one_fleet_workload(&source).await;
+    let packs = PackDir::new();
+    let kubeconfigs: Vec<(&str, &std::path::Path)> =
+        kubeconfigs.iter().map(|(r, p)| (*r, p.as_path())).collect();
+    let debounce = Duration::from_millis(1500);
+    let broker = Broker::start_with(&packs.packs(), &kubeconfigs, |config| {
+        config.reload_debounce_millis = debounce.as_millis() as u64;
+    })
+    .await;
+    let plan = render(&packs.packs(), &world);
+    wait_for("convergence", CONVERGE, || matches_plan(&plan, &clusters)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = broker.controller.writes();
+
+    // The first edit, then a pause well past the 50 ms that starts a load, then the second,
+    // all within one debounce.
+    let template = "templates/deployment.yaml.hbs";
+    let original = std::fs::read_to_string(packs.file(template)).unwrap();
+    let name_line = "metadata:\n  name: {{self.metadata.name}}\n";
+    assert!(original.contains(name_line));
+    let annotated = |value: &str| {
+        original.replacen(
+            name_line,
+            &format!("{name_line}  annotations:\n    reload-edit: {value}\n"),
+            1,
+        )
+    };
+    std::fs::write(packs.file(template), annotated("first")).unwrap();
+    tokio::time::sleep(debounce / 3).await;
+    std::fs::write(packs.file(template), annotated("second")).unwrap();
+
+    let edited = render(&packs.packs(), &world);
+    let deployment = edited
+        .objects
+        .iter()
+        .find(|d| d.key.kind == "Deployment")
+        .unwrap();
+    assert_eq!(
+        deployment.object["metadata"]["annotations"]["reload-edit"],
+        "second"
+    );
+    wait_for("the second edit to be applied", CONVERGE, || {
+        matches_plan(&edited, &clusters)
+    })
+    .await;
+    // Settled: one apply, of the second edit (the first, had it been installed, would have
+    // been one more).
+    tokio::time::sleep(debounce * 2).await;
+    let after = broker.controller.writes();
+    assert_eq!(after.applies - before.applies, 1, "{before:?} -> {after:?}");
+    let live = karmada.get_key(&deployment.key).await.unwrap();
+    assert_eq!(live["metadata"]["annotations"]["reload-edit"], "second");
     broker.stop().await;
 }
