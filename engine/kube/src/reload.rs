@@ -237,6 +237,14 @@ fn debounce_loop(
     after_burst: impl Fn(),
 ) {
     let settle = SETTLE.min(debounce);
+    // False once the receiver is gone: the loop ends.
+    let report = |update: &dyn Fn(&mut Progress)| {
+        if tx.is_closed() {
+            return false;
+        }
+        tx.send_modify(update);
+        true
+    };
     let mut count: u64 = 0;
     while raw.recv().is_ok() {
         count += 1;
@@ -252,23 +260,19 @@ fn debounce_loop(
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) if !paused => {
                     paused = true;
-                    if tx.is_closed() {
+                    if !report(&|p| p.paused = count) {
                         return;
                     }
-                    tx.send_modify(|p| p.paused = count);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => break,
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
         after_burst();
-        if tx
-            .send(Progress {
-                paused: count,
-                quiet: count,
-            })
-            .is_err()
-        {
+        if !report(&|p| {
+            p.paused = count;
+            p.quiet = count;
+        }) {
             return;
         }
     }

@@ -188,11 +188,7 @@ impl Controller {
         p.undesired(&self.store, pack_name)
             .into_iter()
             .filter(|(_, o)| waits_for(o))
-            .find(|(_, o)| {
-                annotation(o, &claim)
-                    .split(',')
-                    .any(|x| x == owner || x == OWNERS_MORE)
-            })
+            .find(|(_, o)| annotation(o, &claim).split(',').any(|x| names(x, &owner)))
             .map(|(key, _)| key.to_string())
     }
 }
@@ -232,7 +228,13 @@ pub(super) fn may_wait_for(object: &Value, trigger: &ObjectKey) -> bool {
         return true;
     }
     let trigger = trigger.to_string();
-    owners.any(|owner| owner == trigger || owner == OWNERS_MORE)
+    owners.any(|x| names(x, &trigger))
+}
+
+/// Whether an entry of an owners list may stand for `owner`: it names it, or it says the
+/// list is cut short.
+fn names(entry: &str, owner: &str) -> bool {
+    entry == owner || entry == OWNERS_MORE
 }
 
 pub(super) fn has_finalizer(object: &Value, finalizer: &str) -> bool {
